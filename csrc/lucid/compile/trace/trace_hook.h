@@ -1,0 +1,21 @@
+// The one place where dispatch talks to the tracer. A thread-local pointer: null when no trace
+// is active, so eager dispatch pays one load and one branch. The compile tracer implements it.
+#pragma once
+#include "lucid/ops/op_def.h"
+
+namespace lucid {
+
+struct TraceHook {
+  virtual ~TraceHook() = default;
+  // An op ran out of place: outputs are fresh (or views for View ops).
+  virtual void on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) = 0;
+  // An op wrote its result into `dst` (in-place form, optimizer update, buffer update).
+  virtual void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) = 0;
+  // A traced tensor's value was read on the host (item, bool, tolist, numpy).
+  virtual void on_host_read(const Tensor& t, const char* what) = 0;
+};
+
+TraceHook* current_trace_hook();
+void set_trace_hook(TraceHook* hook);  // thread-local
+
+}  // namespace lucid

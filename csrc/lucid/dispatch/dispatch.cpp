@@ -1,0 +1,218 @@
+#include "lucid/dispatch/dispatch.h"
+
+#include <algorithm>
+
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/autograd/node.h"
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/compile/trace/trace_hook.h"
+
+namespace lucid {
+
+static thread_local bool tl_grad_enabled = true;
+bool GradMode::is_enabled() { return tl_grad_enabled; }
+void GradMode::set_enabled(bool on) { tl_grad_enabled = on; }
+
+static thread_local TraceHook* tl_trace_hook = nullptr;
+TraceHook* current_trace_hook() { return tl_trace_hook; }
+void set_trace_hook(TraceHook* hook) { tl_trace_hook = hook; }
+
+static DType g_default_float = DType::Float32;
+DType default_float_dtype() { return g_default_float; }
+void set_default_float_dtype(DType t) {
+  LUCID_CHECK(is_floating(t), TypeError, "set_default_dtype: expected a floating dtype, got ", dtype_name(t));
+  g_default_float = t;
+}
+
+Tensor scalar_tensor(double v) {
+  Tensor t = Tensor::empty({}, DType::Float64);
+  *t.data<double>() = v;
+  t.impl()->is_wrapped_number = true;
+  return t;
+}
+Tensor scalar_tensor(int64_t v) {
+  Tensor t = Tensor::empty({}, DType::Int64);
+  *t.data<int64_t>() = v;
+  t.impl()->is_wrapped_number = true;
+  return t;
+}
+Tensor scalar_tensor_bool(bool v) {
+  Tensor t = Tensor::empty({}, DType::Bool);
+  *t.data<bool>() = v;
+  t.impl()->is_wrapped_number = true;
+  return t;
+}
+
+DType result_type(const TensorList& ts) {
+  // Three tiers, each promoted separately; a lower tier only counts if its category is higher.
+  bool has[3] = {false, false, false};
+  DType tier[3] = {DType::Bool, DType::Bool, DType::Bool};
+  for (const Tensor& t : ts) {
+    if (!t.defined()) continue;
+    int k = t.impl()->is_wrapped_number ? 2 : (t.ndim() == 0 ? 1 : 0);
+    DType d = t.dtype();
+    if (k == 2 && d == DType::Float64) d = default_float_dtype();
+    tier[k] = has[k] ? promote_types(tier[k], d) : d;
+    has[k] = true;
+  }
+  DType r = DType::Bool;
+  bool any = false;
+  for (int k = 0; k < 3; ++k) {
+    if (!has[k]) continue;
+    if (!any) { r = tier[k]; any = true; continue; }
+    if (scalar_kind(tier[k]) > scalar_kind(r)) {
+      // A lower tier of a higher category: take its dtype (wrapped floats give the default).
+      r = tier[k];
+    }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Autograd recording
+
+static bool any_requires_grad(const OpDef& def, const TensorList& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined() || !inputs[i].requires_grad()) continue;
+    if (std::find(def.nondiff_inputs.begin(), def.nondiff_inputs.end(), static_cast<int>(i)) !=
+        def.nondiff_inputs.end())
+      continue;
+    return true;
+  }
+  return false;
+}
+
+static void record_node(OpId id, const OpDef& def, const TensorList& inputs, const Attrs& attrs,
+                        const TensorList& outputs) {
+  LUCID_CHECK(def.vjp, NotImplementedError, def.name, ": no VJP is defined, so its inputs cannot be differentiated");
+  auto node = std::make_shared<Node>();
+  node->op = id;
+  node->attrs = attrs;
+  node->sequence_nr = next_sequence_nr();
+  node->num_outputs = static_cast<uint32_t>(outputs.size());
+  size_t n = inputs.size();
+  node->next_edges.resize(n);
+  node->input_meta.resize(n);
+  node->needs_grad.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) continue;
+    node->input_meta[i] = {t.shape(), t.dtype()};
+    bool nondiff = std::find(def.nondiff_inputs.begin(), def.nondiff_inputs.end(), static_cast<int>(i)) !=
+                   def.nondiff_inputs.end();
+    if (nondiff || !t.requires_grad()) continue;
+    node->needs_grad[i] = true;
+    if (t.grad_fn()) {
+      node->next_edges[i].fn = t.grad_fn();
+      node->next_edges[i].input_nr = t.impl()->autograd->output_nr;
+    } else {
+      node->next_edges[i].leaf = t.impl_ptr();
+    }
+  }
+  if (def.save & kSaveInputs)
+    for (const Tensor& t : inputs) node->saved_inputs.push_back(t.defined() ? SavedTensor::save(t, false) : SavedTensor{});
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& o = outputs[k];
+    if (!is_floating(o.dtype())) continue;
+    AutogradMeta& m = o.impl()->meta();
+    m.requires_grad = true;
+    m.grad_fn = node;
+    m.output_nr = static_cast<uint32_t>(k);
+  }
+  if (def.save & kSaveOutputs)
+    for (const Tensor& o : outputs) node->saved_outputs.push_back(SavedTensor::save(o, true));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static const OpDef& checked_def(OpId id) {
+  const OpDef& def = op_def(id);
+  LUCID_CHECK(def.name, NotImplementedError, op_name(id), ": op is declared but has no definition in this build");
+  return def;
+}
+
+static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
+  if (def.view) {
+    TensorList outs = def.view(inputs, attrs);
+    for (Tensor& o : outs) o.impl()->is_view = true;
+    return outs;
+  }
+  std::vector<TensorMeta> metas = def.infer(inputs, attrs);
+  TensorList outs;
+  outs.reserve(metas.size());
+  for (const TensorMeta& m : metas) outs.push_back(Tensor::empty(m.shape, m.dtype));
+  LUCID_CHECK(def.cpu_kernel, NotImplementedError, def.name, ": no CPU kernel in this build");
+  def.cpu_kernel(inputs, outs, attrs);
+  return outs;
+}
+
+TensorList dispatch(OpId id, const TensorList& inputs, const Attrs& attrs) {
+  const OpDef& def = checked_def(id);
+  TensorList outs = run_op(def, inputs, attrs);
+  if (def.differentiable && GradMode::is_enabled() && any_requires_grad(def, inputs))
+    record_node(id, def, inputs, attrs, outs);
+  if (TraceHook* h = tl_trace_hook) h->on_op(id, inputs, attrs, outs);
+  return outs;
+}
+
+static bool can_cast(DType from, DType to) {
+  // PyTorch's can_cast for in-place results: no float into integral, no non-bool into bool.
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) {
+  const OpDef& def = checked_def(id);
+  LUCID_CHECK(!def.view, Error, def.name, ": a view op has no in-place form");
+  bool record = def.differentiable && GradMode::is_enabled() && (dst.requires_grad() || any_requires_grad(def, inputs));
+  if (record) {
+    LUCID_CHECK(!(dst.is_leaf() && dst.requires_grad()), Error, def.name,
+                "_: a leaf tensor that requires grad is being used in an in-place operation; "
+                "wrap it in lucid.no_grad() or use the out-of-place form");
+    LUCID_CHECK(!dst.impl()->is_view, NotImplementedError, def.name,
+                "_: in-place operations on views of tensors that require grad are not supported yet; "
+                "use the out-of-place form");
+  }
+  std::vector<TensorMeta> metas = def.infer(inputs, attrs);
+  LUCID_CHECK(metas.size() == 1, Error, def.name, "_: only single-output ops have an in-place form");
+  LUCID_CHECK(metas[0].shape == dst.shape(), ValueError, def.name, "_: output with shape ", shape_str(dst.shape()),
+              " doesn't match the broadcast shape ", shape_str(metas[0].shape));
+  LUCID_CHECK(can_cast(metas[0].dtype, dst.dtype()), TypeError, def.name, "_: result type ",
+              dtype_name(metas[0].dtype), " can't be cast to the desired output type ", dtype_name(dst.dtype()));
+
+  if (record) {
+    // Out of place on a snapshot of dst (when the VJP needs saved inputs), then copy back and
+    // rebase dst's history onto the new node.
+    TensorList ins = inputs;
+    if (def.save & kSaveInputs)
+      for (Tensor& t : ins)
+        if (t.defined() && t.same_storage(dst)) t = dispatch1(OpId::Copy, {t}, {{"dtype", t.dtype()}});
+    Tensor r;
+    {
+      TraceHook* h = tl_trace_hook;
+      tl_trace_hook = nullptr;  // the trace sees one in-place op, not its parts
+      r = dispatch1(id, ins, attrs);
+      if (r.dtype() != dst.dtype()) r = dispatch1(OpId::Copy, {r}, {{"dtype", dst.dtype()}});
+      tl_trace_hook = h;
+    }
+    cpu::copy_into(dst, r);
+    dst.bump_version();
+    AutogradMeta& m = dst.impl()->meta();
+    m.requires_grad = true;
+    m.grad_fn = r.grad_fn();
+    m.output_nr = r.impl()->autograd ? r.impl()->autograd->output_nr : 0;
+  } else if (metas[0].dtype == dst.dtype()) {
+    def.cpu_kernel(inputs, {dst}, attrs);
+    dst.bump_version();
+  } else {
+    Tensor r = Tensor::empty(metas[0].shape, metas[0].dtype);
+    def.cpu_kernel(inputs, {r}, attrs);
+    cpu::copy_into(dst, r);
+    dst.bump_version();
+  }
+  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, inputs, attrs);
+  return dst;
+}
+
+}  // namespace lucid

@@ -1,0 +1,107 @@
+// Builders for elementwise OpDefs from scalar functors (scalar_math.h). A functor F has
+//   template <class C> static C apply(C x)            (unary)    or
+//   template <class C> static C apply(C a, C b)       (binary),
+// where C is the compute type (float for 16-bit floats). From F we build one BlockFn per dtype;
+// the eager kernel runs it over a StridedIter and the compiled fused-elementwise interpreter
+// runs the same BlockFn over 1024-element blocks. That is the op's `elementwise<F>` lowering.
+#pragma once
+#include <type_traits>
+
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/dispatch/dispatch.h"
+#include "lucid/ops/op_def.h"
+
+namespace lucid {
+
+// Output dtype rule of an elementwise op.
+enum class EwDType : uint8_t {
+  Same,          // result_type of inputs (add, neg)
+  Float,         // result_type, integers -> default float (exp, div)
+  Bool,          // computes in result_type, writes bool (eq, isnan)
+  BoolInputs,    // casts inputs to bool, writes bool (logical_and)
+};
+
+template <class F, class T, class O>
+void unary_block(char** p, const int64_t* s, int64_t n) {
+  using C = compute_t<T>;
+  if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
+    O* o = reinterpret_cast<O*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<O*>(p[0] + i * s[0]) =
+        static_cast<O>(F::template apply<C>(static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
+}
+
+template <class F, class T, class O>
+void binary_block(char** p, const int64_t* s, int64_t n) {
+  using C = compute_t<T>;
+  O* o = reinterpret_cast<O*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+  const T* b = reinterpret_cast<const T*>(p[2]);
+  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
+    return;
+  }
+  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {
+    const C bv = static_cast<C>(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), bv));
+    return;
+  }
+  if (s[0] == sizeof(O) && s[1] == 0 && s[2] == sizeof(T)) {
+    const C av = static_cast<C>(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(av, static_cast<C>(b[i])));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<O*>(p[0] + i * s[0]) = static_cast<O>(F::template apply<C>(
+        static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1])),
+        static_cast<C>(*reinterpret_cast<const T*>(p[2] + i * s[2]))));
+}
+
+// Which dtypes a functor supports: by default every numeric dtype and bool.
+enum class EwDomain : uint8_t { All, Numeric, Floating };
+
+template <class F, int Arity, bool BoolOut>
+std::array<BlockFn, kNumDTypes> make_blocks(EwDomain domain) {
+  std::array<BlockFn, kNumDTypes> blocks{};
+  auto put = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using O = std::conditional_t<BoolOut, bool, T>;
+    if constexpr (Arity == 1) blocks[static_cast<int>(dtype_of<T>::value)] = &unary_block<F, T, O>;
+    else blocks[static_cast<int>(dtype_of<T>::value)] = &binary_block<F, T, O>;
+  };
+  put(std::type_identity<float>{});
+  put(std::type_identity<double>{});
+  put(std::type_identity<Half>{});
+  put(std::type_identity<BFloat16>{});
+  if (domain != EwDomain::Floating) {
+    put(std::type_identity<int64_t>{});
+    put(std::type_identity<int32_t>{});
+    put(std::type_identity<int8_t>{});
+    put(std::type_identity<uint8_t>{});
+    if (domain == EwDomain::All) put(std::type_identity<bool>{});
+  }
+  return blocks;
+}
+
+// Infer and kernel shared by every elementwise op.
+std::vector<TensorMeta> infer_elementwise(OpId id, EwDType rule, const TensorList& inputs);
+void run_elementwise(OpId id, EwDType rule, const TensorList& inputs, const TensorList& outputs);
+
+// OpDef skeleton for an elementwise op; the caller sets vjp, save and differentiable.
+template <OpId Id, class F, int Arity, EwDType Rule, EwDomain Domain = EwDomain::All>
+OpDef elementwise_op() {
+  OpDef d;
+  d.num_inputs = Arity;
+  d.lowering = Lowering::Elementwise;
+  d.ew_block = make_blocks<F, Arity, Rule == EwDType::Bool || Rule == EwDType::BoolInputs>(Domain);
+  d.ew_rule = static_cast<uint8_t>(Rule);
+  d.infer = [](const TensorList& in, const Attrs&) { return infer_elementwise(Id, Rule, in); };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) { run_elementwise(Id, Rule, in, out); };
+  return d;
+}
+
+}  // namespace lucid

@@ -1,0 +1,96 @@
+// OpDef: the single definition of an op. One record holds everything the engine and the
+// compiler need: name, shape/dtype rule (infer), eager CPU kernel (or view function), the VJP
+// written with ops (so it serves eager autograd and traced backward alike), what to save for
+// backward, and the lowering kind the compiler uses. Families register their records with
+// LUCID_REGISTER_OP in their own .cpp; the registry is an array indexed by OpId.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+#include "lucid/ops/attrs.h"
+
+namespace lucid {
+
+enum class OpId : uint16_t {
+#define LUCID_OP(name) name,
+#include "lucid/ops/op_list.def"
+#undef LUCID_OP
+  NumOps
+};
+constexpr int kNumOps = static_cast<int>(OpId::NumOps);
+
+const char* op_name(OpId id);
+OpId op_from_name(const std::string& name);  // raises ValueError
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype;
+};
+
+using TensorList = std::vector<Tensor>;
+
+// Shape and dtype of every output; validates arguments (raises with op, argument, expected, got).
+using InferFn = std::vector<TensorMeta> (*)(const TensorList& inputs, const Attrs& attrs);
+// Writes outputs, which dispatch has allocated (contiguous) from infer's metas. In-place calls
+// pass the destination (possibly strided) as outputs[0].
+using KernelFn = void (*)(const TensorList& inputs, const TensorList& outputs, const Attrs& attrs);
+// View ops produce outputs that alias inputs[0]'s storage; no allocation, no kernel.
+using ViewFn = TensorList (*)(const TensorList& inputs, const Attrs& attrs);
+
+struct VjpContext {
+  const TensorList& inputs;   // saved inputs (undefined when the op does not save them)
+  const TensorList& outputs;  // saved outputs (idem)
+  const TensorList& grads;    // one per output; undefined means zero
+  const Attrs& attrs;
+  const std::vector<TensorMeta>& input_meta;  // shape and dtype of every input
+  const std::vector<bool>& needs_grad;        // per input
+};
+// Returns one gradient per input (undefined when not needed). Gradients may have a broadcast
+// shape or a wider dtype: the engine reduces them to the input's shape and casts them.
+using VjpFn = TensorList (*)(const VjpContext& ctx);
+
+// Inner loop over one row of an elementwise op: ptrs[0] is the output, then the inputs; strides
+// in bytes. The eager kernel and the compiled fused-elementwise interpreter share these.
+using BlockFn = void (*)(char** ptrs, const int64_t* strides, int64_t n);
+
+enum class Lowering : uint8_t {
+  Elementwise,  // ew_block per dtype: fusable
+  Kernel,       // opaque kernel call (matmul, conv, reductions...)
+  View,         // strided alias
+  Decompose,    // composite of other ops (recorded as its parts)
+  Random,       // draws from the Philox generator (seed, offset attributes)
+};
+
+enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
+
+struct OpDef {
+  const char* name = nullptr;
+  int num_inputs = -1;  // -1: variadic
+  InferFn infer = nullptr;
+  KernelFn cpu_kernel = nullptr;
+  ViewFn view = nullptr;
+  VjpFn vjp = nullptr;
+  bool differentiable = true;     // false = explicit non-differentiable mark (no VJP needed)
+  uint8_t save = kSaveNone;
+  Lowering lowering = Lowering::Kernel;
+  std::array<BlockFn, kNumDTypes> ew_block{};  // Elementwise lowering only, by compute dtype
+  uint8_t ew_rule = 0;                         // EwDType of an elementwise op
+  std::vector<int> nondiff_inputs;             // inputs never differentiated (indices, masks)
+};
+
+const OpDef& op_def(OpId id);
+bool op_registered(OpId id);
+
+struct OpRegistrar {
+  OpRegistrar(OpId id, OpDef def);
+};
+
+#define LUCID_CONCAT_(a, b) a##b
+#define LUCID_CONCAT(a, b) LUCID_CONCAT_(a, b)
+// LUCID_REGISTER_OP(Add, [] { OpDef d; ...; return d; }())
+#define LUCID_REGISTER_OP(id, ...) \
+  static ::lucid::OpRegistrar LUCID_CONCAT(lucid_reg_, id)(::lucid::OpId::id, __VA_ARGS__)
+
+}  // namespace lucid

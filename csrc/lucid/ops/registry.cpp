@@ -1,0 +1,35 @@
+// The op registry: an array indexed by OpId, filled by each family's static registrars.
+#include <string>
+
+#include "lucid/ops/op_def.h"
+
+namespace lucid {
+
+static const char* const kOpNames[] = {
+#define LUCID_OP(name) #name,
+#include "lucid/ops/op_list.def"
+#undef LUCID_OP
+};
+
+static std::array<OpDef, kNumOps>& table() {
+  static std::array<OpDef, kNumOps> t;
+  return t;
+}
+
+const char* op_name(OpId id) { return kOpNames[static_cast<int>(id)]; }
+
+OpId op_from_name(const std::string& name) {
+  for (int i = 0; i < kNumOps; ++i)
+    if (name == kOpNames[i]) return static_cast<OpId>(i);
+  throw ValueError(str("op: unknown op name '", name, "'"));
+}
+
+const OpDef& op_def(OpId id) { return table()[static_cast<int>(id)]; }
+bool op_registered(OpId id) { return table()[static_cast<int>(id)].name != nullptr; }
+
+OpRegistrar::OpRegistrar(OpId id, OpDef def) {
+  def.name = kOpNames[static_cast<int>(id)];
+  table()[static_cast<int>(id)] = std::move(def);
+}
+
+}  // namespace lucid

@@ -1,0 +1,11 @@
+"""Lucid: a deep-learning framework with a C++ engine and a PyTorch-shaped Python API."""
+from lucid import _C
+from lucid._C import Tensor, dtype, from_numpy, get_default_dtype, set_default_dtype, promote_types, result_type
+from lucid._dtypes import (bool_ as bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64,  # noqa: A001
+                           half, float, double, long, int)  # noqa: A001
+from lucid import _tensor  # noqa: F401  (attaches Python-level Tensor methods)
+from lucid.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from lucid._creation import tensor, as_tensor
+from lucid._ops import *  # noqa: F401,F403
+
+__version__ = "0.1.0"

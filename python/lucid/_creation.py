@@ -1,0 +1,74 @@
+"""lucid.tensor / as_tensor: Python data in (NumPy at the boundary only), lucid tensors out."""
+import builtins
+
+import numpy as np
+
+from lucid import _C
+
+_NP_TO_LUCID = {np.dtype(np.bool_): "bool", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
+                np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.float16): "float16",
+                np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
+def _to_array(data, dtype):
+    if isinstance(data, _C.Tensor):
+        return None
+    if isinstance(data, np.ndarray):
+        arr = data
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(e, _C.Tensor) for e in _flatten(data)):
+            data = _tensors_to_python(data)
+        arr = np.asarray(data)
+        if arr.dtype == np.float64 and dtype is None:
+            arr = arr.astype(np.float32 if _C.get_default_dtype() == _C.dtype.float32 else np.float64)
+    if arr.dtype not in _NP_TO_LUCID:
+        if arr.dtype.kind == "f":
+            arr = arr.astype(np.float64)
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"tensor: argument 'data' has unsupported element type {arr.dtype}")
+    return arr
+
+
+def _flatten(x):
+    for e in x:
+        if isinstance(e, (list, tuple)):
+            yield from _flatten(e)
+        else:
+            yield e
+
+
+def _tensors_to_python(x):
+    if isinstance(x, _C.Tensor):
+        return x.item() if x.numel() == 1 and x.ndim == 0 else x.detach().numpy().tolist()
+    return [_tensors_to_python(e) for e in x]
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """Copy `data` (nested lists, scalars, NumPy arrays or tensors) into a new tensor."""
+    if device is not None:
+        _C._parse_device(str(device))
+    if isinstance(data, _C.Tensor):
+        t = data.detach().clone()
+    else:
+        arr = _to_array(data, dtype)
+        t = _C.from_numpy(np.ascontiguousarray(arr)).clone()
+    if dtype is not None and t.dtype != dtype:
+        t = _C.cast(t, dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like tensor(), but shares memory with a NumPy array or tensor when the dtype allows."""
+    if isinstance(data, _C.Tensor):
+        return data if dtype is None or data.dtype == dtype else _C.cast(data, dtype)
+    if isinstance(data, np.ndarray) and data.dtype in _NP_TO_LUCID:
+        t = _C.from_numpy(data)
+        return t if dtype is None or t.dtype == dtype else _C.cast(t, dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+_ = builtins

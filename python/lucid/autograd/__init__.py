@@ -1,0 +1,26 @@
+"""lucid.autograd: backward, grad and grad-mode switches (the engine is C++)."""
+from lucid.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from lucid import _C
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
+    tensors = _as_list(tensors)
+    grads = _as_list(grad_tensors) or [None] * len(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    _C._backward(tensors, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    grads = _as_list(grad_outputs) or [None] * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    return tuple(_C._grad(outputs, inputs, grads, retain_graph, create_graph, allow_unused))
