@@ -7,5 +7,6 @@ from lucid import _tensor  # noqa: F401  (attaches Python-level Tensor methods)
 from lucid.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from lucid._creation import tensor, as_tensor
 from lucid._ops import *  # noqa: F401,F403
+from lucid import autograd  # noqa: E402
 
 __version__ = "0.1.0"

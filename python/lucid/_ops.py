@@ -1,4 +1,8 @@
-"""Top-level functional ops (lucid.add, lucid.zeros, ...). Families add their names here."""
+"""Top-level functional ops (lucid.add, lucid.zeros, ...), gathered from each family's module."""
 from lucid._C import add, mul, neg, empty, full, cast  # noqa: F401
-
-__all__ = ["add", "mul", "neg", "empty", "full", "cast"]
+from lucid._ops_elementwise import *  # noqa: F401,F403
+from lucid._ops_reduce import *  # noqa: F401,F403
+from lucid._ops_creation import *  # noqa: F401,F403
+from lucid._ops_movement import *  # noqa: F401,F403
+from lucid._ops_linalg import *  # noqa: F401,F403
+from lucid._ops_nn import *  # noqa: F401,F403

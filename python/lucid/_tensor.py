@@ -89,3 +89,6 @@ Tensor.cpu = lambda self: self
 Tensor.view_as = lambda self, other: self.reshape(other.shape)
 Tensor.expand_as = lambda self, other: self.expand(other.shape)
 Tensor.__hash__ = object.__hash__
+Tensor.t = lambda self: self.transpose(0, 1) if self.ndim == 2 else self
+Tensor.view = lambda self, *shape: self.reshape(*shape)
+

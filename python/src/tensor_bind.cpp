@@ -234,11 +234,25 @@ static void bind_tensor(nb::module_& m) {
       .def("_backward", [](const Tensor& t, nb::handle gradient, bool retain_graph, bool create_graph) {
         TensorList g{gradient.is_none() ? Tensor() : nb::cast<Tensor>(gradient)};
         autograd::backward({t}, g, retain_graph, create_graph);
-      })
+      }, nb::arg("gradient").none(), nb::arg("retain_graph"), nb::arg("create_graph"))
       .def("__add__", [](const Tensor& a, nb::handle b) { return add(a, to_tensor(b, "add", "other")); })
       .def("__radd__", [](const Tensor& a, nb::handle b) { return add(to_tensor(b, "add", "other"), a); })
       .def("__mul__", [](const Tensor& a, nb::handle b) { return mul(a, to_tensor(b, "mul", "other")); })
       .def("__rmul__", [](const Tensor& a, nb::handle b) { return mul(to_tensor(b, "mul", "other"), a); })
+      .def("__sub__", [](const Tensor& a, nb::handle b) { return sub(a, to_tensor(b, "sub", "other")); })
+      .def("__rsub__", [](const Tensor& a, nb::handle b) { return sub(to_tensor(b, "sub", "other"), a); })
+      .def("__truediv__", [](const Tensor& a, nb::handle b) { return div(a, to_tensor(b, "div", "other")); })
+      .def("__rtruediv__", [](const Tensor& a, nb::handle b) { return div(to_tensor(b, "div", "other"), a); })
+      .def("permute", [](const Tensor& t, nb::args dims) {
+        IntList d = dims.size() == 1 && !PyLong_Check(dims[0].ptr()) ? to_shape(dims[0], "permute", "dims") : to_shape(dims, "permute", "dims");
+        return permute(t, d);
+      })
+      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); })
+      .def("sum", [](const Tensor& t, nb::handle dim, bool keepdim, nb::handle dtype) {
+        IntList dims = dim.is_none() ? IntList{} : to_shape(dim, "sum", "dim");
+        if (dtype.is_none()) return sum(t, dims, keepdim);
+        return dispatch1(OpId::Sum, {t}, {{"dims", dims}, {"keepdim", keepdim}, {"dtype", to_dtype(dtype, "sum")}});
+      }, nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype").none() = nb::none())
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__iadd__", [](Tensor& a, nb::handle b) { dispatch_inplace(OpId::Add, a, {a, to_tensor(b, "add_", "other")}); return a; })
       .def("__imul__", [](Tensor& a, nb::handle b) { dispatch_inplace(OpId::Mul, a, {a, to_tensor(b, "mul_", "other")}); return a; })
@@ -271,12 +285,12 @@ static void bind_tensor(nb::module_& m) {
   m.def("_host_read", &note_host_read);
   m.def("empty", [](nb::handle shape, nb::handle dtype) {
     return Tensor::empty(to_shape(shape, "empty", "size"), dtype.is_none() ? default_float_dtype() : to_dtype(dtype, "empty"));
-  }, nb::arg("size"), nb::arg("dtype") = nb::none());
+  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
   m.def("full", [](nb::handle shape, nb::handle value, nb::handle dtype) {
     Tensor v = to_tensor(value, "full", "fill_value");
     DType dt = dtype.is_none() ? (v.dtype() == DType::Float64 ? default_float_dtype() : v.dtype()) : to_dtype(dtype, "full");
     return full(to_shape(shape, "full", "size"), item(v), dt);
-  }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype") = nb::none());
+  }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none());
   m.def("cast", [](const Tensor& t, nb::handle d) { return cast(t, to_dtype(d, "cast")); });
   m.def("add", [](nb::handle a, nb::handle b) { return add(to_tensor(a, "add", "input"), to_tensor(b, "add", "other")); });
   m.def("mul", [](nb::handle a, nb::handle b) { return mul(to_tensor(a, "mul", "input"), to_tensor(b, "mul", "other")); });

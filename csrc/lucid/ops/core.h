@@ -18,3 +18,16 @@ Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 
 }  // namespace lucid
+
+namespace lucid {
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor permute(const Tensor& x, const IntList& dims);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+Tensor sum(const Tensor& x, const IntList& dims = {}, bool keepdim = false);  // dims empty: all
+// Normalises a dim list (wraps negatives, checks duplicates); empty means all dims.
+IntList reduce_dims(const IntList& dims, int64_t ndim, const char* op);
+Shape reduced_shape(const Shape& s, const IntList& dims, bool keepdim);
+// Moves `dims` of x to the end and returns a contiguous [outer, inner] view of it.
+Tensor reduction_rows(const Tensor& x, const IntList& dims, int64_t& outer, int64_t& inner);
+}  // namespace lucid

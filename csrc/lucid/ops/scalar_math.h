@@ -13,3 +13,8 @@ struct Mul { template <class C> static C apply(C a, C b) { if constexpr (std::is
 struct Neg { template <class C> static C apply(C a) { if constexpr (std::is_same_v<C, bool>) return a; else return static_cast<C>(-a); } };
 
 }  // namespace lucid::sm
+
+namespace lucid::sm {
+struct Sub { template <class C> static C apply(C a, C b) { if constexpr (std::is_same_v<C, bool>) return a != b; else return a - b; } };
+struct Div { template <class C> static C apply(C a, C b) { return a / b; } };
+}  // namespace lucid::sm

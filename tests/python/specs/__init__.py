@@ -1,0 +1,1 @@
+"""Per-family op-spec rows; each module defines SPECS = [OpSpec(...), ...]."""

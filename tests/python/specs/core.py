@@ -1,0 +1,40 @@
+"""Spec rows for the core ops (Copy, SumTo, Expand, Reshape, Add, Mul, Neg, Fill, Sub, Div,
+Permute, Sum)."""
+from op_specs import OpSpec, Sample, arr, positive
+
+ALL = ("float32", "float64", "float16", "bfloat16", "int64", "int32")
+
+
+def _bin(rng, dt):
+    return [Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)]),
+            Sample([arr(rng, (2, 1, 4), dt), arr(rng, (3, 1), dt)]),
+            Sample([arr(rng, (5,), dt), 2.5 if "float" in dt else 3])]
+
+
+SPECS = [
+    OpSpec("add", ["Add"], lambda l, a, b: l.add(a, b), lambda t, a, b: t.add(a, b), _bin, dtypes=ALL),
+    OpSpec("mul", ["Mul"], lambda l, a, b: a * b, lambda t, a, b: a * b, _bin, dtypes=ALL),
+    OpSpec("sub", ["Sub"], lambda l, a, b: a - b, lambda t, a, b: a - b, _bin, dtypes=ALL),
+    OpSpec("div", ["Div"], lambda l, a, b: a / b, lambda t, a, b: a / b,
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt), positive(rng, (3, 4), dt)]),
+                            Sample([arr(rng, (2, 1, 4), dt), positive(rng, (3, 1), dt)])],
+           dtypes=("float32", "float64", "float16", "bfloat16")),
+    OpSpec("neg", ["Neg"], lambda l, a: -a, lambda t, a: -a,
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])], dtypes=ALL),
+    OpSpec("cast", ["Copy"], lambda l, a: l.cast(a, l.float64) * 1.0, lambda t, a: a.to(t.float64) * 1.0,
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])], dtypes=("float32", "float16", "int32")),
+    OpSpec("expand", ["Expand", "SumTo"], lambda l, a: a.expand(2, 3, 4), lambda t, a: a.expand(2, 3, 4),
+           lambda rng, dt: [Sample([arr(rng, (3, 1), dt)])]),
+    OpSpec("reshape", ["Reshape"], lambda l, a: a.reshape(4, -1), lambda t, a: a.reshape(4, -1),
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 4), dt)])]),
+    OpSpec("reshape_noncontig", ["Reshape", "Permute"], lambda l, a: a.permute(1, 0).reshape(-1),
+           lambda t, a: a.permute(1, 0).reshape(-1), lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])]),
+    OpSpec("permute", ["Permute"], lambda l, a: a.permute(2, 0, 1) * 1.0, lambda t, a: a.permute(2, 0, 1) * 1.0,
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 4), dt)])]),
+    OpSpec("sum", ["Sum"], lambda l, a, **k: a.sum(**k), lambda t, a, **k: a.sum(**k),
+           lambda rng, dt: [Sample([arr(rng, (3, 4, 5), dt)]), Sample([arr(rng, (3, 4, 5), dt)], {"dim": 1}),
+                            Sample([arr(rng, (3, 4, 5), dt)], {"dim": (0, 2), "keepdim": True})],
+           dtypes=("float32", "float64", "int64")),
+    OpSpec("full", ["Fill"], lambda l: l.full((2, 3), 1.5), lambda t: t.full((2, 3), 1.5),
+           lambda rng, dt: [Sample([])], dtypes=("float32",), grad=False),
+]
