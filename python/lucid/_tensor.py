@@ -92,3 +92,12 @@ Tensor.__hash__ = object.__hash__
 Tensor.t = lambda self: self.transpose(0, 1) if self.ndim == 2 else self
 Tensor.view = lambda self, *shape: self.reshape(*shape)
 
+
+
+# DLPack: zero-copy through NumPy's DLPack support (CPU only; bfloat16 is not expressible).
+def _dlpack(self, stream=None, **kwargs):
+    return self.detach().numpy().__dlpack__(**kwargs)
+
+
+Tensor.__dlpack__ = _dlpack
+Tensor.__dlpack_device__ = lambda self: (1, 0)  # kDLCPU, device 0
