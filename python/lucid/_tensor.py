@@ -24,8 +24,16 @@ def _repr(self):
     if t.dtype == _C.dtype.bfloat16:
         t = _C.cast(t, _C.dtype.float32)
     arr = t.numpy()
-    body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
-                           floatmode="maxprec_equal" if arr.dtype.kind == "f" else "maxprec")
+    opts = {}
+    if arr.dtype.kind == "f" and arr.size:
+        finite = arr[np.isfinite(arr)].astype(np.float64)
+        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
+        big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
+        if big:
+            opts = {"formatter": {"float_kind": lambda v: f"{v:.4e}"}}
+        elif not integral:
+            opts = {"formatter": {"float_kind": lambda v: f"{v:.4f}"}}
+    body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3, **opts)
     extras = []
     default_dtypes = (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool)
     if self.dtype not in default_dtypes or self.numel() == 0:
