@@ -12,23 +12,24 @@
 
 namespace lucid {
 
-// Philox4x32 with 10 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
-inline std::array<uint32_t, 4> philox4x32_10(uint64_t counter, uint64_t key) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+// Philox4x32 with 10 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"),
+// on a full 128-bit counter and 64-bit key (checked against the Random123 known answers).
+inline std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, uint32_t k0, uint32_t k1) {
   for (int r = 0; r < 10; ++r) {
-    uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0;
-    uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
-    uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
-    c1 = static_cast<uint32_t>(p1);
-    c3 = static_cast<uint32_t>(p0);
-    c0 = n0;
-    c2 = n2;
+    uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c[0];
+    uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c[2];
+    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(p1),
+         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1, static_cast<uint32_t>(p0)};
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  return {c0, c1, c2, c3};
+  return c;
+}
+
+// The generator's block function: counter = (counter, 0) as 128 bits, key = seed.
+inline std::array<uint32_t, 4> philox4x32_10(uint64_t counter, uint64_t key) {
+  return philox4x32_10({static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0u, 0u},
+                       static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
 }
 
 class Generator {

@@ -57,6 +57,18 @@ static Tensor keep(const Tensor& g, const Shape& s, const IntList& dims, bool ke
 }
 
 // ---- Amax / Amin ------------------------------------------------------------------------------------
+template <class T, bool IsMax>
+struct AmaxR {
+  using C = compute_t<T>;
+  using S = C;
+  T* out;
+  S init() const { return ext_identity<C, IsMax>(); }
+  void step(S& s, C v, int64_t) const { s = ext_select<C, IsMax>(v, s); }
+  void row(S& s, const T* p, int64_t, int64_t n) const { s = ext_select<C, IsMax>(ext_span<T, IsMax>(p, n), s); }
+  void merge(S& a, const S& b) const { a = ext_select<C, IsMax>(b, a); }
+  void write(const S& s, int64_t o) const { out[o] = static_cast<T>(s); }
+};
+
 template <bool IsMax>
 static OpDef amax_op() {
   OpDef d;
@@ -69,7 +81,8 @@ static OpDef amax_op() {
     return std::vector<TensorMeta>{{reduced_shape(in[0].shape(), dims, a.b("keepdim")), in[0].dtype()}};
   };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    run_ext<IsMax>(in[0], reduce_dims(a.ints("dims"), in[0].ndim(), name), &out[0], nullptr, name);
+    RowLayout L = row_layout(in[0], reduce_dims(a.ints("dims"), in[0].ndim(), name));
+    LUCID_DISPATCH_ALL(in[0].dtype(), name, [&] { run_reduce<scalar_t>(L, AmaxR<scalar_t, IsMax>{out[0].data<scalar_t>()}); });
   };
   d.vjp = [](const VjpContext& c) {
     const Shape& s = c.input_meta[0].shape;

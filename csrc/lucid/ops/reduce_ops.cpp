@@ -2,6 +2,8 @@
 // VJP), Cumsum, All, Any. Kernels run on the shared row-reduction driver (reduce_util.h) and
 // accumulate floats in double, so float32 results match PyTorch to ~1e-7 relative. VJPs are
 // written with ops.
+#include <sleef.h>
+
 #include <cmath>
 
 #include "lucid/ops/elementwise_util.h"
@@ -43,6 +45,7 @@ struct MeanR {
   double scale;
   S init() const { return 0.0; }
   void step(S& s, C v, int64_t) const { s += static_cast<double>(v); }
+  void row(S& s, const T* p, int64_t, int64_t n) const { s += sum_span<T, double>(p, n); }
   void merge(S& a, const S& b) const { a += b; }
   void write(const S& s, int64_t o) const { out[o] = static_cast<T>(static_cast<C>(s * scale)); }
 };
@@ -100,6 +103,37 @@ struct VarR {
     double dlt = x - s.mean;
     s.mean += dlt / s.n;
     s.m2 += dlt * (x - s.mean);
+  }
+  // Two passes over a block (mean, then squared deviations), merged with Chan's formula.
+  void row(S& s, const T* p, int64_t, int64_t n) const {
+    if (n == 0) return;
+    double m = sum_span<T, double>(p, n) / static_cast<double>(n);
+    double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; ++l) {
+        double d = static_cast<double>(static_cast<C>(p[i + l])) - m;
+        a[l] += d * d;
+      }
+    double m2 = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    for (; i < n; ++i) {
+      double d = static_cast<double>(static_cast<C>(p[i])) - m;
+      m2 += d * d;
+    }
+    merge(s, S{static_cast<double>(n), m, m2});
+  }
+  void cols(S* st, const T* p, int64_t r, int64_t stride, int64_t w) const {
+    if (r == 0) return;
+    double sum[kReduceCols] = {}, m2[kReduceCols] = {};
+    for (int64_t k = 0; k < r; ++k)
+      for (int64_t j = 0; j < w; ++j) sum[j] += static_cast<double>(static_cast<C>(p[k * stride + j]));
+    for (int64_t j = 0; j < w; ++j) sum[j] /= static_cast<double>(r);
+    for (int64_t k = 0; k < r; ++k)
+      for (int64_t j = 0; j < w; ++j) {
+        double d = static_cast<double>(static_cast<C>(p[k * stride + j])) - sum[j];
+        m2[j] += d * d;
+      }
+    for (int64_t j = 0; j < w; ++j) merge(st[j], S{static_cast<double>(r), sum[j], m2[j]});
   }
   void merge(S& a, const S& b) const {
     if (b.n == 0) return;
@@ -182,6 +216,7 @@ struct ProdR {
   T* out;
   S init() const { return 1; }
   void step(S& s, C v, int64_t) const { s *= static_cast<S>(v); }
+  void row(S& s, const T* p, int64_t, int64_t n) const { s *= prod_span<T, S>(p, n); }
   void merge(S& a, const S& b) const { a *= b; }
   void write(const S& s, int64_t o) const { out[o] = static_cast<T>(static_cast<C>(s)); }
 };
@@ -270,9 +305,22 @@ struct Lse {
   double m = -INFINITY, s = 0;
 };
 
+// exp in place over n values (SLEEF AVX2, 1 ulp).
+static inline void exp_inplace(float* v, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(v + i, Sleef_expf8_u10avx2(_mm256_loadu_ps(v + i)));
+  for (; i < n; ++i) v[i] = std::exp(v[i]);
+}
+static inline void exp_inplace(double* v, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(v + i, Sleef_expd4_u10avx2(_mm256_loadu_pd(v + i)));
+  for (; i < n; ++i) v[i] = std::exp(v[i]);
+}
+
 template <class T>
 struct LseR {
   using C = compute_t<T>;
+  using E = std::conditional_t<std::is_same_v<T, double>, double, float>;  // exp precision
   using S = Lse;
   T* out;
   S init() const { return {}; }
@@ -286,7 +334,43 @@ struct LseR {
       st.s += m == st.m ? s : s * std::exp(m - st.m);
     }
   }
+  // A block with maximum m and the sum of exp(x - m) (m = +-inf or NaN decide by themselves).
+  static void add_block(S& st, double m, double s) {
+    if (std::isinf(m) || std::isnan(m)) add(st, m, 1.0);
+    else add(st, m, s);
+  }
   void step(S& st, C v, int64_t) const { add(st, static_cast<double>(v), 1.0); }
+  // Two passes: the block's max, then the sum of exp(x - max) in E with SLEEF.
+  void row(S& st, const T* p, int64_t, int64_t n) const {
+    if (n == 0) return;
+    C m = ext_span<T, true>(p, n);
+    double acc = 0;
+    if (!std::isinf(static_cast<double>(m)) && !std::isnan(static_cast<double>(m))) {
+      E buf[256];
+      for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        int64_t w = std::min<int64_t>(256, n - i0);
+        for (int64_t j = 0; j < w; ++j) buf[j] = static_cast<E>(static_cast<C>(p[i0 + j])) - static_cast<E>(m);
+        exp_inplace(buf, w);
+        acc += sum_span<E, double>(buf, w);
+      }
+    }
+    add_block(st, static_cast<double>(m), acc);
+  }
+  void cols(S* st, const T* p, int64_t r, int64_t stride, int64_t w) const {
+    if (r == 0) return;
+    C m[kReduceCols];
+    for (int64_t j = 0; j < w; ++j) m[j] = ext_identity<C, true>();
+    for (int64_t k = 0; k < r; ++k)
+      for (int64_t j = 0; j < w; ++j) m[j] = ext_select<C, true>(static_cast<C>(p[k * stride + j]), m[j]);
+    double acc[kReduceCols] = {};
+    E buf[kReduceCols];
+    for (int64_t k = 0; k < r; ++k) {
+      for (int64_t j = 0; j < w; ++j) buf[j] = static_cast<E>(static_cast<C>(p[k * stride + j])) - static_cast<E>(m[j]);
+      exp_inplace(buf, w);
+      for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<double>(buf[j]);
+    }
+    for (int64_t j = 0; j < w; ++j) add_block(st[j], static_cast<double>(m[j]), acc[j]);
+  }
   void merge(S& a, const S& b) const { add(a, b.m, b.s); }
   void write(const S& st, int64_t o) const {
     double r = std::isinf(st.m) || std::isnan(st.m) ? st.m : st.m + std::log(st.s);
@@ -342,6 +426,21 @@ template <class T>
 static void cumsum_rows(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool reverse) {
   using C = compute_t<T>;
   using A = acc_t<C>;
+  if (inner == 1) {
+    parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* src = x + o * n;
+        T* dst = y + o * n;
+        A acc = 0;
+        if (reverse) {
+          for (int64_t k = n - 1; k >= 0; --k) { acc += static_cast<A>(static_cast<C>(src[k])); dst[k] = static_cast<T>(static_cast<C>(acc)); }
+        } else {
+          for (int64_t k = 0; k < n; ++k) { acc += static_cast<A>(static_cast<C>(src[k])); dst[k] = static_cast<T>(static_cast<C>(acc)); }
+        }
+      }
+    });
+    return;
+  }
   int64_t ncol = (inner + 255) / 256;
   int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * std::min<int64_t>(inner, 256), 1));
   parallel_for(0, outer * ncol, grain, [&](int64_t b, int64_t e) {
