@@ -20,6 +20,7 @@ randint = _C.randint
 rand_like = _C.rand_like
 randn_like = _C.randn_like
 randint_like = _C.randint_like
+randperm = _C.randperm
 normal = _C.normal
 bernoulli = _C.bernoulli
 Generator = _C.Generator
@@ -31,5 +32,5 @@ get_rng_state = _C.get_rng_state
 set_rng_state = _C.set_rng_state
 
 __all__ = ["zeros", "ones", "empty", "full", "arange", "linspace", "eye", "zeros_like", "ones_like", "empty_like",
-           "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
+           "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal", "bernoulli",
            "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]

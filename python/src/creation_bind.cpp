@@ -264,6 +264,10 @@ LUCID_BINDER(creation) {
     return finish(randn(shape_from(a, 0, o, "randn"), float_dtype(o, "randn"), o.gen), o);
   });
   m.def("randint", &randint_f);
+  m.def("randperm", [](nb::handle n, nb::kwargs kw) {
+    Opts o = parse_kwargs(kw, "randperm", true, false);
+    return finish(randperm(int_arg(n, "randperm", "n"), o.dtype.value_or(DType::Int64), o.gen), o);
+  }, nb::arg("n"), nb::arg("kwargs"));
   m.def("randint_like", [](const Tensor& x, nb::handle low, nb::handle high, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "randint_like", true, false);
     int64_t lo = 0, hi;
@@ -303,8 +307,9 @@ LUCID_BINDER(creation) {
     uniform_(x, a, b, gen_of(g));
     return x;
   }, nb::arg("from") = 0.0, nb::arg("to") = 1.0, nb::arg("generator").none() = nb::none());
-  def_method(m, "bernoulli_", [gen_of](Tensor& x, double p, nb::handle g) {
-    bernoulli_(x, p, gen_of(g));
+  def_method(m, "bernoulli_", [gen_of](Tensor& x, nb::handle p, nb::handle g) {
+    if (is_tensor(p)) bernoulli_(x, nb::cast<Tensor>(p), gen_of(g));
+    else bernoulli_(x, number(p, "bernoulli_", "p").first, gen_of(g));
     return x;
   }, nb::arg("p") = 0.5, nb::arg("generator").none() = nb::none());
   def_method(m, "new_zeros", [](const Tensor& x, nb::args a, nb::kwargs kw) {

@@ -26,6 +26,8 @@ RANDOM_CALLS = {
     "uniform_": lambda g=None: lucid.empty(1000).uniform_(-1.0, 3.0, generator=g),
     "bernoulli_": lambda g=None: lucid.empty(1000).bernoulli_(0.4, generator=g),
     "normal": lambda g=None: lucid.normal(0.0, 1.0, (1000,), generator=g),
+    "randperm": lambda g=None: lucid.randperm(1000, generator=g),
+    "bernoulli": lambda g=None: lucid.bernoulli(lucid.full((1000,), 0.5), generator=g),
 }
 
 
@@ -274,3 +276,26 @@ def test_arange_long_float_ranges_match_torch():
             assert_close(lucid.arange(*args, dtype=getattr(lucid, dt)), torch.arange(*args, dtype=getattr(torch, dt)), tol, 0)
     assert_close(lucid.linspace(-7, 3, 1001), torch.linspace(-7, 3, 1001), 1e-6, 0)
     assert_close(lucid.linspace(-7, 3, 1001, dtype=lucid.float64), torch.linspace(-7, 3, 1001, dtype=torch.float64), 1e-14, 0)
+
+
+def test_randperm_is_a_uniform_permutation():
+    lucid.manual_seed(6)
+    for n in (0, 1, 2, 17, 1000):
+        p = lucid.randperm(n).numpy()
+        assert p.dtype == np.int64
+        np.testing.assert_array_equal(np.sort(p), np.arange(n))
+    first = np.array([lucid.randperm(4)[0].item() if hasattr(lucid.Tensor, "__getitem__") else lucid.randperm(4).numpy()[0]
+                      for _ in range(8000)])
+    np.testing.assert_allclose(np.bincount(first, minlength=4) / 8000, 0.25, atol=0.02)
+    assert lucid.randperm(5, dtype=lucid.float32).dtype == lucid.float32
+    with pytest.raises(ValueError, match="randperm"):
+        lucid.randperm(-1)
+
+
+def test_bernoulli_in_place_with_probability_tensor():
+    lucid.manual_seed(7)
+    x = lucid.zeros(2, 50000)
+    x.bernoulli_(lucid.tensor([[0.2], [0.7]]))
+    np.testing.assert_allclose(x.numpy().mean(1), [0.2, 0.7], atol=0.01)
+    with pytest.raises(ValueError, match="bernoulli"):
+        lucid.zeros(3).bernoulli_(lucid.tensor([0.5, 0.5]))

@@ -18,6 +18,10 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
 Tensor bernoulli(const Shape& shape, double p, DType dtype, Generator* gen = nullptr);
 // 0/1 draws with per-element probabilities `probs` (same shape and dtype as probs).
 Tensor bernoulli(const Tensor& probs, Generator* gen = nullptr);
+// A random permutation of 0..n-1.
+Tensor randperm(int64_t n, DType dtype = DType::Int64, Generator* gen = nullptr);
+// In place 0/1 draws with per-element probabilities p (broadcast to x's shape).
+const Tensor& bernoulli_(const Tensor& x, const Tensor& p, Generator* gen = nullptr);
 const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gen = nullptr);
 const Tensor& normal_(const Tensor& x, double mean, double std, Generator* gen = nullptr);
 const Tensor& bernoulli_(const Tensor& x, double p, Generator* gen = nullptr);

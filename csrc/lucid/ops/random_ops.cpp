@@ -1,8 +1,10 @@
-// Random ops: Uniform (rand, uniform_), Normal (randn, normal_; Box-Muller), RandInt, Bernoulli.
+// Random ops: Uniform (rand, uniform_), Normal (randn, normal_; Box-Muller), RandInt, Bernoulli,
+// RandPerm.
 // Each is a non-differentiable op with Lowering::Random whose attributes carry the generator's
 // seed and the draw offset reserved for it (see core/generator.h). Element i only depends on
 // (seed, offset, i): results are deterministic and independent of the thread count, and a
 // compiled step can re-run the op by changing the offset attribute.
+#include <algorithm>
 #include <cmath>
 
 #include "lucid/backends/cpu/loops.h"
@@ -221,16 +223,17 @@ LUCID_REGISTER_OP(Bernoulli, [] {
     } else {
       LUCID_CHECK(is_floating(in[0].dtype()), TypeError, "bernoulli: expected a floating point probability tensor, got ",
                   dtype_name(in[0].dtype()));
-      LUCID_CHECK(in[0].shape() == a.ints("shape"), ValueError, "bernoulli: probabilities of shape ",
-                  shape_str(in[0].shape()), " do not match the output shape ", shape_str(a.ints("shape")));
+      LUCID_CHECK(broadcast_shapes(in[0].shape(), a.ints("shape"), "bernoulli") == a.ints("shape"), ValueError,
+                  "bernoulli: probabilities of shape ", shape_str(in[0].shape()), " do not broadcast to the output shape ",
+                  shape_str(a.ints("shape")));
     }
     return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
   };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
     Tensor probs;
     if (!in.empty()) {
-      probs = Tensor::empty(in[0].shape(), DType::Float64);
-      cpu::copy_into(probs, in[0]);
+      probs = Tensor::empty(a.ints("shape"), DType::Float64);
+      cpu::copy_into(probs, in[0]);  // broadcasts a probability tensor to the output shape
     }
     double p = in.empty() ? a.f("p") : 0.0;
     with_contiguous_out(out[0], [&](const Tensor& o) {
@@ -264,6 +267,47 @@ const Tensor& bernoulli_(const Tensor& x, double p, Generator* gen) {
   Attrs a = random_attrs(x.shape(), x.dtype(), gen_or_default(gen), static_cast<uint64_t>(x.numel()));
   a.set("p", p);
   return dispatch_inplace(OpId::Bernoulli, x, {}, a);
+}
+
+const Tensor& bernoulli_(const Tensor& x, const Tensor& p, Generator* gen) {
+  Attrs a = random_attrs(x.shape(), x.dtype(), gen_or_default(gen), static_cast<uint64_t>(x.numel()));
+  Tensor pr = p.detach();
+  return dispatch_inplace(OpId::Bernoulli, x, {pr}, a);
+}
+
+// ---- RandPerm --------------------------------------------------------------------------------
+// Sorting indices by 64-bit Philox keys gives a uniform permutation (ties, probability ~n^2/2^65,
+// fall back to index order), deterministic and independent of the thread count.
+LUCID_REGISTER_OP(RandPerm, [] {
+  OpDef d = random_op();
+  d.infer = [](const TensorList&, const Attrs& a) {
+    int64_t n = a.i("n");
+    LUCID_CHECK(n >= 0, ValueError, "randperm: argument 'n' must be non-negative, got ", n);
+    LUCID_CHECK(a.dtype("dtype") != DType::Bool, TypeError, "randperm: dtype bool is not supported");
+    return std::vector<TensorMeta>{{{n}, a.dtype("dtype")}};
+  };
+  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
+    int64_t n = a.i("n");
+    std::vector<std::pair<uint64_t, int64_t>> keys(n);
+    for_draws(n, 2, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
+      keys[i] = {static_cast<uint64_t>(dr[0]) << 32 | dr[1], i};
+    });
+    std::sort(keys.begin(), keys.end());
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      LUCID_DISPATCH_NUMERIC(o.dtype(), "randperm", [&] {
+        scalar_t* p = o.data<scalar_t>();
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(keys[i].second));
+      });
+    });
+  };
+  return d;
+}());
+
+Tensor randperm(int64_t n, DType dtype, Generator* gen) {
+  LUCID_CHECK(n >= 0, ValueError, "randperm: argument 'n' must be non-negative, got ", n);
+  Attrs a{{"n", n}, {"dtype", dtype}, {"seed", static_cast<int64_t>(gen_or_default(gen).initial_seed())},
+          {"offset", static_cast<int64_t>(gen_or_default(gen).reserve(2 * static_cast<uint64_t>(n)))}};
+  return dispatch1(OpId::RandPerm, {}, a);
 }
 
 }  // namespace lucid
