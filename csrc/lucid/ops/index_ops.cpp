@@ -22,6 +22,8 @@ static std::vector<int> index_inputs(int first) {
   return v;
 }
 
+static Tensor gather_to_src(const Tensor& g, int64_t dim, const Tensor& index, const Shape& src_shape);
+
 // ---- Gather / Scatter ---------------------------------------------------------------------
 // Geometry shared by gather and scatter: index positions split into [outer, J, inner] around
 // `dim`; offset tables of the outer and inner positions in a target tensor's strides.
@@ -203,7 +205,7 @@ LUCID_REGISTER_OP(ScatterAdd, [] {
   d.vjp = [](const VjpContext& c) {
     TensorList r(3);
     if (c.needs_grad[0]) r[0] = c.grads[0];
-    if (c.needs_grad[2]) r[2] = gather(c.grads[0], c.attrs.i("dim"), c.inputs[1]);
+    if (c.needs_grad[2]) r[2] = gather_to_src(c.grads[0], c.attrs.i("dim"), c.inputs[1], c.input_meta[2].shape);
     return r;
   };
   return d;
@@ -223,11 +225,20 @@ LUCID_REGISTER_OP(Scatter, [] {
     const Tensor& g = c.grads[0];
     int64_t dim = c.attrs.i("dim");
     if (c.needs_grad[0]) r[0] = scatter(g, dim, c.inputs[1], expand(full({}, 0.0, g.dtype()), c.inputs[1].shape()));
-    if (c.needs_grad[2]) r[2] = gather(g, dim, c.inputs[1]);
+    if (c.needs_grad[2]) r[2] = gather_to_src(g, dim, c.inputs[1], c.input_meta[2].shape);
     return r;
   };
   return d;
 }());
+
+// gather(g, dim, index) zero-padded up to src's shape (src may be larger than index).
+static Tensor gather_to_src(const Tensor& g, int64_t dim, const Tensor& index, const Shape& src_shape) {
+  Tensor r = gather(g, dim, index);
+  if (r.shape() == src_shape) return r;
+  IntList p;
+  for (int64_t d = r.ndim() - 1; d >= 0; --d) { p.push_back(0); p.push_back(src_shape[d] - r.shape()[d]); }
+  return pad(r, p, "constant", 0.0);
+}
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return dispatch1(OpId::Gather, {x, index}, {{"dim", dim}});
