@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bind.h"
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/movement.h"
 
 namespace lucid::py {
@@ -96,7 +97,17 @@ bool is_mask(const Tensor& t) { return t.dtype() == DType::Bool || t.dtype() == 
 ParsedIndex parse_index(const Tensor& x, nb::handle index) {
   std::vector<nb::handle> items;
   nb::object holder;
-  if (nb::isinstance<nb::tuple>(index)) {
+  // PyTorch (legacy NumPy rule): a list holding sequences, slices, Ellipsis, None or tensors
+  // is read as a tuple of indices.
+  bool as_tuple = nb::isinstance<nb::tuple>(index);
+  if (!as_tuple && nb::isinstance<nb::list>(index))
+    for (nb::handle e : index)
+      if (nb::isinstance<nb::list>(e) || nb::isinstance<nb::tuple>(e) || PySlice_Check(e.ptr()) ||
+          e.ptr() == Py_Ellipsis || e.is_none() || is_tensor(e)) {
+        as_tuple = true;
+        break;
+      }
+  if (as_tuple) {
     holder = nb::borrow(index);
     for (nb::handle h : index) items.push_back(h);
   } else {
@@ -230,43 +241,59 @@ Tensor strip_value(Tensor v, int64_t target_ndim) {
   return v;
 }
 
+// The region of x a basic index writes: slices, plus selected dims as slices of length 1.
+struct Region {
+  IntList dims, starts, ends, steps;
+  Shape shape;
+  Attrs attrs() const { return {{"dims", dims}, {"starts", starts}, {"ends", ends}, {"steps", steps}}; }
+};
+
+Region basic_region(const Tensor& x, const ParsedIndex& P) {
+  Region R{P.slice_dims, P.starts, P.ends, P.steps, x.shape()};
+  for (size_t k = 0; k < R.dims.size(); ++k) {
+    int64_t size = R.shape[R.dims[k]], s = R.starts[k], e = R.ends[k];
+    if (s < 0) s += size;
+    if (e < 0) e += size;
+    s = std::clamp<int64_t>(s, 0, size);
+    e = std::max(s, std::clamp<int64_t>(e, 0, size));
+    R.shape[R.dims[k]] = (e - s + R.steps[k] - 1) / R.steps[k];
+  }
+  for (size_t k = 0; k < P.select_dims.size(); ++k) {
+    int64_t d = P.select_dims[k], i = P.select_idx[k];
+    if (i < 0) i += x.shape()[d];
+    R.shape[d] = 1;
+    auto it = std::lower_bound(R.dims.begin(), R.dims.end(), d);
+    size_t pos = it - R.dims.begin();
+    R.dims.insert(it, d);
+    R.starts.insert(R.starts.begin() + pos, i);
+    R.ends.insert(R.ends.begin() + pos, i + 1);
+    R.steps.insert(R.steps.begin() + pos, 1);
+  }
+  return R;
+}
+
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[i + off]) return false;
+  return true;
+}
+
 void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   Tensor v = to_tensor(value, "index_put", "value");
   ParsedIndex P = parse_index(x, index);
   if (P.adv.empty()) {
-    // x[basic] = v: SliceScatter on x itself; selected dims are slices of length 1.
-    IntList dims = P.slice_dims, starts = P.starts, ends = P.ends, steps = P.steps;
-    Shape view_shape = apply_basic(x.detach(), P).shape();
+    // x[basic] = v: one SliceScatter on x itself.
+    Region R = basic_region(x, P);
     if (v.ndim() > 0) {
+      Shape view_shape = apply_basic(x.detach(), P).shape();
       v = strip_value(v, static_cast<int64_t>(view_shape.size()));
-      Shape b = broadcast_shapes(v.shape(), view_shape, "index_put");
-      LUCID_CHECK(b == view_shape, ValueError, "index_put: shape mismatch: value tensor of shape ",
+      LUCID_CHECK(broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
                   shape_str(v.shape()), " cannot be broadcast to indexing result of shape ", shape_str(view_shape));
-      // Region shape: x's shape sliced, selected dims kept as 1, None dims dropped.
-      Shape region = x.shape();
-      for (size_t k = 0; k < dims.size(); ++k) {
-        int64_t size = region[dims[k]], s = starts[k], e = ends[k];
-        if (s < 0) s += size;
-        if (e < 0) e += size;
-        s = std::clamp<int64_t>(s, 0, size);
-        e = std::max(s, std::clamp<int64_t>(e, 0, size));
-        region[dims[k]] = (e - s + steps[k] - 1) / steps[k];
-      }
-      for (int64_t d : P.select_dims) region[d] = 1;
-      v = reshape(expand(v, view_shape), region);
+      v = reshape(expand(v, view_shape), R.shape);
     }
-    for (size_t k = 0; k < P.select_dims.size(); ++k) {
-      int64_t d = P.select_dims[k], i = P.select_idx[k];
-      if (i < 0) i += x.shape()[d];
-      auto it = std::lower_bound(dims.begin(), dims.end(), d);
-      size_t pos = it - dims.begin();
-      dims.insert(it, d);
-      starts.insert(starts.begin() + pos, i);
-      ends.insert(ends.begin() + pos, i + 1);
-      steps.insert(steps.begin() + pos, 1);
-    }
-    dispatch_inplace(OpId::SliceScatter, x, {x, v},
-                     {{"dims", dims}, {"starts", starts}, {"ends", ends}, {"steps", steps}});
+    dispatch_inplace(OpId::SliceScatter, x, {x, v}, R.attrs());
     return;
   }
   Tensor t = P.basic_ops ? apply_basic(x, P) : x;
@@ -275,7 +302,15 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
     for (const Tensor& a : P.adv) bnd = std::max(bnd, a.ndim());
     v = strip_value(v, t.ndim() - static_cast<int64_t>(P.adv.size()) + bnd);
   }
-  index_put_(t, P.adv_dims, P.adv, v, false);
+  bool grad = GradMode::is_enabled() && (x.requires_grad() || v.requires_grad());
+  if (!P.basic_ops || !grad) {
+    index_put_(t, P.adv_dims, P.adv, v, false);  // in place (through the view when there is one)
+    return;
+  }
+  // With autograd, x[basic][adv] = v is x[basic] = index_put(x[basic], adv, v): one in-place op on x.
+  Region R = basic_region(x, P);
+  Tensor tn = index_put(t, P.adv_dims, P.adv, v, false);
+  dispatch_inplace(OpId::SliceScatter, x, {x, reshape(tn, R.shape)}, R.attrs());
 }
 
 // index_put(input, indices, values, accumulate): indices apply to the leading dims; masks expand.
@@ -422,8 +457,8 @@ LUCID_BINDER(movement) {
     index_put_any(x, idx, to_tensor(v, "index_put_", "values"), acc, true);
     return x;
   }, nb::arg("indices"), nb::arg("values"), nb::arg("accumulate") = false);
-  def_method(m, "__getitem__", &getitem);
-  def_method(m, "__setitem__", &setitem);
+  def_method(m, "__getitem__", &getitem, nb::arg("index").none());
+  def_method(m, "__setitem__", &setitem, nb::arg("index").none(), nb::arg("value").none());
 }
 
 }  // namespace lucid::py

@@ -94,6 +94,7 @@ LUCID_REGISTER_OP(Gather, [] {
   d.num_inputs = 2;
   d.nondiff_inputs = {1};
   d.save = kSaveInputs;
+  d.unsaved_inputs = {0};  // backward reads only the index
   d.infer = [](const TensorList& in, const Attrs& a) {
     int64_t dim = wrap_dim(a.i("dim"), in[0].ndim(), "gather");
     check_dim_index(in[0], in[1], nullptr, dim, "gather");
@@ -198,6 +199,7 @@ LUCID_REGISTER_OP(ScatterAdd, [] {
   d.num_inputs = 3;
   d.nondiff_inputs = {1};
   d.save = kSaveInputs;
+  d.unsaved_inputs = {0, 2};
   d.infer = [](const TensorList& in, const Attrs& a) { return infer_scatter(in, a, "scatter_add"); };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
     scatter_kernel<true>(in, out, a, "scatter_add");
@@ -216,6 +218,7 @@ LUCID_REGISTER_OP(Scatter, [] {
   d.num_inputs = 3;
   d.nondiff_inputs = {1};
   d.save = kSaveInputs;
+  d.unsaved_inputs = {0, 2};
   d.infer = [](const TensorList& in, const Attrs& a) { return infer_scatter(in, a, "scatter"); };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
     scatter_kernel<false>(in, out, a, "scatter");
@@ -269,7 +272,16 @@ static AdvLayout adv_layout(const Shape& xs, const IntList& dims, const TensorLi
     LUCID_CHECK(k == 0 || dims[k] > dims[k - 1], ValueError, op, ": indexed dims must be strictly increasing");
     if (k > 0 && dims[k] != dims[k - 1] + 1) adjacent = false;
     check_index_dtype(idx[k], op);
-    L.B = k == 0 ? idx[k].shape() : broadcast_shapes(L.B, idx[k].shape(), op);
+    if (k == 0) {
+      L.B = idx[k].shape();
+      continue;
+    }
+    try {
+      L.B = broadcast_shapes(L.B, idx[k].shape(), op);
+    } catch (const ValueError&) {
+      throw IndexError(str(op, ": shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                           shape_str(L.B), " and ", shape_str(idx[k].shape())));
+    }
   }
   for (int64_t d = 0; d < nd; ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) L.rest.push_back(d);
@@ -323,6 +335,7 @@ LUCID_REGISTER_OP(IndexGather, [] {
   d.num_inputs = -1;
   d.nondiff_inputs = index_inputs(1);
   d.save = kSaveInputs;
+  d.unsaved_inputs = {0};  // backward reads only the indices
   d.infer = [](const TensorList& in, const Attrs& a) {
     TensorList idx(in.begin() + 1, in.end());
     return std::vector<TensorMeta>{{adv_layout(in[0].shape(), a.ints("dims"), idx, "index").out, in[0].dtype()}};
@@ -363,8 +376,7 @@ LUCID_REGISTER_OP(IndexGather, [] {
 static std::vector<TensorMeta> infer_index_put(const TensorList& in, const Attrs& a) {
   TensorList idx(in.begin() + 2, in.end());
   AdvLayout L = adv_layout(in[0].shape(), a.ints("dims"), idx, "index_put");
-  Shape b = broadcast_shapes(in[1].shape(), L.out, "index_put");
-  LUCID_CHECK(b == L.out, ValueError, "index_put: shape mismatch: value tensor of shape ", shape_str(in[1].shape()),
+  LUCID_CHECK(mv::broadcasts_to(in[1].shape(), L.out), ValueError, "index_put: shape mismatch: value tensor of shape ", shape_str(in[1].shape()),
               " cannot be broadcast to indexing result of shape ", shape_str(L.out));
   return {{in[0].shape(), in[0].dtype()}};
 }
@@ -421,6 +433,7 @@ LUCID_REGISTER_OP(IndexPut, [] {
   d.num_inputs = -1;
   d.nondiff_inputs = index_inputs(2);
   d.save = kSaveInputs;
+  d.unsaved_inputs = {0, 1};
   d.infer = infer_index_put;
   d.cpu_kernel = index_put_kernel;
   d.vjp = [](const VjpContext& c) {

@@ -41,6 +41,15 @@ inline std::vector<int64_t> offset_table(const Shape& shape, const Strides& stri
   return out;
 }
 
+// Whether `from` broadcasts to exactly `to`.
+inline bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[i + off]) return false;
+  return true;
+}
+
 // dst += src elementwise (src broadcast to dst). Serial when dst may alias itself (stride 0).
 void add_into(const Tensor& dst, const Tensor& src);
 

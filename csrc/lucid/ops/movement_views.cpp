@@ -271,8 +271,7 @@ LUCID_REGISTER_OP(SliceScatter, [] {
   d.infer = [](const TensorList& in, const Attrs& a) {
     SliceSpec s = normalize_slice(in[0].shape(), a, "slice_scatter");
     Shape region = sliced_shape(in[0].shape(), s);
-    Shape b = broadcast_shapes(in[1].shape(), region, "slice_scatter");
-    LUCID_CHECK(b == region, ValueError, "slice_scatter: argument 'src' of shape ", shape_str(in[1].shape()),
+    LUCID_CHECK(mv::broadcasts_to(in[1].shape(), region), ValueError, "slice_scatter: argument 'src' of shape ", shape_str(in[1].shape()),
                 " cannot be broadcast to the slice of shape ", shape_str(region));
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
   };
