@@ -87,7 +87,24 @@ const char* py_type_name(nb::handle h) {
 }
 
 Tensor list_to_index(nb::handle h) {
-  if (nb::len(h) == 0) return Tensor::empty({0}, DType::Int64);
+  size_t n = nb::len(h);
+  if (n == 0) return Tensor::empty({0}, DType::Int64);
+  // Flat lists of ints or of bools without a round trip through NumPy.
+  bool ints = true, bools = true;
+  for (nb::handle e : h) {
+    bool b = PyBool_Check(e.ptr());
+    ints = ints && !b && PyLong_Check(e.ptr());
+    bools = bools && b;
+  }
+  if (ints || bools) {
+    Tensor t = Tensor::empty({static_cast<int64_t>(n)}, ints ? DType::Int64 : DType::Bool);
+    size_t i = 0;
+    for (nb::handle e : h) {
+      if (ints) t.data<int64_t>()[i++] = nb::cast<int64_t>(e);
+      else t.data<bool>()[i++] = e.ptr() == Py_True;
+    }
+    return t;
+  }
   static nb::object tensor_fn = nb::module_::import_("lucid").attr("tensor");
   return nb::cast<Tensor>(tensor_fn(h));
 }

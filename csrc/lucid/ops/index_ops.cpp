@@ -388,9 +388,11 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
   TensorList idx(in.begin() + 2, in.end());
   AdvLayout L = adv_layout(o.shape(), dims, idx, "index_put");
   AdvTables T = adv_tables(o, dims, idx, L, "index_put");  // validates before anything is written
-  // Values broadcast to x[idx]'s shape in o's dtype (a copy: it may alias o).
-  Tensor v = Tensor::empty(L.out, o.dtype());
-  cpu::copy_into(v, in[1]);
+  // Values broadcast to x[idx]'s shape in o's dtype (a copy: it may alias o); one value is
+  // read once (vs = 0 strides over it).
+  int64_t vs = in[1].numel() == 1 ? 0 : 1;
+  Tensor v = Tensor::empty(vs ? L.out : Shape{}, o.dtype());
+  cpu::copy_into(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
   bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
   if (!inplace) cpu::copy_into(o, in[0]);
   int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
@@ -404,8 +406,8 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
       parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / ni), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           U* q = dst + T.outer[r / nb] + T.b[r % nb];
-          const U* s = src + r * ni;
-          for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i];
+          const U* s = src + r * ni * vs;
+          for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i * vs];
         }
       });
     });
@@ -418,11 +420,11 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
     scalar_t* dst = static_cast<scalar_t*>(o.data_ptr());
     for (int64_t r = 0; r < rows; ++r) {
       scalar_t* q = dst + T.outer[r / nb] + T.b[r % nb];
-      const scalar_t* s = src + r * ni;
+      const scalar_t* s = src + r * ni * vs;
       for (int64_t i = 0; i < ni; ++i) {
         scalar_t& t = q[T.inner[i]];
-        if constexpr (std::is_same_v<scalar_t, bool>) t = t || s[i];
-        else t = static_cast<scalar_t>(static_cast<C>(t) + static_cast<C>(s[i]));
+        if constexpr (std::is_same_v<scalar_t, bool>) t = t || s[i * vs];
+        else t = static_cast<scalar_t>(static_cast<C>(t) + static_cast<C>(s[i * vs]));
       }
     }
   });
