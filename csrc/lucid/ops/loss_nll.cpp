@@ -128,7 +128,7 @@ LUCID_REGISTER_OP(NllLoss, [] {
 LUCID_REGISTER_OP(NllLossBackward, [] {
   OpDef d;
   d.num_inputs = 5;
-  d.differentiable = false;
+  d.vjp = LUCID_NO_DOUBLE_BACKWARD("nll_loss backward");
   d.infer = [](const TensorList& in, const Attrs&) { return std::vector<TensorMeta>{{in[1].shape(), in[1].dtype()}}; };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
     RowLayout L = layout_of(in[1].shape());
@@ -283,7 +283,7 @@ LUCID_REGISTER_OP(CrossEntropy, [] {
 LUCID_REGISTER_OP(CrossEntropyBackward, [] {
   OpDef d;
   d.num_inputs = 4;
-  d.differentiable = false;
+  d.vjp = LUCID_NO_DOUBLE_BACKWARD("cross_entropy backward");
   d.infer = [](const TensorList& in, const Attrs&) {
     const Tensor &x = in[1], &t = in[2];
     Shape ts = is_floating(t.dtype()) ? t.shape() : Shape{0};

@@ -215,7 +215,7 @@ void backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a
 OpDef backward_op(int num_inputs, int num_outputs) {
   OpDef d;
   d.num_inputs = num_inputs;
-  d.differentiable = false;
+  d.vjp = LUCID_NO_DOUBLE_BACKWARD("loss backward (mse/l1/smooth_l1/huber/binary_cross_entropy)");
   if (num_outputs == 1)
     d.infer = [](const TensorList& in, const Attrs&) { return std::vector<TensorMeta>{{in[1].shape(), in[1].dtype()}}; };
   else

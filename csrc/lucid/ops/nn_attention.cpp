@@ -220,7 +220,7 @@ LUCID_REGISTER_OP(ScaledDotProductAttention, [] {
 LUCID_REGISTER_OP(SdpaBackward, [] {
   OpDef d;
   d.num_inputs = 6;
-  d.differentiable = false;
+  d.vjp = LUCID_NO_DOUBLE_BACKWARD("scaled_dot_product_attention backward");
   d.infer = [](const TensorList& in, const Attrs&) {
     const Tensor &q = in[1], &k = in[2], &v = in[3], &P = in[4];
     return std::vector<TensorMeta>{{q.shape(), q.dtype()}, {k.shape(), q.dtype()}, {v.shape(), q.dtype()}, {P.shape(), q.dtype()}};

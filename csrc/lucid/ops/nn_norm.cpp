@@ -403,7 +403,7 @@ LUCID_REGISTER_OP(GroupNorm, [] {
 LUCID_REGISTER_OP(NormBackward, [] {
   OpDef d;
   d.num_inputs = 5;
-  d.differentiable = false;
+  d.vjp = LUCID_NO_DOUBLE_BACKWARD("norm_backward (batch_norm/layer_norm/group_norm/rms_norm)");
   d.infer = [](const TensorList& in, const Attrs& a) {
     NormLayout L = make_layout(a.i("kind"), in[1].shape(), a.i("k"));
     DType sd = nnutil::stat_dtype(in[1].dtype());

@@ -47,3 +47,11 @@ inline int64_t parse_reduction(const std::string& s, const char* op) {
 inline Shape reduced_loss_shape(const Shape& s, int64_t reduction) { return reduction == kNone ? s : Shape{}; }
 
 }  // namespace lucid::nnutil
+
+// VJP of a fused backward op that has no double backward yet: differentiating through it
+// raises a clear error (instead of silently treating the gradient as a constant).
+#define LUCID_NO_DOUBLE_BACKWARD(opname)                                                             \
+  [](const ::lucid::VjpContext&) -> ::lucid::TensorList {                                           \
+    throw ::lucid::NotImplementedError(opname ": double backward (differentiating a gradient that " \
+                                              "went through this op) is not implemented");          \
+  }
