@@ -12,6 +12,7 @@
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
+#include "lucid/ops/nn_vec.h"
 
 namespace lucid {
 
@@ -160,20 +161,20 @@ LUCID_REGISTER_OP(NllLossBackward, [] {
 // ---- CrossEntropy: inputs (input, target, weight) -------------------------------------------
 namespace {
 
-// Per row r = (n, i): log-sum-exp over classes; calls f(c, logp_c) for every class.
-template <class T, class F>
-inline void row_logp(const T* xp, const RowLayout& L, int64_t r, F&& f) {
+// Per row r = (n, i): loads the C class values (stride D) into buf, leaves exp(x - max) in
+// buf and returns the log-sum-exp; *sum receives the sum of buf.
+template <class T>
+inline double row_lse(const T* xp, const RowLayout& L, int64_t r, compute_t<T>* buf, double* sum) {
+  using C = compute_t<T>;
   int64_t n = r / L.D, i = r % L.D;
   const T* base = xp + n * L.C * L.D + i;
-  double mx = -INFINITY;
-  for (int64_t c = 0; c < L.C; ++c) {
-    double v = ld(base, c * L.D);
-    mx = (v > mx || std::isnan(v)) ? v : mx;
-  }
-  double s = 0;
-  for (int64_t c = 0; c < L.C; ++c) s += std::exp(ld(base, c * L.D) - mx);
-  double lse = mx + std::log(s);
-  for (int64_t c = 0; c < L.C; ++c) f(c, ld(base, c * L.D) - lse);
+  for (int64_t c = 0; c < L.C; ++c) buf[c] = static_cast<C>(base[c * L.D]);
+  C mx = nnvec::vmax(buf, L.C);
+  if (std::isinf(mx) && mx < 0) mx = 0;
+  nnvec::vexp_sub(buf, L.C, mx);
+  double s = nnvec::vsum(buf, L.C);
+  *sum = s;
+  return static_cast<double>(mx) + std::log(s);
 }
 
 struct CeArgs {
@@ -207,24 +208,28 @@ void ce_rows(const T* xp, const T* tpf, const int64_t* tpi, const CeArgs& a, std
   int64_t rows = L.N * L.D;
   double C = static_cast<double>(L.C);
   parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L.C * 4, 1)), [&](int64_t b, int64_t e) {
+    std::vector<compute_t<T>> buf(L.C);
     for (int64_t r = b; r < e; ++r) {
+      int64_t n = r / L.D, i = r % L.D;
+      const T* base = xp + n * L.C * L.D + i;
+      if (!a.prob && tpi[r] == a.ignore) { loss[r] = 0; wt[r] = 0; continue; }
+      double s;
+      double lse = row_lse(xp, L, r, buf.data(), &s);
       if (a.prob) {
-        int64_t n = r / L.D, i = r % L.D;
         double l = 0;
-        row_logp(xp, L, r, [&](int64_t c, double lp) {
+        for (int64_t c = 0; c < L.C; ++c) {
           double t = ld(tpf, (n * L.C + c) * L.D + i) * (1.0 - a.eps) + a.eps / C;
-          l -= wgt(a, c) * t * lp;
-        });
+          l -= wgt(a, c) * t * (ld(base, c * L.D) - lse);
+        }
         loss[r] = l;
         continue;
       }
       int64_t tc = tpi[r];
-      if (tc == a.ignore) { loss[r] = 0; wt[r] = 0; continue; }
-      double nll = 0, smooth = 0;
-      row_logp(xp, L, r, [&](int64_t c, double lp) {
-        if (c == tc) nll = -wgt(a, c) * lp;
-        smooth -= wgt(a, c) * lp;
-      });
+      double nll = -wgt(a, tc) * (ld(base, tc * L.D) - lse);
+      double smooth = 0;
+      if (a.eps > 0) {
+        for (int64_t c = 0; c < L.C; ++c) smooth -= wgt(a, c) * (ld(base, c * L.D) - lse);
+      }
       loss[r] = (1.0 - a.eps) * nll + a.eps / C * smooth;
       wt[r] = wgt(a, tc);
     }
@@ -316,7 +321,7 @@ LUCID_REGISTER_OP(CrossEntropyBackward, [] {
       const scalar_t* tfp = a.prob ? tf.data<scalar_t>() : nullptr;
       const int64_t* tip = a.prob ? nullptr : ti.data<int64_t>();
       parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L.C * 4, 1)), [&](int64_t b, int64_t e) {
-        std::vector<double> lp(L.C);
+        std::vector<C> buf(L.C);
         for (int64_t r = b; r < e; ++r) {
           int64_t n = r / L.D, i = r % L.D;
           auto at = [&](int64_t c) { return (n * L.C + c) * L.D + i; };
@@ -326,23 +331,29 @@ LUCID_REGISTER_OP(CrossEntropyBackward, [] {
             for (int64_t c = 0; c < L.C; ++c) gx[at(c)] = static_cast<scalar_t>(C(0));
             continue;
           }
-          row_logp(xp, L, r, [&](int64_t c, double v) { lp[c] = v; });
+          double s;
+          double lse = row_lse(xp, L, r, buf.data(), &s);
+          double inv = 1.0 / s;
           if (a.prob) {
             double swt = 0;
             for (int64_t c = 0; c < L.C; ++c) swt += wgt(a, c) * (ld(tfp, at(c)) * (1.0 - a.eps) + a.eps / Cd);
             for (int64_t c = 0; c < L.C; ++c) {
               double t = ld(tfp, at(c)) * (1.0 - a.eps) + a.eps / Cd;
-              gx[at(c)] = static_cast<scalar_t>(static_cast<C>(gs * (std::exp(lp[c]) * swt - wgt(a, c) * t)));
-              gt[at(c)] = static_cast<scalar_t>(static_cast<C>(-gs * (1.0 - a.eps) * wgt(a, c) * lp[c]));
+              double p = static_cast<double>(buf[c]) * inv;
+              gx[at(c)] = static_cast<scalar_t>(static_cast<C>(gs * (p * swt - wgt(a, c) * t)));
+              gt[at(c)] = static_cast<scalar_t>(static_cast<C>(-gs * (1.0 - a.eps) * wgt(a, c) * (ld(xp, at(c)) - lse)));
             }
           } else {
             int64_t tc = tip[r];
             double wtc = wgt(a, tc);
-            for (int64_t c = 0; c < L.C; ++c) {
-              double p = std::exp(lp[c]);
-              double v = (1.0 - a.eps) * wtc * (p - (c == tc ? 1.0 : 0.0)) + a.eps / Cd * (a.wsum * p - wgt(a, c));
-              gx[at(c)] = static_cast<scalar_t>(static_cast<C>(gs * v));
+            double k1 = gs * ((1.0 - a.eps) * wtc + a.eps / Cd * a.wsum) * inv, k2 = gs * a.eps / Cd;
+            if (a.w.empty()) {
+              for (int64_t c = 0; c < L.C; ++c) gx[at(c)] = static_cast<scalar_t>(static_cast<C>(k1 * buf[c] - k2));
+            } else {
+              for (int64_t c = 0; c < L.C; ++c) gx[at(c)] = static_cast<scalar_t>(static_cast<C>(k1 * buf[c] - k2 * a.w[c]));
             }
+            double gt_v = static_cast<double>(buf[tc]) * k1 - k2 * wgt(a, tc) - gs * (1.0 - a.eps) * wtc;
+            gx[at(tc)] = static_cast<scalar_t>(static_cast<C>(gt_v));
           }
         }
       });

@@ -73,6 +73,36 @@ NormLayout make_layout(int64_t kind, const Shape& s, int64_t k) {
   return L;
 }
 
+template <class T>
+inline double row_sum(const T* x, int64_t n) {
+  using C = compute_t<T>;
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(static_cast<C>(x[i]));
+  return s;
+}
+
+template <class T>
+inline double row_sqdev(const T* x, int64_t n, double m) {
+  using C = compute_t<T>;
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) {
+    double d = static_cast<double>(static_cast<C>(x[i])) - m;
+    s += d * d;
+  }
+  return s;
+}
+
+// Parameters in the compute type; missing weight = 1, missing bias = 0.
+template <class C>
+std::vector<C> params_as(const double* p, int64_t W, C dflt) {
+  std::vector<C> v(W, dflt);
+  if (p)
+    for (int64_t k = 0; k < W; ++k) v[k] = static_cast<C>(p[k]);
+  return v;
+}
+
 // Forward over [P, Q, S]. rmean/rvar: given statistics (batch_norm eval), else computed.
 template <class T, class SD>
 void norm_forward(const T* x, T* y, SD* mean_out, SD* rstd_out, const NormLayout& L, const double* w,
@@ -80,6 +110,8 @@ void norm_forward(const T* x, T* y, SD* mean_out, SD* rstd_out, const NormLayout
   using C = compute_t<T>;
   const int64_t QS = L.Q * L.S;
   const double n = static_cast<double>(L.P * L.S);
+  const bool per_elem = L.qmod == 1 && L.sdiv == 1;  // layer/rms norm: parameter index = s
+  std::vector<C> wc = params_as<C>(w, L.W, C(1)), bc = params_as<C>(b, L.W, C(0));
   parallel_for(0, L.Q, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, L.P * L.S)), [&](int64_t qb, int64_t qe) {
     for (int64_t q = qb; q < qe; ++q) {
       double m = 0, r;
@@ -87,34 +119,35 @@ void norm_forward(const T* x, T* y, SD* mean_out, SD* rstd_out, const NormLayout
         m = rmean[q];
         r = 1.0 / std::sqrt(rvar[q] + eps);
       } else {
-        double acc = 0;
         if (L.centered) {
-          for (int64_t p = 0; p < L.P; ++p) {
-            const T* xr = x + p * QS + q * L.S;
-            for (int64_t s = 0; s < L.S; ++s) acc += static_cast<double>(static_cast<C>(xr[s]));
-          }
+          double acc = 0;
+          for (int64_t p = 0; p < L.P; ++p) acc += row_sum(x + p * QS + q * L.S, L.S);
           m = acc / n;
         }
         double var = 0;
-        for (int64_t p = 0; p < L.P; ++p) {
-          const T* xr = x + p * QS + q * L.S;
-          for (int64_t s = 0; s < L.S; ++s) {
-            double d = static_cast<double>(static_cast<C>(xr[s])) - m;
-            var += d * d;
-          }
-        }
+        for (int64_t p = 0; p < L.P; ++p) var += row_sqdev(x + p * QS + q * L.S, L.S, m);
         r = 1.0 / std::sqrt(var / n + eps);
       }
       mean_out[q] = static_cast<SD>(m);
       rstd_out[q] = static_cast<SD>(r);
+      const C mc = static_cast<C>(m), rc = static_cast<C>(r);
       for (int64_t p = 0; p < L.P; ++p) {
         const T* xr = x + p * QS + q * L.S;
         T* yr = y + p * QS + q * L.S;
-        for (int64_t s = 0; s < L.S; ++s) {
-          double v = (static_cast<double>(static_cast<C>(xr[s])) - m) * r;
-          if (w) v *= w[L.idx(q, s)];
-          if (b) v += b[L.idx(q, s)];
-          yr[s] = static_cast<T>(static_cast<C>(v));
+        if (per_elem) {
+          const C* wp = wc.data();
+          const C* bp = bc.data();
+#pragma omp simd
+          for (int64_t s = 0; s < L.S; ++s) yr[s] = static_cast<T>((static_cast<C>(xr[s]) - mc) * rc * wp[s] + bp[s]);
+        } else {
+          int64_t base = (q % L.qmod) * L.qmul, nch = L.S / L.sdiv;
+          for (int64_t j = 0; j < nch; ++j) {
+            const C a = rc * wc[base + j], c0 = bc[base + j];
+            const T* xs = xr + j * L.sdiv;
+            T* ys = yr + j * L.sdiv;
+#pragma omp simd
+            for (int64_t s = 0; s < L.sdiv; ++s) ys[s] = static_cast<T>((static_cast<C>(xs[s]) - mc) * a + c0);
+          }
         }
       }
     }
@@ -128,46 +161,79 @@ void norm_backward(const T* g, const T* x, const SD* mean, const SD* rstd, const
   using C = compute_t<T>;
   const int64_t QS = L.Q * L.S;
   const double n = static_cast<double>(L.P * L.S);
+  const bool per_elem = L.qmod == 1 && L.sdiv == 1;
+  std::vector<C> wc = params_as<C>(w, L.W, C(1));
   const int64_t nchunks = std::min<int64_t>(L.Q, 32);
   std::vector<double> pw(nchunks * L.W, 0.0), pb(nchunks * L.W, 0.0);
-  auto wv = [&](int64_t q, int64_t s) { return w ? w[L.idx(q, s)] : 1.0; };
   int64_t per_chunk = nchunks ? (L.Q + nchunks - 1) / nchunks : 0;
   parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t ch = cb; ch < ce; ++ch) {
       double* cw = pw.data() + ch * L.W;
       double* cbias = pb.data() + ch * L.W;
       for (int64_t q = ch * per_chunk; q < std::min(L.Q, (ch + 1) * per_chunk); ++q) {
-        double m = static_cast<double>(mean[q]), r = static_cast<double>(rstd[q]);
+        const double m = static_cast<double>(mean[q]), r = static_cast<double>(rstd[q]);
+        const int64_t base = (q % L.qmod) * L.qmul, nch = per_elem ? 0 : L.S / L.sdiv;
         double sum_gw = 0, sum_gwxh = 0;
         for (int64_t p = 0; p < L.P; ++p) {
           const T* gr = g + p * QS + q * L.S;
           const T* xr = x + p * QS + q * L.S;
-          for (int64_t s = 0; s < L.S; ++s) {
-            double gv = static_cast<double>(static_cast<C>(gr[s]));
-            double xh = (static_cast<double>(static_cast<C>(xr[s])) - m) * r;
-            double gwv = gv * wv(q, s);
-            sum_gw += gwv;
-            sum_gwxh += gwv * xh;
-            int64_t k = L.idx(q, s);
-            cw[k] += gv * xh;
-            cbias[k] += gv;
+          if (per_elem) {
+            const C* wp = wc.data();
+#pragma omp simd reduction(+ : sum_gw, sum_gwxh)
+            for (int64_t s = 0; s < L.S; ++s) {
+              double gv = static_cast<double>(static_cast<C>(gr[s]));
+              double xh = (static_cast<double>(static_cast<C>(xr[s])) - m) * r;
+              double gwv = gv * static_cast<double>(wp[s]);
+              sum_gw += gwv;
+              sum_gwxh += gwv * xh;
+              cw[s] += gv * xh;
+              cbias[s] += gv;
+            }
+          } else {
+            for (int64_t j = 0; j < nch; ++j) {
+              const T* gs = gr + j * L.sdiv;
+              const T* xs = xr + j * L.sdiv;
+              double sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+              for (int64_t s = 0; s < L.sdiv; ++s) {
+                double gv = static_cast<double>(static_cast<C>(gs[s]));
+                sg += gv;
+                sgx += gv * (static_cast<double>(static_cast<C>(xs[s])) - m) * r;
+              }
+              int64_t k = base + j;
+              cw[k] += sgx;
+              cbias[k] += sg;
+              sum_gw += static_cast<double>(wc[k]) * sg;
+              sum_gwxh += static_cast<double>(wc[k]) * sgx;
+            }
           }
         }
-        double a = L.centered ? sum_gw / n : 0.0, bcoef = sum_gwxh / n;
+        const C rc = static_cast<C>(r), mc = static_cast<C>(m);
+        const C ac = batch_stats && L.centered ? static_cast<C>(sum_gw / n) : C(0);
+        const C bco = batch_stats ? static_cast<C>(sum_gwxh / n) : C(0);
         for (int64_t p = 0; p < L.P; ++p) {
           const T* gr = g + p * QS + q * L.S;
           const T* xr = x + p * QS + q * L.S;
           T* gxr = gx + p * QS + q * L.S;
-          for (int64_t s = 0; s < L.S; ++s) {
-            double gwv = static_cast<double>(static_cast<C>(gr[s])) * wv(q, s);
-            double v;
-            if (batch_stats) {
-              double xh = (static_cast<double>(static_cast<C>(xr[s])) - m) * r;
-              v = r * (gwv - a - xh * bcoef);
-            } else {
-              v = r * gwv;
+          if (per_elem) {
+            const C* wp = wc.data();
+#pragma omp simd
+            for (int64_t s = 0; s < L.S; ++s) {
+              C xh = (static_cast<C>(xr[s]) - mc) * rc;
+              gxr[s] = static_cast<T>(rc * (static_cast<C>(gr[s]) * wp[s] - ac - xh * bco));
             }
-            gxr[s] = static_cast<T>(static_cast<C>(v));
+          } else {
+            for (int64_t j = 0; j < nch; ++j) {
+              const C wv = wc[base + j];
+              const T* gs = gr + j * L.sdiv;
+              const T* xs = xr + j * L.sdiv;
+              T* gxs = gxr + j * L.sdiv;
+#pragma omp simd
+              for (int64_t s = 0; s < L.sdiv; ++s) {
+                C xh = (static_cast<C>(xs[s]) - mc) * rc;
+                gxs[s] = static_cast<T>(rc * (static_cast<C>(gs[s]) * wv - ac - xh * bco));
+              }
+            }
           }
         }
       }

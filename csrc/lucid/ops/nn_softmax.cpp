@@ -12,6 +12,7 @@
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
+#include "lucid/ops/nn_vec.h"
 
 namespace lucid {
 
@@ -28,9 +29,33 @@ void split_dim(const Shape& s, int64_t dim, int64_t& outer, int64_t& n, int64_t&
 template <class T, bool Log>
 void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   using C = compute_t<T>;
+  constexpr bool kSame = std::is_same_v<T, C>;
   int64_t work = std::max<int64_t>(1, n * inner);
   parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t b, int64_t e) {
-    std::vector<C> mx(inner), sm(inner);
+    if (inner == 1) {
+      // Contiguous rows: max, exp (SLEEF, 8 lanes), sum, scale.
+      std::vector<C> buf(n);
+      for (int64_t o = b; o < e; ++o) {
+        const T* xo = x + o * n;
+        T* yo = y + o * n;
+        C* t = kSame ? reinterpret_cast<C*>(yo) : buf.data();
+        for (int64_t d = 0; d < n; ++d) t[d] = static_cast<C>(xo[d]);
+        C mx = nnvec::vmax(t, n);
+        if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: exp gives 0s, sum 0 -> nan like PyTorch
+        nnvec::vexp_sub(t, n, mx);
+        C sm = static_cast<C>(nnvec::vsum(t, n));
+        if constexpr (Log) {
+          C lse = mx + std::log(sm);
+          for (int64_t d = 0; d < n; ++d) yo[d] = static_cast<T>(static_cast<C>(xo[d]) - lse);
+        } else {
+          C inv = C(1) / sm;
+          for (int64_t d = 0; d < n; ++d) yo[d] = static_cast<T>(t[d] * inv);
+        }
+      }
+      return;
+    }
+    // Strided classes: vectorise over the inner dim.
+    std::vector<C> mx(inner), sm(inner), buf(inner);
     for (int64_t o = b; o < e; ++o) {
       const T* xo = x + o * n * inner;
       T* yo = y + o * n * inner;
@@ -41,17 +66,30 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
           C v = static_cast<C>(xo[d * inner + i]);
           mx[i] = (v > mx[i] || std::isnan(v)) ? v : mx[i];
         }
-      for (int64_t d = 0; d < n; ++d)
-        for (int64_t i = 0; i < inner; ++i) sm[i] += std::exp(static_cast<C>(xo[d * inner + i]) - mx[i]);
+      for (int64_t i = 0; i < inner; ++i)
+        if (std::isinf(mx[i]) && mx[i] < 0) mx[i] = 0;
+      for (int64_t d = 0; d < n; ++d) {
+        C* t = kSame && !Log ? reinterpret_cast<C*>(yo + d * inner) : buf.data();
+        for (int64_t i = 0; i < inner; ++i) t[i] = static_cast<C>(xo[d * inner + i]) - mx[i];
+        nnvec::vexp_sub(t, inner, C(0));
+        for (int64_t i = 0; i < inner; ++i) sm[i] += t[i];
+      }
       if constexpr (Log) {
         for (int64_t i = 0; i < inner; ++i) sm[i] = mx[i] + std::log(sm[i]);
         for (int64_t d = 0; d < n; ++d)
           for (int64_t i = 0; i < inner; ++i) yo[d * inner + i] = static_cast<T>(static_cast<C>(xo[d * inner + i]) - sm[i]);
       } else {
         for (int64_t i = 0; i < inner; ++i) sm[i] = C(1) / sm[i];
-        for (int64_t d = 0; d < n; ++d)
-          for (int64_t i = 0; i < inner; ++i)
-            yo[d * inner + i] = static_cast<T>(std::exp(static_cast<C>(xo[d * inner + i]) - mx[i]) * sm[i]);
+        for (int64_t d = 0; d < n; ++d) {
+          if constexpr (kSame) {
+            C* t = reinterpret_cast<C*>(yo + d * inner);
+            for (int64_t i = 0; i < inner; ++i) t[i] *= sm[i];
+          } else {
+            for (int64_t i = 0; i < inner; ++i) buf[i] = static_cast<C>(xo[d * inner + i]) - mx[i];
+            nnvec::vexp_sub(buf.data(), inner, C(0));
+            for (int64_t i = 0; i < inner; ++i) yo[d * inner + i] = static_cast<T>(buf[i] * sm[i]);
+          }
+        }
       }
     }
   });
