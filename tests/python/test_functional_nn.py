@@ -292,3 +292,48 @@ def test_sdpa_larger_float32():
     (lo * lo).sum().backward()
     (to * to).sum().backward()
     close(lq.grad, tq.grad, 1e-4)
+
+
+# ---- non-contiguous and empty inputs --------------------------------------------------------
+def test_noncontiguous_inputs():
+    x = rng.standard_normal((4, 5, 6))
+    lx, tx = L(x).permute(2, 0, 1), T(x).permute(2, 0, 1)  # (6, 4, 5), strided
+    close(lucid.softmax(lx, 1), F.softmax(tx, 1))
+    close(lucid.log_softmax(lx, -1), F.log_softmax(tx, -1))
+    close(lucid.layer_norm(lx, (5,)), F.layer_norm(tx, (5,)))
+    close(lucid.group_norm(lx, 2), F.group_norm(tx, 2))
+    close(lucid.batch_norm(lx, None, None, training=True), F.batch_norm(tx, None, None, training=True))
+    t = rng.integers(0, 4, (6, 5))
+    close(lucid.cross_entropy(lx, L(t)), F.cross_entropy(tx, T(t)))
+    close(lucid.nll_loss(lx, L(t)), F.nll_loss(tx, T(t)))
+    close(lucid.mse_loss(lx, lx * 0.5), F.mse_loss(tx, tx * 0.5))
+    x4 = rng.standard_normal((2, 5, 4, 3))
+    l4, t4 = L(x4).permute(0, 3, 1, 2), T(x4).permute(0, 3, 1, 2)
+    close(lucid.interpolate(l4, size=(7, 5), mode="bilinear"), F.interpolate(t4, size=(7, 5), mode="bilinear"))
+    w = rng.standard_normal((3, 7))
+    lw, tw = L(w).permute(1, 0), T(w).permute(1, 0)
+    idx = rng.integers(0, 7, (4,))
+    close(lucid.embedding(L(idx), lw), F.embedding(T(idx), tw))
+    q = rng.standard_normal((2, 4, 3))
+    lq, tq = L(q).transpose(1, 2), T(q).transpose(1, 2)
+    close(lucid.scaled_dot_product_attention(lq, lq, lq), F.scaled_dot_product_attention(tq, tq, tq))
+
+
+def test_noncontiguous_grad_outputs():
+    x = rng.standard_normal((3, 4))
+    lx, tx = L(x, True), T(x, True)
+    g = rng.standard_normal((4, 3))
+    (lucid.layer_norm(lx, (4,)) * L(g).permute(1, 0)).sum().backward()
+    (F.layer_norm(tx, (4,)) * T(g).permute(1, 0)).sum().backward()
+    close(lx.grad, tx.grad)
+
+
+def test_empty_inputs():
+    e = np.zeros((0, 5))
+    close(lucid.softmax(L(e), 1), F.softmax(T(e), 1))
+    close(lucid.layer_norm(L(e), (5,)), F.layer_norm(T(e), (5,)))
+    close(lucid.mse_loss(L(e), L(e), reduction="sum"), F.mse_loss(T(e), T(e), reduction="sum"))
+    close(lucid.cross_entropy(L(e), L(np.zeros(0, np.int64)), reduction="sum"),
+          F.cross_entropy(T(e), T(np.zeros(0, np.int64)), reduction="sum"))
+    close(lucid.embedding(L(np.zeros((0,), np.int64)), L(rng.standard_normal((3, 2)))),
+          F.embedding(T(np.zeros((0,), np.int64)), T(rng.standard_normal((3, 2)))))

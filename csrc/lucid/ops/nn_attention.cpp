@@ -14,6 +14,7 @@
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
+#include "lucid/ops/nn_vec.h"
 
 namespace lucid {
 
@@ -43,6 +44,18 @@ MaskView<T> mask_view(const Tensor& m, Tensor& keep) {
   return v;
 }
 
+// (B, S, E) -> (B, E, S) in the compute type.
+template <class T>
+std::vector<compute_t<T>> transposed(const T* src, int64_t B, int64_t S, int64_t E) {
+  std::vector<compute_t<T>> out(static_cast<size_t>(B * S * E));
+  parallel_for(0, B, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(S * E, 1)), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t e = 0; e < E; ++e) out[(b * E + e) * S + s] = static_cast<compute_t<T>>(src[(b * S + s) * E + e]);
+  });
+  return out;
+}
+
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
@@ -55,29 +68,34 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
   const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>();
+  (void)kp;
   T *op = out[0].data<T>(), *pp = out[1].data<T>();
+  std::vector<C> kT = transposed(kp, B, S, E);
   parallel_for(0, B * L, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(S * (E + Ev), 1)), [&](int64_t rb, int64_t re) {
     std::vector<C> sc(S), acc(Ev);
     for (int64_t row = rb; row < re; ++row) {
       int64_t b = row / L, l = row % L;
       const T* qr = qp + row * E;
-      const T* kb = kp + b * S * E;
       const T* vb = vp + b * S * Ev;
-      C mx = -std::numeric_limits<C>::infinity();
-      for (int64_t s = 0; s < S; ++s) {
-        C val;
-        if ((causal && s > l) || (mask.kind == 1 && !mask.b[row * S + s])) {
-          val = -std::numeric_limits<C>::infinity();
-        } else {
-          const T* kr = kb + s * E;
-          C dot = 0;
-          for (int64_t e = 0; e < E; ++e) dot += static_cast<C>(qr[e]) * static_cast<C>(kr[e]);
-          val = dot * scale;
-          if (mask.kind == 2) val += static_cast<C>(mask.f[row * S + s]);
-        }
-        sc[s] = val;
-        mx = (val > mx || std::isnan(val)) ? val : mx;
+      // Scores as E saxpys over the transposed keys (no horizontal sums).
+      const int64_t sl = causal ? std::min(S, l + 1) : S;
+      const C* kt = kT.data() + b * E * S;
+      C* scp = sc.data();
+      std::fill(sc.begin(), sc.end(), C(0));
+      for (int64_t e = 0; e < E; ++e) {
+        const C qe = static_cast<C>(qr[e]) * scale;
+        const C* kte = kt + e * S;
+#pragma omp simd
+        for (int64_t s = 0; s < sl; ++s) scp[s] += qe * kte[s];
       }
+      for (int64_t s = sl; s < S; ++s) scp[s] = -std::numeric_limits<C>::infinity();
+      if (mask.kind == 1) {
+        for (int64_t s = 0; s < S; ++s)
+          if (!mask.b[row * S + s]) scp[s] = -std::numeric_limits<C>::infinity();
+      } else if (mask.kind == 2) {
+        for (int64_t s = 0; s < sl; ++s) scp[s] += static_cast<C>(mask.f[row * S + s]);
+      }
+      C mx = nnvec::vmax(scp, S);
       T* orow = op + row * Ev;
       T* prow = pp + row * S;
       if (mx == -std::numeric_limits<C>::infinity()) {  // fully masked row: zeros, like PyTorch
@@ -85,8 +103,8 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
         for (int64_t e = 0; e < Ev; ++e) orow[e] = static_cast<T>(C(0));
         continue;
       }
-      C sum = 0;
-      for (int64_t s = 0; s < S; ++s) { sc[s] = std::exp(sc[s] - mx); sum += sc[s]; }
+      nnvec::vexp_sub(sc.data(), S, mx);
+      C sum = static_cast<C>(nnvec::vsum(sc.data(), S));
       std::fill(acc.begin(), acc.end(), C(0));
       for (int64_t s = 0; s < S; ++s) {
         C pr = sc[s] / sum;
@@ -95,7 +113,9 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
         else if (drop.kind == 2) pr = pr * static_cast<C>(drop.f[row * S + s]) * dscale;
         if (pr == C(0)) continue;
         const T* vr = vb + s * Ev;
-        for (int64_t e = 0; e < Ev; ++e) acc[e] += pr * static_cast<C>(vr[e]);
+        C* ap = acc.data();
+#pragma omp simd
+        for (int64_t e = 0; e < Ev; ++e) ap[e] += pr * static_cast<C>(vr[e]);
       }
       for (int64_t e = 0; e < Ev; ++e) orow[e] = static_cast<T>(acc[e]);
     }
@@ -117,30 +137,39 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
   const T *gp = g.data<T>(), *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(), *Pp = P.data<T>();
   T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>(), *dsp = out[3].data<T>();
+  std::vector<C> vT = transposed(vp, B, S, Ev);
   parallel_for(0, B, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L * S * (E + Ev), 1)), [&](int64_t bb, int64_t be) {
     std::vector<C> dkb(S * E), dvb(S * Ev), dP(S), dq(E);
     for (int64_t b = bb; b < be; ++b) {
       std::fill(dkb.begin(), dkb.end(), C(0));
       std::fill(dvb.begin(), dvb.end(), C(0));
       const T* kb = kp + b * S * E;
-      const T* vb = vp + b * S * Ev;
       for (int64_t l = 0; l < L; ++l) {
         int64_t row = b * L + l;
         const T* gr = gp + row * Ev;
         const T* qr = qp + row * E;
         const T* Pr = Pp + row * S;
+        // dP (before dropout scaling) = g_l . v_s for all s, as Ev saxpys over the transposed values.
+        C* dPp = dP.data();
+        std::fill(dP.begin(), dP.end(), C(0));
+        const C* vt = vT.data() + b * Ev * S;
+        for (int64_t e = 0; e < Ev; ++e) {
+          const C ge = static_cast<C>(gr[e]);
+          const C* vte = vt + e * S;
+#pragma omp simd
+          for (int64_t s = 0; s < S; ++s) dPp[s] += ge * vte[s];
+        }
         C r = 0;
         for (int64_t s = 0; s < S; ++s) {
           C m = C(1);
           if (drop.kind == 1) m = drop.b[row * S + s] ? dscale : C(0);
           else if (drop.kind == 2) m = static_cast<C>(drop.f[row * S + s]) * dscale;
           C pr = static_cast<C>(Pr[s]);
-          C dpd = 0;
-          const T* vr = vb + s * Ev;
-          for (int64_t e = 0; e < Ev; ++e) dpd += static_cast<C>(gr[e]) * static_cast<C>(vr[e]);
+          C dpd = dPp[s];
           C pdm = pr * m;
           if (pdm != C(0)) {
             C* dvr = dvb.data() + s * Ev;
+#pragma omp simd
             for (int64_t e = 0; e < Ev; ++e) dvr[e] += pdm * static_cast<C>(gr[e]);
           }
           dP[s] = dpd * m;
@@ -156,8 +185,10 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
           const T* kr = kb + s * E;
           C* dkr = dkb.data() + s * E;
           C dss = ds * scale;
+          C* dqp_ = dq.data();
+#pragma omp simd
           for (int64_t e = 0; e < E; ++e) {
-            dq[e] += dss * static_cast<C>(kr[e]);
+            dqp_[e] += dss * static_cast<C>(kr[e]);
             dkr[e] += dss * static_cast<C>(qr[e]);
           }
         }
