@@ -14,7 +14,6 @@ __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnea
 
 
 class LRScheduler:
-    _is_initial = False
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -35,6 +34,7 @@ class LRScheduler:
     def _initial_step(self):
         self._step_count = 0
         self._is_initial = True
+        self._get_lr_called_within_step = False
         try:
             self.step()
         finally:
