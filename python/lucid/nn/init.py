@@ -63,13 +63,15 @@ def _gen_kw(generator):
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
     with lucid.no_grad():
-        return tensor.uniform_(a, b, **_gen_kw(generator))
+        tensor.uniform_(a, b, **_gen_kw(generator))
+    return tensor
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
     with lucid.no_grad():
-        return tensor.normal_(mean, std, **_gen_kw(generator))
+        tensor.normal_(mean, std, **_gen_kw(generator))
+    return tensor
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
@@ -93,17 +95,20 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     with lucid.no_grad():
-        return tensor.fill_(val)
+        tensor.fill_(val)
+    return tensor
 
 
 def ones_(tensor):
     with lucid.no_grad():
-        return tensor.fill_(1.0)
+        tensor.fill_(1.0)
+    return tensor
 
 
 def zeros_(tensor):
     with lucid.no_grad():
-        return tensor.zero_()
+        tensor.zero_()
+    return tensor
 
 
 def eye_(tensor):
