@@ -128,14 +128,16 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if not training:
         dropout_p = 0.0
-    if need_weights:
-        scores = lucid.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
+    if need_weights or _lookup("scaled_dot_product_attention") is None:
+        scores = lucid.matmul(q * math.sqrt(1.0 / float(head_dim)), k.transpose(-2, -1))
         if mask is not None:
             scores = scores + mask
         attn = F.softmax(scores, dim=-1)
         if dropout_p > 0.0:
             attn = F.dropout(attn, p=dropout_p)
         out = lucid.matmul(attn, v)
+        if not need_weights:
+            attn = None
     else:
         attn = None
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
