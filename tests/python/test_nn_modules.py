@@ -382,3 +382,12 @@ def test_norm_layers_state_dict_layout_matches_torch():
         lm.load_state_dict(to_lucid_sd(ts))
     bn = nn.BatchNorm2d(3, track_running_stats=False)
     assert bn.running_mean is None and list(bn.state_dict().keys()) == ["weight", "bias"]
+
+
+def test_load_state_dict_assign():
+    lm, _ = make_pair()
+    new_b = lucid.full((3,), 9.0)
+    sd = lm.state_dict()
+    sd["b"] = new_b
+    lm.load_state_dict(sd, assign=True)
+    assert isinstance(lm.b, nn.Parameter) and lm.b.requires_grad and lm.b.data_ptr() == new_b.data_ptr()

@@ -53,6 +53,7 @@ class RAdam(Optimizer):
                 use_rect = rho_t > 5.0
                 rect = lucid.where(use_rect, rect_sq, 1.0).sqrt()
                 adaptive_lr = bias_correction2.sqrt() / (exp_avg_sq.sqrt() + eps)
-                update = lucid.where(use_rect, adaptive_lr * rect, 1.0)
-                _f.add_(p, bias_corrected_exp_avg * lr * update, -1.0)
+                update = bias_corrected_exp_avg * lr
+                update = lucid.where(use_rect, update * adaptive_lr * rect, update)
+                _f.add_(p, update, -1.0)
         return loss

@@ -482,6 +482,12 @@ class Module:
                                       f"is {_shape_str(param.shape)}.")
                     continue
                 try:
+                    if local_metadata.get("assign_to_params_buffers", False):
+                        if name in self._parameters:
+                            self._parameters[name] = Parameter(input_param, requires_grad=param.requires_grad)
+                        else:
+                            self._buffers[name] = input_param
+                        continue
                     with lucid.no_grad():
                         _copy_into(param, input_param)
                 except Exception as ex:  # noqa: BLE001
@@ -513,8 +519,8 @@ class Module:
         state_dict = OrderedDict(state_dict)
 
         def load(module, local_state_dict, prefix=""):
-            module._load_from_state_dict(local_state_dict, prefix, {}, True, missing_keys, unexpected_keys,
-                                         error_msgs)
+            module._load_from_state_dict(local_state_dict, prefix, {"assign_to_params_buffers": assign}, True,
+                                         missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
