@@ -61,6 +61,25 @@ def __getattr__(name):
     raise AttributeError(f"module 'lucid.nn.functional' has no attribute '{name}'")
 
 
+def _bilinear_composite(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o], with one matmul (ATen's bilinear is a
+    composite of _trilinear as well); used when no op family provides `bilinear`."""
+    out_f, in1, in2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    t = lucid.matmul(x1, weight.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
+    y = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + (out_f,))
+
+
+if "bilinear" not in globals():
+    bilinear = _bilinear_composite
+    __all__.append("bilinear")
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
                                  bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
                                  training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
