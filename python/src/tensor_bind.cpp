@@ -199,7 +199,7 @@ static void bind_tensor(nb::module_& m) {
           [](Tensor& t, nb::handle g) {
             if (g.is_none()) t.set_grad(Tensor());
             else t.set_grad(nb::cast<Tensor>(g));
-          })
+          }, nb::for_setter(nb::arg("value").none()))
       .def("numel", &Tensor::numel)
       .def("dim", &Tensor::ndim)
       .def("stride", [](const Tensor& t) {
