@@ -9,6 +9,15 @@ namespace lucid::py {
 
 using H = nb::handle;
 
+// def_method that replaces an existing method of the same name (nanobind would otherwise chain
+// the new function as an overload after the old one, e.g. tensor_bind's add_ without alpha).
+template <class F, class... Extra>
+static void redef(nb::module_& m, const char* name, F&& f, const Extra&... extra) {
+  nb::handle cls = nb::type<Tensor>();
+  if (nb::cast<bool>(cls.attr("__dict__").attr("__contains__")(name))) nb::delattr(cls, name);
+  def_method(m, name, std::forward<F>(f), extra...);
+}
+
 static Tensor TT(H h, const char* op, const char* arg) { return to_tensor(h, op, arg); }
 
 // Python operand of a number or a tensor (otherwise the operator returns NotImplemented).
@@ -100,26 +109,26 @@ static Tensor div_mode(const Tensor& a, const Tensor& b, H mode) {
 
 #define EW_UNARY_BIND(name, fn, id)                                                                 \
   m.def(#name, [](const Tensor& x) { return fn(x); }, nb::arg("input"));                           \
-  def_method(m, #name, [](const Tensor& x) { return fn(x); });                                     \
-  def_method(m, #name "_", [](H self) { return inplace(self, OpId::id, {}); })
+  redef(m, #name, [](const Tensor& x) { return fn(x); });                                     \
+  redef(m, #name "_", [](H self) { return inplace(self, OpId::id, {}); })
 
 #define EW_UNARY_BIND_NOINPLACE(name, fn)                                \
   m.def(#name, [](const Tensor& x) { return fn(x); }, nb::arg("input")); \
-  def_method(m, #name, [](const Tensor& x) { return fn(x); })
+  redef(m, #name, [](const Tensor& x) { return fn(x); })
 
 #define EW_BINARY_BIND(name, fn, id)                                                                       \
   m.def(#name, [](H a, H b) { return fn(TT(a, #name, "input"), TT(b, #name, "other")); }, nb::arg("input"), \
         nb::arg("other"));                                                                                 \
-  def_method(m, #name, [](const Tensor& a, H b) { return fn(a, TT(b, #name, "other")); }, nb::arg("other")); \
-  def_method(m, #name "_", [](H self, H b) { return inplace(self, OpId::id, {TT(b, #name "_", "other")}); }, nb::arg("other"))
+  redef(m, #name, [](const Tensor& a, H b) { return fn(a, TT(b, #name, "other")); }, nb::arg("other")); \
+  redef(m, #name "_", [](H self, H b) { return inplace(self, OpId::id, {TT(b, #name "_", "other")}); }, nb::arg("other"))
 
 // Python operator: returns NotImplemented for operands that are neither tensors nor numbers.
-#define EW_OPERATOR(pyname, expr)                                   \
-  def_method(m, pyname, [](const Tensor& a, H b) -> nb::object {     \
+#define EW_OPERATOR(pyname, expr)                                       \
+  redef(m, pyname, [](const Tensor& a, H b) -> nb::object {               \
     if (!is_operand(b)) return nb::borrow<nb::object>(Py_NotImplemented); \
-    Tensor o = TT(b, pyname, "other");                              \
-    return nb::cast(expr);                                          \
-  })
+    Tensor o = TT(b, pyname, "other");                                    \
+    return nb::cast(expr);                                                \
+  }, nb::arg("other").none())
 
 LUCID_BINDER(elementwise) {
   // ---- unary math ----
@@ -147,12 +156,12 @@ LUCID_BINDER(elementwise) {
   EW_UNARY_BIND_NOINPLACE(isinf, isinf);
   EW_UNARY_BIND_NOINPLACE(logical_not, logical_not);
   m.def("round", [](const Tensor& x) { return round(x); }, nb::arg("input"));
-  def_method(m, "round", [](const Tensor& x) { return round(x); });
-  def_method(m, "round_", [](H self) { return inplace(self, OpId::Round, {}); });
+  redef(m, "round", [](const Tensor& x) { return round(x); });
+  redef(m, "round_", [](H self) { return inplace(self, OpId::Round, {}); });
   m.def("isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); }, nb::arg("input"));
-  def_method(m, "isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); });
-  def_method(m, "__abs__", [](const Tensor& x) { return abs(x); });
-  def_method(m, "__invert__", [](const Tensor& x) { return bitwise_not(x); });
+  redef(m, "isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); });
+  redef(m, "__abs__", [](const Tensor& x) { return abs(x); });
+  redef(m, "__invert__", [](const Tensor& x) { return bitwise_not(x); });
 
   // ---- binary math ----
   EW_BINARY_BIND(maximum, maximum, Maximum);
@@ -174,8 +183,8 @@ LUCID_BINDER(elementwise) {
 
   m.def("pow", [](H a, H b) { return pow(TT(a, "pow", "input"), TT(b, "pow", "exponent")); }, nb::arg("input"),
         nb::arg("exponent"));
-  def_method(m, "pow", [](const Tensor& a, H b) { return pow(a, TT(b, "pow", "exponent")); }, nb::arg("exponent"));
-  def_method(m, "pow_", [](H self, H b) { return inplace(self, OpId::Pow, {TT(b, "pow_", "exponent")}); }, nb::arg("exponent"));
+  redef(m, "pow", [](const Tensor& a, H b) { return pow(a, TT(b, "pow", "exponent")); }, nb::arg("exponent"));
+  redef(m, "pow_", [](H self, H b) { return inplace(self, OpId::Pow, {TT(b, "pow_", "exponent")}); }, nb::arg("exponent"));
 
   EW_OPERATOR("__pow__", pow(a, o));
   EW_OPERATOR("__rpow__", pow(o, a));
@@ -195,14 +204,14 @@ LUCID_BINDER(elementwise) {
   EW_OPERATOR("__rfloordiv__", floor_divide(o, a));
   EW_OPERATOR("__mod__", remainder(a, o));
   EW_OPERATOR("__rmod__", remainder(o, a));
-  def_method(m, "__ipow__", [](H self, H b) { return inplace(self, OpId::Pow, {TT(b, "pow_", "exponent")}); });
-  def_method(m, "__isub__", [](H self, H b) { return inplace(self, OpId::Sub, {TT(b, "sub_", "other")}); });
-  def_method(m, "__itruediv__", [](H self, H b) { return inplace(self, OpId::Div, {TT(b, "div_", "other")}); });
-  def_method(m, "__ifloordiv__", [](H self, H b) { return inplace(self, OpId::FloorDivide, {TT(b, "floor_divide_", "other")}); });
-  def_method(m, "__imod__", [](H self, H b) { return inplace(self, OpId::Remainder, {TT(b, "remainder_", "other")}); });
-  def_method(m, "__iand__", [](H self, H b) { return inplace(self, OpId::BitwiseAnd, {TT(b, "bitwise_and_", "other")}); });
-  def_method(m, "__ior__", [](H self, H b) { return inplace(self, OpId::BitwiseOr, {TT(b, "bitwise_or_", "other")}); });
-  def_method(m, "__ixor__", [](H self, H b) { return inplace(self, OpId::BitwiseXor, {TT(b, "bitwise_xor_", "other")}); });
+  redef(m, "__ipow__", [](H self, H b) { return inplace(self, OpId::Pow, {TT(b, "pow_", "exponent")}); });
+  redef(m, "__isub__", [](H self, H b) { return inplace(self, OpId::Sub, {TT(b, "sub_", "other")}); });
+  redef(m, "__itruediv__", [](H self, H b) { return inplace(self, OpId::Div, {TT(b, "div_", "other")}); });
+  redef(m, "__ifloordiv__", [](H self, H b) { return inplace(self, OpId::FloorDivide, {TT(b, "floor_divide_", "other")}); });
+  redef(m, "__imod__", [](H self, H b) { return inplace(self, OpId::Remainder, {TT(b, "remainder_", "other")}); });
+  redef(m, "__iand__", [](H self, H b) { return inplace(self, OpId::BitwiseAnd, {TT(b, "bitwise_and_", "other")}); });
+  redef(m, "__ior__", [](H self, H b) { return inplace(self, OpId::BitwiseOr, {TT(b, "bitwise_or_", "other")}); });
+  redef(m, "__ixor__", [](H self, H b) { return inplace(self, OpId::BitwiseXor, {TT(b, "bitwise_xor_", "other")}); });
 
   // ---- add / sub / mul / div with torch's keyword arguments ----
   m.def("add", [](H a, H b, H alpha) { return add(TT(a, "add", "input"), scaled(TT(b, "add", "other"), alpha, "add")); },
@@ -211,20 +220,20 @@ LUCID_BINDER(elementwise) {
         nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1);
   m.def("div", [](H a, H b, H mode) { return div_mode(TT(a, "div", "input"), TT(b, "div", "other"), mode); },
         nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode").none() = nb::none());
-  def_method(m, "add", [](const Tensor& a, H b, H alpha) { return add(a, scaled(TT(b, "add", "other"), alpha, "add")); },
+  redef(m, "add", [](const Tensor& a, H b, H alpha) { return add(a, scaled(TT(b, "add", "other"), alpha, "add")); },
              nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1);
-  def_method(m, "sub", [](const Tensor& a, H b, H alpha) { return sub(a, scaled(TT(b, "sub", "other"), alpha, "sub")); },
+  redef(m, "sub", [](const Tensor& a, H b, H alpha) { return sub(a, scaled(TT(b, "sub", "other"), alpha, "sub")); },
              nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1);
-  def_method(m, "mul", [](const Tensor& a, H b) { return mul(a, TT(b, "mul", "other")); }, nb::arg("other"));
-  def_method(m, "div", [](const Tensor& a, H b, H mode) { return div_mode(a, TT(b, "div", "other"), mode); },
+  redef(m, "mul", [](const Tensor& a, H b) { return mul(a, TT(b, "mul", "other")); }, nb::arg("other"));
+  redef(m, "div", [](const Tensor& a, H b, H mode) { return div_mode(a, TT(b, "div", "other"), mode); },
              nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode").none() = nb::none());
-  def_method(m, "add_", [](H self, H b, H alpha) {
+  redef(m, "add_", [](H self, H b, H alpha) {
     return inplace(self, OpId::Add, {scaled(TT(b, "add_", "other"), alpha, "add_")});
   }, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1);
-  def_method(m, "sub_", [](H self, H b, H alpha) {
+  redef(m, "sub_", [](H self, H b, H alpha) {
     return inplace(self, OpId::Sub, {scaled(TT(b, "sub_", "other"), alpha, "sub_")});
   }, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1);
-  def_method(m, "div_", [](H self, H b, H mode) -> nb::object {
+  redef(m, "div_", [](H self, H b, H mode) -> nb::object {
     Tensor o = TT(b, "div_", "other");
     if (mode.is_none()) return inplace(self, OpId::Div, {o});
     std::string md = nb::cast<std::string>(mode);
@@ -236,31 +245,31 @@ LUCID_BINDER(elementwise) {
   // ---- where / clamp / masked_fill / lerp / addcmul / addcdiv ----
   m.def("where", [](const Tensor& c, H a, H b) { return where(c, TT(a, "where", "input"), TT(b, "where", "other")); },
         nb::arg("condition"), nb::arg("input"), nb::arg("other"));
-  def_method(m, "where", [](const Tensor& x, const Tensor& c, H b) { return where(c, x, TT(b, "where", "other")); },
+  redef(m, "where", [](const Tensor& x, const Tensor& c, H b) { return where(c, x, TT(b, "where", "other")); },
              nb::arg("condition"), nb::arg("other"));
   m.def("clamp", [](const Tensor& x, H lo, H hi) { return clamp_any(x, lo, hi); }, nb::arg("input"),
         nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
   m.def("clamp_min", [](const Tensor& x, H lo) { return clamp_any(x, lo, nb::none()); }, nb::arg("input"), nb::arg("min"));
   m.def("clamp_max", [](const Tensor& x, H hi) { return clamp_any(x, nb::none(), hi); }, nb::arg("input"), nb::arg("max"));
-  def_method(m, "clamp", [](const Tensor& x, H lo, H hi) { return clamp_any(x, lo, hi); },
+  redef(m, "clamp", [](const Tensor& x, H lo, H hi) { return clamp_any(x, lo, hi); },
              nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
-  def_method(m, "clamp_min", [](const Tensor& x, H lo) { return clamp_any(x, lo, nb::none()); }, nb::arg("min"));
-  def_method(m, "clamp_max", [](const Tensor& x, H hi) { return clamp_any(x, nb::none(), hi); }, nb::arg("max"));
+  redef(m, "clamp_min", [](const Tensor& x, H lo) { return clamp_any(x, lo, nb::none()); }, nb::arg("min"));
+  redef(m, "clamp_max", [](const Tensor& x, H hi) { return clamp_any(x, nb::none(), hi); }, nb::arg("max"));
   auto clamp_ = [](H self, H lo, H hi) -> nb::object {
     Tensor x = nb::cast<Tensor>(self);
     if (lo.is_none() && hi.is_none()) throw ValueError("clamp_: at least one of 'min' or 'max' must not be None");
     if (is_tensor(lo) || is_tensor(hi)) return assign(self, clamp_any(cast(x, x.dtype()), lo, hi));
     return inplace(self, OpId::Clamp, {}, clamp_attrs(lo, hi));
   };
-  def_method(m, "clamp_", clamp_, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
-  def_method(m, "clamp_min_", [clamp_](H self, H lo) { return clamp_(self, lo, nb::none()); }, nb::arg("min"));
-  def_method(m, "clamp_max_", [clamp_](H self, H hi) { return clamp_(self, nb::none(), hi); }, nb::arg("max"));
+  redef(m, "clamp_", clamp_, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
+  redef(m, "clamp_min_", [clamp_](H self, H lo) { return clamp_(self, lo, nb::none()); }, nb::arg("min"));
+  redef(m, "clamp_max_", [clamp_](H self, H hi) { return clamp_(self, nb::none(), hi); }, nb::arg("max"));
 
   m.def("masked_fill", [](const Tensor& x, const Tensor& mask, H v) { return masked_fill_any(x, mask, v); },
         nb::arg("input"), nb::arg("mask"), nb::arg("value"));
-  def_method(m, "masked_fill", [](const Tensor& x, const Tensor& mask, H v) { return masked_fill_any(x, mask, v); },
+  redef(m, "masked_fill", [](const Tensor& x, const Tensor& mask, H v) { return masked_fill_any(x, mask, v); },
              nb::arg("mask"), nb::arg("value"));
-  def_method(m, "masked_fill_", [](H self, const Tensor& mask, H v) -> nb::object {
+  redef(m, "masked_fill_", [](H self, const Tensor& mask, H v) -> nb::object {
     if (is_tensor(v)) {
       Tensor x = nb::cast<Tensor>(self);
       return assign(self, masked_fill_any(cast(x, x.dtype()), mask, v));
@@ -270,27 +279,27 @@ LUCID_BINDER(elementwise) {
 
   m.def("lerp", [](const Tensor& s, const Tensor& e, H w) { return lerp(s, e, TT(w, "lerp", "weight")); },
         nb::arg("input"), nb::arg("end"), nb::arg("weight"));
-  def_method(m, "lerp", [](const Tensor& s, const Tensor& e, H w) { return lerp(s, e, TT(w, "lerp", "weight")); },
+  redef(m, "lerp", [](const Tensor& s, const Tensor& e, H w) { return lerp(s, e, TT(w, "lerp", "weight")); },
              nb::arg("end"), nb::arg("weight"));
-  def_method(m, "lerp_", [](H self, const Tensor& e, H w) { return inplace(self, OpId::Lerp, {e, TT(w, "lerp_", "weight")}); },
+  redef(m, "lerp_", [](H self, const Tensor& e, H w) { return inplace(self, OpId::Lerp, {e, TT(w, "lerp_", "weight")}); },
              nb::arg("end"), nb::arg("weight"));
 
   m.def("addcmul", [](const Tensor& x, const Tensor& a, const Tensor& b, H v) { return addcmul(x, a, b, number(v, "addcmul", "value")); },
         nb::arg("input"), nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
   m.def("addcdiv", [](const Tensor& x, const Tensor& a, const Tensor& b, H v) { return addcdiv(x, a, b, number(v, "addcdiv", "value")); },
         nb::arg("input"), nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
-  def_method(m, "addcmul", [](const Tensor& x, const Tensor& a, const Tensor& b, H v) { return addcmul(x, a, b, number(v, "addcmul", "value")); },
+  redef(m, "addcmul", [](const Tensor& x, const Tensor& a, const Tensor& b, H v) { return addcmul(x, a, b, number(v, "addcmul", "value")); },
              nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
-  def_method(m, "addcdiv", [](const Tensor& x, const Tensor& a, const Tensor& b, H v) { return addcdiv(x, a, b, number(v, "addcdiv", "value")); },
+  redef(m, "addcdiv", [](const Tensor& x, const Tensor& a, const Tensor& b, H v) { return addcdiv(x, a, b, number(v, "addcdiv", "value")); },
              nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
-  def_method(m, "addcmul_", [](H self, const Tensor& a, const Tensor& b, H v) {
+  redef(m, "addcmul_", [](H self, const Tensor& a, const Tensor& b, H v) {
     return inplace(self, OpId::Addcmul, {a, b}, {{"value", number(v, "addcmul_", "value")}});
   }, nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
-  def_method(m, "addcdiv_", [](H self, const Tensor& a, const Tensor& b, H v) {
+  redef(m, "addcdiv_", [](H self, const Tensor& a, const Tensor& b, H v) {
     return inplace(self, OpId::Addcdiv, {a, b}, {{"value", number(v, "addcdiv_", "value")}});
   }, nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
 
-  def_method(m, "copy_", [](H self, const Tensor& src, bool non_blocking) {
+  redef(m, "copy_", [](H self, const Tensor& src, bool non_blocking) {
     (void)non_blocking;
     Tensor x = nb::cast<Tensor>(self);
     dispatch_inplace(OpId::Copy, x, {expand(src, x.shape())}, {{"dtype", x.dtype()}});

@@ -74,7 +74,13 @@ struct Log {
 };
 struct Log1p {
   template <class C> static C apply(C a) { return std::log1p(a); }
-  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_log1pf8_u10avx2(x); }); }
+  // Sleef's log1pf is specified up to 1e38; above, log1p(x) == log(x) in float.
+  static void vec(float* o, const float* a, int64_t n) {
+    vec_map(o, a, n, [](__m256 x) {
+      __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(1e38f), _CMP_GT_OQ);
+      return _mm256_blendv_ps(Sleef_log1pf8_u10avx2(x), Sleef_logf8_u10avx2(x), big);
+    });
+  }
 };
 struct Expm1 {
   template <class C> static C apply(C a) { return std::expm1(a); }
