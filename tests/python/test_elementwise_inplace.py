@@ -235,15 +235,19 @@ def test_float32_vector_paths_large_and_extreme(name):
     if name in ("log", "sqrt", "rsqrt"):
         big = np.abs(big) + 1e-3
     for a in (big, extreme):
-        lx, tx = _pair(a)
+        # Reference: PyTorch in float64, rounded to float32 (torch's own float32 gelu is less
+        # accurate than ours in the negative tail).
+        lx, tx = lucid.tensor(a), torch.from_numpy(a.astype(np.float64))
         if name == "gelu_tanh":
             lo, to = lucid.gelu(lx, approximate="tanh"), torch.nn.functional.gelu(tx, approximate="tanh")
         elif name in ("silu", "gelu"):
             lo, to = getattr(lucid, name)(lx), getattr(torch.nn.functional, name)(tx)
         else:
             lo, to = getattr(lucid, name)(lx), getattr(torch, name)(tx)
-        with np.errstate(invalid="ignore"):
-            np.testing.assert_allclose(as_numpy(lo), as_numpy(to), rtol=2e-6, atol=1e-6, equal_nan=True, err_msg=name)
+        assert lo.dtype == lucid.float32
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.testing.assert_allclose(as_numpy(lo), as_numpy(to).astype(np.float32), rtol=2e-6, atol=1e-6,
+                                       equal_nan=True, err_msg=name)
 
 
 def test_float32_vector_path_matches_float64_definition():

@@ -1,7 +1,11 @@
 // Activation functions (torch.nn.functional names): relu, relu6, leaky_relu, elu, gelu, silu,
 // hardswish, hardsigmoid, hardtanh, softplus. Parameters (slope, alpha, approximate, bounds,
 // beta/threshold) are attrs. VJPs are written with ops and follow PyTorch's backward formulas
-// (including the value at the kinks).
+// (including the value at the kinks). Relu, Gelu, Silu, Sigmoid and Tanh have fused one-pass
+// backward ops (ReluBackward...); their VJPs use them unless a higher-order graph is being built
+// (grad mode on during backward means create_graph=True), where the op compositions are used
+// so that double backward works.
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_attr.h"
 #include "lucid/ops/scalar_math.h"
@@ -13,7 +17,10 @@ static Tensor sc(double v) { return scalar_tensor(v); }
 LUCID_REGISTER_OP(Relu, [] {
   OpDef d = elementwise_op<OpId::Relu, sm::Relu, 1, EwDType::Same, EwDomain::Numeric>();
   d.save = kSaveOutputs;
-  d.vjp = [](const VjpContext& c) { return TensorList{where(gt(c.outputs[0], sc(0.0)), c.grads[0], sc(0.0))}; };
+  d.vjp = [](const VjpContext& c) {
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::ReluBackward, {c.grads[0], c.outputs[0]})};
+    return TensorList{where(gt(c.outputs[0], sc(0.0)), c.grads[0], sc(0.0))};
+  };
   return d;
 }());
 
@@ -61,6 +68,7 @@ LUCID_REGISTER_OP(Gelu, [] {
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &x = c.inputs[0];
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::GeluBackward, {g, x}, c.attrs)};
     if (c.attrs.s("approximate") == "tanh") {
       const double kBeta = 0.7978845608028654, kKappa = 0.044715;
       Tensor x2 = mul(x, x);
@@ -83,6 +91,7 @@ LUCID_REGISTER_OP(Silu, [] {
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& x = c.inputs[0];
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::SiluBackward, {c.grads[0], x})};
     Tensor s = sigmoid(x);
     return TensorList{mul(c.grads[0], mul(s, add(mul(x, sub(sc(1.0), s)), sc(1.0))))};
   };
@@ -129,6 +138,25 @@ LUCID_REGISTER_OP(Softplus, [] {
     Tensor bx = mul(c.inputs[0], sc(c.attrs.f("beta")));
     return TensorList{where(gt(bx, sc(c.attrs.f("threshold"))), g, mul(g, sigmoid(bx)))};
   };
+  return d;
+}());
+
+// ---- fused backwards (non-differentiable: only used when no higher-order graph is built) ----
+#define EW_BACKWARD(Name)                                                                       \
+  LUCID_REGISTER_OP(Name, [] {                                                                  \
+    OpDef d = elementwise_op<OpId::Name, sm::Name, 2, EwDType::Same, EwDomain::Floating>();     \
+    d.differentiable = false;                                                                   \
+    return d;                                                                                   \
+  }())
+
+EW_BACKWARD(ReluBackward);
+EW_BACKWARD(SigmoidBackward);
+EW_BACKWARD(TanhBackward);
+EW_BACKWARD(SiluBackward);
+
+LUCID_REGISTER_OP(GeluBackward, [] {
+  OpDef d = elementwise_attr_op<OpId::GeluBackward, sm::GeluBackward, 2, EwDType::Same, EwDomain::Floating>();
+  d.differentiable = false;
   return d;
 }());
 

@@ -11,6 +11,9 @@ template <class F>
 concept HasVecF32Member = requires(const F& f, float* o, const float* a, int64_t n) { f.vec(o, a, n); };
 
 template <class F>
+concept HasVec2F32Member = requires(const F& f, float* o, const float* a, const float* b, int64_t n) { f.vec(o, a, b, n); };
+
+template <class F>
 concept HasComputeDType = requires(const TensorList& in, const Attrs& a) { F::compute_dtype(in, a); };
 
 // Compute dtype of an attr op: F::compute_dtype if given, else the rule (as elementwise ops).
@@ -37,8 +40,9 @@ inline bool ew_domain_has(EwDomain d, DType t) {
 }
 
 template <class F, class T, class O, int Arity>
-void ew_attr_row(const F& f, char** p, const int64_t* s, int64_t n) {
+void ew_attr_row(const F& fref, char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
+  const F f = fref;  // a local copy: the compiler knows stores to o can't change the parameters
   bool contig = s[0] == sizeof(O);
   for (int k = 1; k <= Arity; ++k) contig = contig && s[k] == sizeof(T);
   if (contig) {
@@ -52,7 +56,11 @@ void ew_attr_row(const F& f, char** p, const int64_t* s, int64_t n) {
       }
     } else if constexpr (Arity == 2) {
       const T* b = reinterpret_cast<const T*>(p[2]);
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f.template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
+      if constexpr (HasVec2F32Member<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
+        f.vec(o, a, b, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f.template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
+      }
     } else {
       const T* b = reinterpret_cast<const T*>(p[2]);
       const T* c = reinterpret_cast<const T*>(p[3]);

@@ -121,8 +121,44 @@ EW_NONDIFF(BitwiseOr, Same, Integral);
 EW_NONDIFF(BitwiseXor, Same, Integral);
 
 // ---- where --------------------------------------------------------------------------------
+// Eager kernel: the condition is read as bool (no cast pass); input/other are cast to the result
+// dtype when needed. The fused-elementwise lowering uses the generic ternary block.
+static void where_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
+  const Tensor& o = out[0];
+  DType t = o.dtype();
+  auto as_t = [t](const Tensor& x) {
+    if (x.dtype() == t) return x;
+    Tensor u = Tensor::empty(x.shape(), t);
+    cpu::copy_into(u, x);
+    return u;
+  };
+  Tensor a = as_t(in[1]), b = as_t(in[2]);
+  const Tensor& cond = in[0];
+  cpu::StridedIter it({&o, &cond, &a, &b});
+  LUCID_DISPATCH_ALL(t, "where", [&] {
+    it.for_each([](char** p, const int64_t* s, int64_t n) {
+      const int64_t sz = sizeof(scalar_t);
+      auto unit = [&](int64_t st, int64_t e) { return st == 0 || st == e; };
+      if (s[0] == sz && unit(s[1], 1) && unit(s[2], sz) && unit(s[3], sz)) {
+        scalar_t* op = reinterpret_cast<scalar_t*>(p[0]);
+        const bool* cp = reinterpret_cast<const bool*>(p[1]);
+        const scalar_t* ap = reinterpret_cast<const scalar_t*>(p[2]);
+        const scalar_t* bp = reinterpret_cast<const scalar_t*>(p[3]);
+        const int64_t kc = s[1] != 0, ka = s[2] != 0, kb = s[3] != 0;
+        for (int64_t i = 0; i < n; ++i) op[i] = cp[i * kc] ? ap[i * ka] : bp[i * kb];
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) = *reinterpret_cast<const bool*>(p[1] + i * s[1])
+                                                            ? *reinterpret_cast<const scalar_t*>(p[2] + i * s[2])
+                                                            : *reinterpret_cast<const scalar_t*>(p[3] + i * s[3]);
+    });
+  });
+}
+
 LUCID_REGISTER_OP(Where, [] {
   OpDef d = elementwise_op<OpId::Where, sm::Where, 3, EwDType::Same, EwDomain::All>();
+  d.cpu_kernel = where_kernel;
   d.infer = [](const TensorList& in, const Attrs&) {
     LUCID_CHECK(in[0].dtype() == DType::Bool, TypeError, "where: argument 'condition' expected a bool tensor, got ",
                 dtype_name(in[0].dtype()));

@@ -3,6 +3,7 @@
 // bitwise_not. Each is one functor (scalar_math.h) + the elementwise_op builder + a VJP written
 // with ops. Transcendental ops take floating inputs only; integer inputs promote to the default
 // float (EwDType::Float), as in PyTorch.
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/scalar_math.h"
@@ -105,6 +106,8 @@ LUCID_REGISTER_OP(Tanh, [] {
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& o = c.outputs[0];
+    // Fused one-pass backward unless a higher-order graph is being built (create_graph).
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::TanhBackward, {c.grads[0], o})};
     return TensorList{mul(c.grads[0], sub(sc(1.0), mul(o, o)))};
   };
   return d;
@@ -115,6 +118,7 @@ LUCID_REGISTER_OP(Sigmoid, [] {
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& o = c.outputs[0];
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::SigmoidBackward, {c.grads[0], o})};
     return TensorList{mul(c.grads[0], mul(o, sub(sc(1.0), o)))};
   };
   return d;

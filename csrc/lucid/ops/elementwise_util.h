@@ -9,6 +9,7 @@
 // vectorised (Sleef/AVX2) float32 path the block uses for contiguous rows; apply stays the
 // definition and serves every other dtype and strided rows.
 #pragma once
+#include <algorithm>
 #include <type_traits>
 
 #include "lucid/backends/cpu/loops.h"
@@ -41,10 +42,26 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
     return;
   }
+  if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
+    // Strided float32 row: gather, run the vector path, scatter.
+    float in[256], out[256];
+    for (int64_t b = 0; b < n; b += 256) {
+      int64_t m = std::min<int64_t>(256, n - b);
+      for (int64_t i = 0; i < m; ++i) in[i] = *reinterpret_cast<const float*>(p[1] + (b + i) * s[1]);
+      F::vec(out, in, m);
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(p[0] + (b + i) * s[0]) = out[i];
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i)
     *reinterpret_cast<O*>(p[0] + i * s[0]) =
         static_cast<O>(F::template apply<C>(static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
 }
+
+// Binary functors may define `static void vec(float* o, const float* a, const float* b, int64_t n)`
+// for contiguous float32 rows (fused activation backwards).
+template <class F>
+concept HasVec2F32 = requires(float* o, const float* a, const float* b, int64_t n) { F::vec(o, a, b, n); };
 
 template <class F, class T, class O>
 void binary_block(char** p, const int64_t* s, int64_t n) {
@@ -53,6 +70,10 @@ void binary_block(char** p, const int64_t* s, int64_t n) {
   const T* a = reinterpret_cast<const T*>(p[1]);
   const T* b = reinterpret_cast<const T*>(p[2]);
   if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+    if constexpr (HasVec2F32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
+      F::vec(o, a, b, n);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
     return;
   }
@@ -82,6 +103,19 @@ void ternary_block(char** p, const int64_t* s, int64_t n) {
     const T* c = reinterpret_cast<const T*>(p[3]);
     for (int64_t i = 0; i < n; ++i)
       o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
+    return;
+  }
+  auto unit = [](int64_t st) { return st == 0 || st == static_cast<int64_t>(sizeof(T)); };
+  if (s[0] == sizeof(O) && unit(s[1]) && unit(s[2]) && unit(s[3])) {
+    // Contiguous with broadcast scalars (stride 0): index multipliers 0 or 1.
+    O* o = reinterpret_cast<O*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    const T* c = reinterpret_cast<const T*>(p[3]);
+    const int64_t ka = s[1] != 0, kb = s[2] != 0, kc = s[3] != 0;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i * ka]), static_cast<C>(b[i * kb]),
+                                                 static_cast<C>(c[i * kc])));
     return;
   }
   for (int64_t i = 0; i < n; ++i)

@@ -50,6 +50,35 @@ inline void vec_map(float* o, const float* a, int64_t n, V v) {
     std::memcpy(o + i, out, (n - i) * sizeof(float));
   }
 }
+// erf for float32 lanes: |x| < 0.5 by its Taylor series (relative error ~1e-7), above by
+// Abramowitz-Stegun 7.1.26 with a Sleef exp (absolute error 1.5e-7, as PyTorch's vector erf).
+// About 4x faster than Sleef_erff8_u10 in Debian's libsleef.
+inline __m256 v_erf(__m256 x) {
+  const __m256 sign = _mm256_and_ps(_mm256_set1_ps(-0.f), x);
+  const __m256 ax = _mm256_xor_ps(sign, x);
+  const __m256 one = _mm256_set1_ps(1.f);
+  __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, one));
+  __m256 r = _mm256_fmadd_ps(_mm256_set1_ps(1.061405429f), t, _mm256_set1_ps(-1.453152027f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(1.421413741f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0.284496736f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(0.254829592f));
+  __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 e = Sleef_expf8_u10avx2(_mm256_xor_ps(_mm256_set1_ps(-0.f), x2));
+  __m256 big = _mm256_fnmadd_ps(_mm256_mul_ps(r, t), e, one);  // 1 - r t exp(-x^2)
+  // Taylor: 2/sqrt(pi) * x * (1 - x^2/3 + x^4/10 - x^6/42 + x^8/216 - x^10/1320 + x^12/9360)
+  __m256 p = _mm256_set1_ps(1.f / 9360.f);
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 1320.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(1.f / 216.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 42.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(1.f / 10.f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 3.f));
+  p = _mm256_fmadd_ps(p, x2, one);
+  __m256 small = _mm256_mul_ps(_mm256_mul_ps(p, ax), _mm256_set1_ps(1.1283791670955126f));
+  __m256 res = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
+  res = _mm256_blendv_ps(res, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN stays NaN
+  return _mm256_or_ps(res, sign);
+}
+
 inline __m256 v_sigmoid(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.f);
   __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
@@ -106,9 +135,10 @@ struct Cos {
   template <class C> static C apply(C a) { return std::cos(a); }
   static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_cosf8_u10avx2(x); }); }
 };
+// Sleef's 3.5-ulp tanh: 3x faster than the 1-ulp one, error ~4e-7 relative.
 struct Tanh {
   template <class C> static C apply(C a) { return std::tanh(a); }
-  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_tanhf8_u10avx2(x); }); }
+  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_tanhf8_u35avx2(x); }); }
 };
 struct Sigmoid {
   template <class C> static C apply(C a) { return C(1) / (C(1) + std::exp(-a)); }
@@ -116,7 +146,7 @@ struct Sigmoid {
 };
 struct Erf {
   template <class C> static C apply(C a) { return std::erf(a); }
-  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_erff8_u10avx2(x); }); }
+  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, v_erf); }
 };
 struct Relu {
   // NaN stays NaN (as clamp_min(x, 0) in PyTorch).
@@ -314,13 +344,13 @@ struct Gelu {
       const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
       vec_map(o, a, n, [&](__m256 x) {
         __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-        __m256 t = Sleef_tanhf8_u10avx2(_mm256_mul_ps(k, _mm256_fmadd_ps(c, x3, x)));
+        __m256 t = Sleef_tanhf8_u35avx2(_mm256_mul_ps(k, _mm256_fmadd_ps(c, x3, x)));
         return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t));
       });
     } else {
       const __m256 r = _mm256_set1_ps(0.7071067811865476f);
       vec_map(o, a, n, [&](__m256 x) {
-        __m256 e = Sleef_erff8_u10avx2(_mm256_mul_ps(x, r));
+        __m256 e = v_erf(_mm256_mul_ps(x, r));
         return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e));
       });
     }
@@ -360,6 +390,78 @@ struct Addcdiv {
   double value = 1;
   static Addcdiv make(const Attrs& a) { return {a.f("value")}; }
   template <class C> C apply(C x, C a, C b) const { return x + static_cast<C>(value) * a / b; }
+};
+
+// ---- fused activation backwards: (grad, saved) -> grad_input, one pass ----
+// Used by the activations' VJPs when no higher-order graph is being built (see
+// elementwise_activation.cpp); with create_graph the VJPs use differentiable op compositions.
+template <class V2>
+inline void vec_map2(float* o, const float* a, const float* b, int64_t n, V2 v) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, v(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  if (i < n) {
+    float ia[8] = {0, 0, 0, 0, 0, 0, 0, 0}, ib[8] = {0, 0, 0, 0, 0, 0, 0, 0}, out[8];
+    std::memcpy(ia, a + i, (n - i) * sizeof(float));
+    std::memcpy(ib, b + i, (n - i) * sizeof(float));
+    _mm256_storeu_ps(out, v(_mm256_loadu_ps(ia), _mm256_loadu_ps(ib)));
+    std::memcpy(o + i, out, (n - i) * sizeof(float));
+  }
+}
+// relu: grad where result > 0 (PyTorch's threshold_backward).
+struct ReluBackward { template <class C> static C apply(C g, C y) { return y > C(0) ? g : C(0); } };
+struct SigmoidBackward { template <class C> static C apply(C g, C y) { return g * y * (C(1) - y); } };
+struct TanhBackward { template <class C> static C apply(C g, C y) { return g * (C(1) - y * y); } };
+struct SiluBackward {
+  template <class C> static C apply(C g, C x) {
+    C s = C(1) / (C(1) + std::exp(-x));
+    return g * s * (C(1) + x * (C(1) - s));
+  }
+  static void vec(float* o, const float* g, const float* x, int64_t n) {
+    vec_map2(o, g, x, n, [](__m256 gv, __m256 xv) {
+      const __m256 one = _mm256_set1_ps(1.f);
+      __m256 sg = v_sigmoid(xv);
+      __m256 t = _mm256_fmadd_ps(xv, _mm256_sub_ps(one, sg), one);
+      return _mm256_mul_ps(gv, _mm256_mul_ps(sg, t));
+    });
+  }
+};
+struct GeluBackward {
+  bool tanh_approx = false;
+  static GeluBackward make(const Attrs& a) { return {a.s("approximate") == "tanh"}; }
+  template <class C> C apply(C g, C x) const {
+    if (tanh_approx) {
+      const C kb = static_cast<C>(0.7978845608028654), kk = static_cast<C>(0.044715);
+      C x2 = x * x;
+      C t = std::tanh(kb * (x + kk * x2 * x));
+      C left = C(0.5) * (C(1) + t);
+      C right = (C(1) - t * t) * kb * (C(1) + C(3) * kk * x2);
+      return g * (left + C(0.5) * x * right);
+    }
+    C cdf = C(0.5) * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
+    C pdf = std::exp(C(-0.5) * x * x) * static_cast<C>(0.3989422804014327);
+    return g * (cdf + x * pdf);
+  }
+  void vec(float* o, const float* g, const float* x, int64_t n) const {
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f);
+    if (tanh_approx) {
+      const __m256 kb = _mm256_set1_ps(0.7978845608028654f), kk = _mm256_set1_ps(0.044715f);
+      const __m256 k3 = _mm256_set1_ps(3.f * 0.044715f);
+      vec_map2(o, g, x, n, [&](__m256 gv, __m256 xv) {
+        __m256 x2 = _mm256_mul_ps(xv, xv);
+        __m256 t = Sleef_tanhf8_u35avx2(_mm256_mul_ps(kb, _mm256_fmadd_ps(_mm256_mul_ps(kk, x2), xv, xv)));
+        __m256 left = _mm256_mul_ps(half, _mm256_add_ps(one, t));
+        __m256 right = _mm256_mul_ps(_mm256_fnmadd_ps(t, t, one), _mm256_mul_ps(kb, _mm256_fmadd_ps(k3, x2, one)));
+        return _mm256_mul_ps(gv, _mm256_fmadd_ps(_mm256_mul_ps(half, xv), right, left));
+      });
+    } else {
+      const __m256 r2 = _mm256_set1_ps(0.7071067811865476f), ip = _mm256_set1_ps(0.3989422804014327f);
+      vec_map2(o, g, x, n, [&](__m256 gv, __m256 xv) {
+        __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, v_erf(_mm256_mul_ps(xv, r2))));
+        __m256 pdf = _mm256_mul_ps(Sleef_expf8_u10avx2(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(xv, xv))), ip);
+        return _mm256_mul_ps(gv, _mm256_fmadd_ps(xv, pdf, cdf));
+      });
+    }
+  }
 };
 
 }  // namespace lucid::sm

@@ -178,6 +178,19 @@ def _methods(x):
             + x.expm1() + x.abs().log1p() + x.maximum(x * 0.5) + x.minimum(x * 0.5) + x.pow(2) + x.clamp(-1, 1))
 
 
+def _vjp(m, f, x, g):
+    """Gradient of f at x for output gradient g (no create_graph)."""
+    x = x.detach().requires_grad_(True)
+    return m.autograd.grad([f(x)], [x], [g])[0]
+
+
+def _act_bwd():
+    def gen(rng, dt):
+        return [Sample([arr(rng, (3, 4), dt, -5, 5), arr(rng, (3, 4), dt)]),
+                Sample([arr(rng, (7, 37), dt, -5, 5), arr(rng, (7, 37), dt)])]
+    return gen
+
+
 POS = _unary(0.3, 3.0)
 NONDIFF = dict(grad=False)
 
@@ -292,6 +305,19 @@ SPECS += [
                                                Sample([arr(rng, (5, 7), dt, -4, 4)], {"beta": 2.0, "threshold": 1.5})]),
     OpSpec("sigmoid_tanh_F", ["Sigmoid", "Tanh"], lambda l, x: l.sigmoid(x) + l.tanh(x),
            lambda t, x: t.nn.functional.sigmoid(x) + t.nn.functional.tanh(x), _unary()),
+    # ---- fused activation backwards (the VJPs use them when create_graph is False) ----
+    OpSpec("relu_backward", ["ReluBackward"], lambda l, x, g: _vjp(l, l.relu, x, g),
+           lambda t, x, g: _vjp(t, t.relu, x, g), _act_bwd(), grad=False),
+    OpSpec("sigmoid_backward", ["SigmoidBackward"], lambda l, x, g: _vjp(l, l.sigmoid, x, g),
+           lambda t, x, g: _vjp(t, t.sigmoid, x, g), _act_bwd(), grad=False),
+    OpSpec("tanh_backward", ["TanhBackward"], lambda l, x, g: _vjp(l, l.tanh, x, g),
+           lambda t, x, g: _vjp(t, t.tanh, x, g), _act_bwd(), grad=False),
+    OpSpec("silu_backward", ["SiluBackward"], lambda l, x, g: _vjp(l, l.silu, x, g),
+           lambda t, x, g: _vjp(t, t.nn.functional.silu, x, g), _act_bwd(), grad=False),
+    OpSpec("gelu_backward", ["GeluBackward"], lambda l, x, g, **k: _vjp(l, lambda v: l.gelu(v, **k), x, g),
+           lambda t, x, g, **k: _vjp(t, lambda v: t.nn.functional.gelu(v, **k), x, g),
+           lambda rng, dt: _act_bwd()(rng, dt) + [Sample(s.args, {"approximate": "tanh"}) for s in _act_bwd()(rng, dt)],
+           grad=False),
     # ---- methods ----
     OpSpec("methods_unary", ["Exp", "Log", "Sqrt", "Abs"], lambda l, x: _methods(x), lambda t, x: _methods(x),
            lambda rng, dt: [Sample([positive(rng, (3, 4), dt) * rng.choice([-1, 1], size=(3, 4)).astype(np.float32)])]),
