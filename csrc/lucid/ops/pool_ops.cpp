@@ -169,6 +169,19 @@ void gather_kernel(const Tensor& src0, const Tensor& idx0, const Tensor& out) {
   });
 }
 
+// Sum of n contiguous values in double with 8 independent accumulators (vectorisable, and not
+// bound by the latency of one dependent add chain).
+template <class T>
+double row_sum(const T* p, int64_t n) {
+  double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) a[j] += static_cast<double>(static_cast<compute_t<T>>(p[i + j]));
+  double s = 0;
+  for (; i < n; ++i) s += static_cast<double>(static_cast<compute_t<T>>(p[i]));
+  return s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 // ---- average pooling ----
 Shape avg_pool_shape(const Shape& xs, const Attrs& a) {
   const char* op = "avg_pool2d";
@@ -212,8 +225,7 @@ void avg_pool_kernel(const Tensor& x0, const Tensor& out, const Attrs& a) {
     avg_windows(g, a, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t div) {
       if (h0 >= h1 || w0 >= w1) { op[o] = T(0); return; }
       double acc = 0;
-      for (int64_t h = h0; h < h1; ++h)
-        for (int64_t w = w0; w < w1; ++w) acc += static_cast<double>(static_cast<compute_t<T>>(xp[h * g.W + w]));
+      for (int64_t h = h0; h < h1; ++h) acc += row_sum(xp + h * g.W + w0, w1 - w0);
       op[o] = static_cast<T>(static_cast<compute_t<T>>(acc / static_cast<double>(div)));
     });
   });
@@ -256,8 +268,7 @@ void adaptive_kernel(const Tensor& x0, const Tensor& out) {
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
         double acc = 0;
-        for (int64_t h = h0; h < h1; ++h)
-          for (int64_t w = w0; w < w1; ++w) acc += static_cast<double>(static_cast<compute_t<T>>(xp[h * g.W + w]));
+        for (int64_t h = h0; h < h1; ++h) acc += row_sum(xp + h * g.W + w0, w1 - w0);
         O[(pl * g.OH + oh) * g.OW + ow] = static_cast<T>(static_cast<compute_t<T>>(acc / static_cast<double>((h1 - h0) * (w1 - w0))));
       }
     }

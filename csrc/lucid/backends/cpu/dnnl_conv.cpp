@@ -2,7 +2,9 @@
 // direct loops for float64. See dnnl_conv.h.
 #include "lucid/backends/cpu/dnnl_conv.h"
 
+#include <cstdlib>
 #include <optional>
+#include <string>
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
@@ -68,6 +70,21 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
     memory::desc w_user = weight_desc(ws, p.groups, deconv, dt);
     auto any = [&](const memory::desc& md) { return memory::desc(md.dims(), dt, memory::format_tag::any); };
     memory::desc xa = any(x_user), wa = any(w_user), ya = any(y_user);
+    // Activation layout (LUCID_CONV_LAYOUT, a tuning knob): "blocked" (nChw16c, default: cheap
+    // reorders from NCHW and oneDNN's fastest direct kernels), "any" (oneDNN's choice) or "plain".
+    static const std::string layout = [] {
+      const char* e = std::getenv("LUCID_CONV_LAYOUT");
+      return std::string(e ? e : "blocked");
+    }();
+    int64_t nsp_dims = static_cast<int64_t>(xs.size()) - 2;
+    if (layout == "plain") {
+      xa = x_user;
+      ya = y_user;
+    } else if (layout == "blocked" && xs[1] % 16 == 0 && ys[1] % 16 == 0) {
+      auto tag = nsp_dims == 1 ? memory::format_tag::nCw16c : memory::format_tag::nChw16c;
+      xa = memory::desc(x_user.dims(), dt, tag);
+      ya = memory::desc(y_user.dims(), dt, tag);
+    }
     memory::desc b_md = bias ? memory::desc({ys[1]}, dt, memory::format_tag::a) : memory::desc();
     auto e = std::make_shared<ConvEntry>();
     e->has_bias = bias;
