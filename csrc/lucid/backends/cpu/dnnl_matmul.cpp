@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
@@ -268,11 +269,30 @@ void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const Ma
           const T* br = Bb + k * sbr;
           for (int64_t j = 0; j < N; ++j) pr[j] = static_cast<Acc>(static_cast<compute_t<T>>(br[j * sbc]));
         }
-        for (int64_t i = i0; i < i1; ++i) {
-          Acc* cr = acc.data() + (i - i0) * N;
+        auto a_at = [&](int64_t i, int64_t k) { return static_cast<Acc>(static_cast<compute_t<T>>(Ab[i * sar + k * sac])); };
+        int64_t i = i0;
+        for (; i + 4 <= i1; i += 4) {  // 4 rows share each load of the packed B row
+          Acc* __restrict c0 = acc.data() + (i - i0) * N;
+          Acc* __restrict c1 = c0 + N;
+          Acc* __restrict c2 = c1 + N;
+          Acc* __restrict c3 = c2 + N;
           for (int64_t k = k0; k < k1; ++k) {
-            const Acc av = static_cast<Acc>(static_cast<compute_t<T>>(Ab[i * sar + k * sac]));
-            const Acc* pr = pack.data() + (k - k0) * N;
+            const Acc a0 = a_at(i, k), a1 = a_at(i + 1, k), a2 = a_at(i + 2, k), a3 = a_at(i + 3, k);
+            const Acc* __restrict pr = pack.data() + (k - k0) * N;
+            for (int64_t j = 0; j < N; ++j) {
+              const Acc pv = pr[j];
+              c0[j] += a0 * pv;
+              c1[j] += a1 * pv;
+              c2[j] += a2 * pv;
+              c3[j] += a3 * pv;
+            }
+          }
+        }
+        for (; i < i1; ++i) {
+          Acc* __restrict cr = acc.data() + (i - i0) * N;
+          for (int64_t k = k0; k < k1; ++k) {
+            const Acc av = a_at(i, k);
+            const Acc* __restrict pr = pack.data() + (k - k0) * N;
             for (int64_t j = 0; j < N; ++j) cr[j] += av * pr[j];
           }
         }
@@ -293,6 +313,21 @@ void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const Ma
   });
 }
 
+// Whether oneDNN has a matmul kernel for this dtype on this CPU (probed once).
+bool dnnl_has_matmul(DType dt) {
+  auto probe = [](DType t) {
+    try {
+      auto md = plain_desc({16, 16}, t);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  };
+  static const bool bf16 = probe(DType::BFloat16), f16 = probe(DType::Float16);
+  return dt == DType::Float32 || (dt == DType::BFloat16 && bf16) || (dt == DType::Float16 && f16);
+}
+
 }  // namespace
 
 void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out) {
@@ -303,7 +338,9 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
                                  Shape(b.shape().begin(), b.shape().end() - 2), "matmul");
   DType dt = out.dtype();
   const int64_t K = a.shape().back();
-  if ((dt == DType::Float32 || dt == DType::BFloat16 || dt == DType::Float16) && K > 0 && out.is_contiguous() &&
+  // Tiny products (<= 16^3 multiply-adds) are faster in the plain loop than through a oneDNN call.
+  constexpr int64_t kSmallGemm = 4096;
+  if (dnnl_has_matmul(dt) && K > 0 && out.is_contiguous() && out.numel() * K > kSmallGemm &&
       try_dnnl(a, b, bias, ep, out, batch))
     return;
   switch (dt) {
@@ -314,7 +351,7 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
     case DType::Int8: gemm_generic<int8_t, int64_t>(a, b, bias, ep, out, batch); return;
     case DType::UInt8: gemm_generic<uint8_t, int64_t>(a, b, bias, ep, out, batch); return;
     case DType::Float16: case DType::BFloat16: {
-      // No oneDNN kernel: compute in float32 and round once.
+      // No oneDNN kernel for this dtype: compute in float32 (oneDNN) and round once.
       auto f32 = [](const Tensor& t) {
         if (!t.defined()) return t;
         Tensor r = Tensor::empty(t.shape(), DType::Float32);
@@ -323,7 +360,7 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
       };
       Tensor o32 = Tensor::empty(out.shape(), DType::Float32);
       if (ep.has_sum()) copy_into(o32, out);
-      gemm_generic<float, float>(f32(a), f32(b), f32(bias), ep, o32, batch);
+      dnnl_matmul(f32(a), f32(b), f32(bias), ep, o32);
       copy_into(out, o32);
       return;
     }
