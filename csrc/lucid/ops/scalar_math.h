@@ -201,7 +201,13 @@ struct BitwiseNot { template <class C> static C apply(C a) { if constexpr (std::
 struct Pow {
   template <class C> static C apply(C a, C b) {
     if constexpr (is_fp_v<C>) {
+      // The exponents PyTorch special-cases (same results as its sqrt/square/reciprocal paths).
       if (b == C(2)) return a * a;
+      if (b == C(0.5)) return std::sqrt(a);
+      if (b == C(3)) return a * a * a;
+      if (b == C(-1)) return C(1) / a;
+      if (b == C(-0.5)) return C(1) / std::sqrt(a);
+      if (b == C(-2)) return C(1) / (a * a);
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<C, bool>) {
       return a || !b;
