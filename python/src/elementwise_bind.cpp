@@ -223,6 +223,10 @@ LUCID_BINDER(elementwise) {
   EW_OPERATOR("__rfloordiv__", floor_divide(o, a));
   EW_OPERATOR("__mod__", remainder(a, o));
   EW_OPERATOR("__rmod__", remainder(o, a));
+  // In-place operators return self (so `p += g` keeps a Parameter a Parameter).
+  redef(m, "__iadd__", [](H self, H b) { return inplace(self, OpId::Add, {TT(b, "add_", "other")}); });
+  redef(m, "__imul__", [](H self, H b) { return inplace(self, OpId::Mul, {TT(b, "mul_", "other")}); });
+  redef(m, "mul_", [](H self, H b) { return inplace(self, OpId::Mul, {TT(b, "mul_", "other")}); }, nb::arg("other"));
   redef(m, "__ipow__", [](H self, H b) { return inplace(self, OpId::Pow, {TT(b, "pow_", "exponent")}); });
   redef(m, "__isub__", [](H self, H b) { return inplace(self, OpId::Sub, {TT(b, "sub_", "other")}); });
   redef(m, "__itruediv__", [](H self, H b) { return inplace(self, OpId::Div, {TT(b, "div_", "other")}); });

@@ -42,7 +42,9 @@ LUCID_REGISTER_OP(Pow, [] {
     }
     if (c.needs_grad[1]) {
       // out * log(a), zero where a == 0 and b >= 0 (as PyTorch).
-      Tensor t = mul(g, mul(c.outputs[0], log(a)));
+      double av;
+      Tensor log_a = wrapped_value(a, av) ? sc(std::log(av)) : log(a);  // 2 ** x: log on the host, in double
+      Tensor t = mul(g, mul(c.outputs[0], log_a));
       r[1] = where(logical_and(eq(a, sc(0.0)), ge(b, sc(0.0))), sc(0.0), t);
     }
     return r;
