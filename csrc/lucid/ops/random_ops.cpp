@@ -4,6 +4,8 @@
 // seed and the draw offset reserved for it (see core/generator.h). Element i only depends on
 // (seed, offset, i): results are deterministic and independent of the thread count, and a
 // compiled step can re-run the op by changing the offset attribute.
+#include <sleef.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -121,6 +123,54 @@ const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gen)
 }
 
 // ---- Normal (Box-Muller on pairs of uniforms) ----------------------------------------------------
+// Pair j (elements 2j, 2j+1) uses draws 2j, 2j+1 (4j..4j+3 for float64): u1 in (0, 1], u2 in
+// [0, 1); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2). Vectorised with SLEEF, 8 (4) pairs at a time.
+template <class T>
+static void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t offset) {
+  using C = compute_t<T>;
+  int64_t npairs = (n + 1) / 2;
+  uint64_t c0 = offset / 4;
+  constexpr bool dbl = std::is_same_v<T, double>;
+  constexpr int64_t G = dbl ? 4 : 8;  // pairs per vector
+  int64_t ngroups = (npairs + G - 1) / G;
+  parallel_for(0, ngroups, std::max<int64_t>(1, kParallelGrain / (2 * G)), [&](int64_t b, int64_t e) {
+    for (int64_t g = b; g < e; ++g) {
+      alignas(32) double zc[8], zs[8];
+      if constexpr (dbl) {
+        alignas(32) double u1[4], u2[4];
+        for (int q = 0; q < 4; ++q) {
+          std::array<uint32_t, 4> w = philox4x32_10(c0 + static_cast<uint64_t>(g * 4 + q), seed);
+          u1[q] = 1.0 - unit_uniform<double>(&w[0]);
+          u2[q] = unit_uniform<double>(&w[2]);
+        }
+        __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), Sleef_logd4_u10(_mm256_load_pd(u1))));
+        Sleef___m256d_2 sc = Sleef_sincospid4_u05(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_load_pd(u2)));
+        _mm256_store_pd(zs, _mm256_mul_pd(r, sc.x));
+        _mm256_store_pd(zc, _mm256_mul_pd(r, sc.y));
+      } else {
+        alignas(32) float u1[8], u2[8], fs[8], fc[8];
+        for (int q = 0; q < 4; ++q) {
+          std::array<uint32_t, 4> w = philox4x32_10(c0 + static_cast<uint64_t>(g * 4 + q), seed);
+          for (int h = 0; h < 2; ++h) {
+            u1[2 * q + h] = 1.0f - static_cast<float>(w[2 * h] >> 8) * 0x1.0p-24f;
+            u2[2 * q + h] = static_cast<float>(w[2 * h + 1] >> 8) * 0x1.0p-24f;
+          }
+        }
+        __m256 r = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), Sleef_logf8_u10(_mm256_load_ps(u1))));
+        Sleef___m256_2 sc = Sleef_sincospif8_u05(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_load_ps(u2)));
+        _mm256_store_ps(fs, _mm256_mul_ps(r, sc.x));
+        _mm256_store_ps(fc, _mm256_mul_ps(r, sc.y));
+        for (int q = 0; q < 8; ++q) { zs[q] = fs[q]; zc[q] = fc[q]; }
+      }
+      for (int64_t q = 0; q < G; ++q) {
+        int64_t j = g * G + q;
+        if (2 * j < n) p[2 * j] = static_cast<T>(static_cast<C>(mu + sd * zc[q]));
+        if (2 * j + 1 < n) p[2 * j + 1] = static_cast<T>(static_cast<C>(mu + sd * zs[q]));
+      }
+    }
+  });
+}
+
 LUCID_REGISTER_OP(Normal, [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
@@ -132,23 +182,7 @@ LUCID_REGISTER_OP(Normal, [] {
     double mu = a.f("mean"), sd = a.f("std");
     with_contiguous_out(out[0], [&](const Tensor& o) {
       LUCID_DISPATCH_FLOATING(o.dtype(), "normal", [&] {
-        using C = compute_t<scalar_t>;
-        scalar_t* p = o.data<scalar_t>();
-        int64_t n = o.numel();
-        constexpr int k = std::is_same_v<scalar_t, double> ? 4 : 2;
-        for_draws((n + 1) / 2, k, attr_seed(a), attr_offset(a), [&](int64_t j, const uint32_t* dr) {
-          double u1, u2;
-          if constexpr (k == 4) {
-            u1 = 1.0 - unit_uniform<double>(dr);  // (0, 1]
-            u2 = unit_uniform<double>(dr + 2);
-          } else {
-            u1 = 1.0 - unit_uniform<float>(dr);
-            u2 = unit_uniform<float>(dr + 1);
-          }
-          double rad = std::sqrt(-2.0 * std::log(u1)), th = 2.0 * M_PI * u2;
-          p[2 * j] = static_cast<scalar_t>(static_cast<C>(mu + sd * rad * std::cos(th)));
-          if (2 * j + 1 < n) p[2 * j + 1] = static_cast<scalar_t>(static_cast<C>(mu + sd * rad * std::sin(th)));
-        });
+        normal_fill<scalar_t>(o.data<scalar_t>(), o.numel(), mu, sd, attr_seed(a), attr_offset(a));
       });
     });
   };

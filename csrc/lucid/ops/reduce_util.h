@@ -11,6 +11,8 @@
 // run_reduce splits the work into fixed blocks (never by thread count), so results are the same
 // for any number of threads; long rows are split into kReduceBlock-element partial states.
 #pragma once
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -210,17 +212,36 @@ inline C ext_select(C v, C m) {
   return take ? v : m;
 }
 
-// Max (or min) of p[0..n) with 8 lanes; NaN if any element is NaN; identity when n == 0.
+// Max (or min) of p[0..n); NaN if any element is NaN; the identity when n == 0. float and
+// double use AVX2 (compare-select plus an unordered mask); other types a scalar loop.
 template <class T, bool IsMax>
 inline compute_t<T> ext_span(const T* p, int64_t n) {
   using C = compute_t<T>;
-  C m[8];
-  for (int l = 0; l < 8; ++l) m[l] = ext_identity<C, IsMax>();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) m[l] = ext_select<C, IsMax>(static_cast<C>(p[i + l]), m[l]);
   C s = ext_identity<C, IsMax>();
-  for (int l = 0; l < 8; ++l) s = ext_select<C, IsMax>(m[l], s);
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    __m256 m = _mm256_set1_ps(s), bad = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+      __m256 v = _mm256_loadu_ps(p + i);
+      m = IsMax ? _mm256_max_ps(v, m) : _mm256_min_ps(v, m);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    if (_mm256_movemask_ps(bad)) return std::numeric_limits<float>::quiet_NaN();
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, m);
+    for (int l = 0; l < 8; ++l) s = ext_select<C, IsMax>(lanes[l], s);
+  } else if constexpr (std::is_same_v<T, double>) {
+    __m256d m = _mm256_set1_pd(s), bad = _mm256_setzero_pd();
+    for (; i + 4 <= n; i += 4) {
+      __m256d v = _mm256_loadu_pd(p + i);
+      m = IsMax ? _mm256_max_pd(v, m) : _mm256_min_pd(v, m);
+      bad = _mm256_or_pd(bad, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
+    }
+    if (_mm256_movemask_pd(bad)) return std::numeric_limits<double>::quiet_NaN();
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, m);
+    for (int l = 0; l < 4; ++l) s = ext_select<C, IsMax>(lanes[l], s);
+  }
   for (; i < n; ++i) s = ext_select<C, IsMax>(static_cast<C>(p[i]), s);
   return s;
 }
