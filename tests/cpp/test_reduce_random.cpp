@@ -17,6 +17,18 @@ TEST(Philox, KnownAnswers) {
             (A{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
+TEST(Philox, EightWideMatchesScalar) {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{42}, ~uint64_t{0}})
+    for (uint64_t block0 : {uint64_t{0}, uint64_t{5}, (uint64_t{1} << 32) - 3}) {
+      uint32_t w[32];
+      philox_draws8(block0, seed, w);
+      for (int b = 0; b < 8; ++b) {
+        auto ref = philox4x32_10(block0 + b, seed);
+        for (int q = 0; q < 4; ++q) EXPECT_EQ(w[4 * b + q], ref[q]) << "block " << b << " word " << q;
+      }
+    }
+}
+
 TEST(Generator, ReserveRoundsToBlocksAndStateRoundTrips) {
   Generator g(42);
   EXPECT_EQ(g.reserve(5), 0u);

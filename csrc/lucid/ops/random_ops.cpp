@@ -17,20 +17,19 @@ namespace lucid {
 
 static Generator& gen_or_default(Generator* g) { return g ? *g : *default_generator(); }
 
-// Calls f(unit, draws) for units [0, nunits), each with k consecutive draws (k divides 4); one
-// Philox call serves 4/k units.
+// Calls f(unit, draws) for units [0, nunits), each with k consecutive draws (k divides 4):
+// unit u takes draws u*k .. u*k+k-1 of the op's block. Draws are made 8 Philox blocks at a time.
 template <class F>
 static void for_draws(int64_t nunits, int k, uint64_t seed, uint64_t offset, const F& f) {
-  int64_t per = 4 / k;
-  int64_t nblocks = (nunits + per - 1) / per;
+  int64_t per = 32 / k;  // units per group of 8 blocks
+  int64_t ngroups = (nunits + per - 1) / per;
   uint64_t c0 = offset / 4;
-  parallel_for(0, nblocks, std::max<int64_t>(1, kParallelGrain / 16), [&](int64_t b, int64_t e) {
-    for (int64_t blk = b; blk < e; ++blk) {
-      std::array<uint32_t, 4> w = philox4x32_10(c0 + static_cast<uint64_t>(blk), seed);
-      for (int64_t q = 0; q < per; ++q) {
-        int64_t u = blk * per + q;
-        if (u < nunits) f(u, &w[q * k]);
-      }
+  parallel_for(0, ngroups, std::max<int64_t>(1, kParallelGrain / 32), [&](int64_t b, int64_t e) {
+    alignas(32) uint32_t w[32];
+    for (int64_t g = b; g < e; ++g) {
+      philox_draws8(c0 + static_cast<uint64_t>(g) * 8, seed, w);
+      int64_t u0 = g * per, u1 = std::min(nunits, u0 + per);
+      for (int64_t u = u0; u < u1; ++u) f(u, &w[(u - u0) * k]);
     }
   });
 }
@@ -131,36 +130,38 @@ static void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, ui
   int64_t npairs = (n + 1) / 2;
   uint64_t c0 = offset / 4;
   constexpr bool dbl = std::is_same_v<T, double>;
-  constexpr int64_t G = dbl ? 4 : 8;  // pairs per vector
+  constexpr int64_t G = dbl ? 8 : 16;  // pairs per group of 8 Philox blocks (32 draws)
   int64_t ngroups = (npairs + G - 1) / G;
   parallel_for(0, ngroups, std::max<int64_t>(1, kParallelGrain / (2 * G)), [&](int64_t b, int64_t e) {
+    alignas(32) uint32_t w[32];
+    alignas(32) double zc[16], zs[16];
     for (int64_t g = b; g < e; ++g) {
-      alignas(32) double zc[8], zs[8];
+      philox_draws8(c0 + static_cast<uint64_t>(g) * 8, seed, w);
       if constexpr (dbl) {
-        alignas(32) double u1[4], u2[4];
-        for (int q = 0; q < 4; ++q) {
-          std::array<uint32_t, 4> w = philox4x32_10(c0 + static_cast<uint64_t>(g * 4 + q), seed);
-          u1[q] = 1.0 - unit_uniform<double>(&w[0]);
-          u2[q] = unit_uniform<double>(&w[2]);
+        alignas(32) double u1[8], u2[8];
+        for (int q = 0; q < 8; ++q) {
+          u1[q] = 1.0 - unit_uniform<double>(&w[4 * q]);
+          u2[q] = unit_uniform<double>(&w[4 * q + 2]);
         }
-        __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), Sleef_logd4_u10(_mm256_load_pd(u1))));
-        Sleef___m256d_2 sc = Sleef_sincospid4_u05(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_load_pd(u2)));
-        _mm256_store_pd(zs, _mm256_mul_pd(r, sc.x));
-        _mm256_store_pd(zc, _mm256_mul_pd(r, sc.y));
+        for (int h = 0; h < 8; h += 4) {
+          __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), Sleef_logd4_u10(_mm256_load_pd(u1 + h))));
+          Sleef___m256d_2 sc = Sleef_sincospid4_u05(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_load_pd(u2 + h)));
+          _mm256_store_pd(zs + h, _mm256_mul_pd(r, sc.x));
+          _mm256_store_pd(zc + h, _mm256_mul_pd(r, sc.y));
+        }
       } else {
-        alignas(32) float u1[8], u2[8], fs[8], fc[8];
-        for (int q = 0; q < 4; ++q) {
-          std::array<uint32_t, 4> w = philox4x32_10(c0 + static_cast<uint64_t>(g * 4 + q), seed);
-          for (int h = 0; h < 2; ++h) {
-            u1[2 * q + h] = 1.0f - static_cast<float>(w[2 * h] >> 8) * 0x1.0p-24f;
-            u2[2 * q + h] = static_cast<float>(w[2 * h + 1] >> 8) * 0x1.0p-24f;
-          }
+        alignas(32) float u1[16], u2[16], fs[16], fc[16];
+        for (int q = 0; q < 16; ++q) {
+          u1[q] = 1.0f - static_cast<float>(w[2 * q] >> 8) * 0x1.0p-24f;
+          u2[q] = static_cast<float>(w[2 * q + 1] >> 8) * 0x1.0p-24f;
         }
-        __m256 r = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), Sleef_logf8_u10(_mm256_load_ps(u1))));
-        Sleef___m256_2 sc = Sleef_sincospif8_u05(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_load_ps(u2)));
-        _mm256_store_ps(fs, _mm256_mul_ps(r, sc.x));
-        _mm256_store_ps(fc, _mm256_mul_ps(r, sc.y));
-        for (int q = 0; q < 8; ++q) { zs[q] = fs[q]; zc[q] = fc[q]; }
+        for (int h = 0; h < 16; h += 8) {
+          __m256 r = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), Sleef_logf8_u10(_mm256_load_ps(u1 + h))));
+          Sleef___m256_2 sc = Sleef_sincospif8_u05(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_load_ps(u2 + h)));
+          _mm256_store_ps(fs + h, _mm256_mul_ps(r, sc.x));
+          _mm256_store_ps(fc + h, _mm256_mul_ps(r, sc.y));
+        }
+        for (int q = 0; q < 16; ++q) { zs[q] = fs[q]; zc[q] = fc[q]; }
       }
       for (int64_t q = 0; q < G; ++q) {
         int64_t j = g * G + q;
