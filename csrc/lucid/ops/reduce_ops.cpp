@@ -192,7 +192,12 @@ LUCID_REGISTER_OP(Std, [] {
   d.infer = [](const TensorList& in, const Attrs& a) { return var_infer(in, a, "std"); };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) { var_kernel(in, out, a, true); };
   d.vjp = [](const VjpContext& c) {
-    return TensorList{div(var_grad_core(c, "std", 1.0), keep_shape(c.outputs[0], c, "std"))};
+    // Where std == 0 the gradient is 0 (as in PyTorch), not 0/0: divide by std + [std == 0]
+    // and zero those entries.
+    Tensor sd = keep_shape(c.outputs[0], c, "std");
+    Tensor is_zero = dispatch1(OpId::ReduceEqMask, {sd, full({}, 0.0, sd.dtype())}, {{"dtype", sd.dtype()}});
+    Tensor g = div(var_grad_core(c, "std", 1.0), add(sd, is_zero));
+    return TensorList{mul(g, sub(ones_like(is_zero), is_zero))};
   };
   return d;
 }());
