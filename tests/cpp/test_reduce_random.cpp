@@ -65,3 +65,19 @@ TEST(Reduce, MeanVarMaxOfKnownValues) {
   EXPECT_EQ(idx.data<int64_t>()[0], 1);
   EXPECT_THROW(mean(x, {2}), IndexError);
 }
+
+TEST(Reduce, ReduceSumIntoMatchesSum) {
+  Generator g(5);
+  Tensor x = randn({5, 6, 7}, DType::Float32, &g);
+  for (IntList dims : {IntList{}, IntList{0}, IntList{1}, IntList{2}, IntList{0, 2}, IntList{1, 2}}) {
+    Tensor ref = sum(x, dims, false);
+    Tensor out = Tensor::empty(ref.shape(), DType::Float32);
+    reduce_sum_into(x, dims, out);
+    for (int64_t i = 0; i < ref.numel(); ++i) EXPECT_NEAR(out.data<float>()[i], ref.data<float>()[i], 1e-5);
+  }
+  Tensor xi = randint(-5, 5, {4, 9}, DType::Int32, &g);
+  Tensor ri = sum(xi, {0}, false);  // int64
+  Tensor oi = Tensor::empty({9}, DType::Int64);
+  reduce_sum_into(xi, {0}, oi);
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(oi.data<int64_t>()[i], ri.data<int64_t>()[i]);
+}

@@ -299,3 +299,22 @@ def test_bernoulli_in_place_with_probability_tensor():
     np.testing.assert_allclose(x.numpy().mean(1), [0.2, 0.7], atol=0.01)
     with pytest.raises(ValueError, match="bernoulli"):
         lucid.zeros(3).bernoulli_(lucid.tensor([0.5, 0.5]))
+
+
+def test_random_ops_are_non_differentiable_random_lowering_ops():
+    reg = {o["name"]: o for o in lucid._C._op_registry()}
+    for name in ("Uniform", "Normal", "RandInt", "Bernoulli", "RandPerm"):
+        assert reg[name]["lowering"] == 4, name  # Lowering::Random
+        assert not reg[name]["differentiable"], name
+    for name in ("Empty", "Arange", "Linspace", "Eye", "Argmax", "Argmin", "All", "Any"):
+        assert not reg[name]["differentiable"], name
+
+
+def test_random_ops_under_grad_mode_do_not_record_history():
+    w = lucid.zeros(3, 3, requires_grad=True)
+    with lucid.no_grad():
+        w.normal_()
+        w.uniform_(-1, 1)
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None
+    x = lucid.rand(3, requires_grad=True)
+    assert x.grad_fn is None and x.requires_grad
