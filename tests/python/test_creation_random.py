@@ -246,8 +246,13 @@ def test_factory_sizes_and_dtypes_match_torch():
     assert lucid.ones(2, dtype=lucid.float64).new_full((2,), 4).dtype == lucid.float64
     assert lucid.ones(2, dtype=lucid.float16).new_ones((1, 2)).shape == (1, 2)
     assert lucid.ones(2).new_empty(5).shape == (5,)
-    with pytest.raises(ValueError, match="empty: argument 'size'"):
-        lucid.zeros(-1, 2)
+    for name in ("zeros", "ones", "empty", "rand", "randn"):
+        with pytest.raises(ValueError, match=f"{name}: argument 'size'"):
+            getattr(lucid, name)(-1, 2)
+    with pytest.raises(ValueError, match="full: argument 'size'"):
+        lucid.full((2, -3), 1.0)
+    with pytest.raises(ValueError, match="randint: argument 'size'"):
+        lucid.randint(3, (-1,))
     with pytest.raises(TypeError, match="zeros"):
         lucid.zeros(2.5)
     with pytest.raises(TypeError, match="requires_grad_"):
