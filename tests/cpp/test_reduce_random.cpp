@@ -81,3 +81,28 @@ TEST(Reduce, ReduceSumIntoMatchesSum) {
   reduce_sum_into(xi, {0}, oi);
   for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(oi.data<int64_t>()[i], ri.data<int64_t>()[i]);
 }
+
+TEST(Random, RandomDrawsMatchesGeneratorAdvance) {
+  Generator g(9);
+  auto check = [&](OpId id, Attrs a) {
+    uint64_t before = g.offset();
+    a.set("seed", int64_t{9}).set("offset", static_cast<int64_t>(g.reserve(random_draws(id, a))));
+    Tensor t = dispatch1(id, {}, a);
+    EXPECT_EQ(g.offset() - before, (random_draws(id, a) + 3) / 4 * 4) << op_name(id);
+    return t;
+  };
+  check(OpId::Uniform, {{"shape", Shape{3, 5}}, {"dtype", DType::Float64}, {"low", 0.0}, {"high", 1.0}});
+  check(OpId::Normal, {{"shape", Shape{7}}, {"dtype", DType::Float32}, {"mean", 0.0}, {"std", 1.0}});
+  check(OpId::RandInt, {{"shape", Shape{9}}, {"dtype", DType::Int64}, {"low", int64_t{0}}, {"high", int64_t{1} << 40}});
+  check(OpId::Bernoulli, {{"shape", Shape{10}}, {"dtype", DType::Float32}, {"p", 0.5}});
+  check(OpId::RandPerm, {{"n", int64_t{6}}, {"dtype", DType::Int64}});
+  // The same attributes replay the same numbers: what a compiled step relies on.
+  Attrs a{{"shape", Shape{8}}, {"dtype", DType::Float32}, {"mean", 0.0}, {"std", 1.0}, {"seed", int64_t{1}}, {"offset", int64_t{4}}};
+  Tensor x = dispatch1(OpId::Normal, {}, a), y = dispatch1(OpId::Normal, {}, a);
+  EXPECT_EQ(std::memcmp(x.data_ptr(), y.data_ptr(), 32), 0);
+  Generator d(1);
+  d.reserve(4);
+  Tensor z = randn({8}, DType::Float32, &d);
+  EXPECT_EQ(std::memcmp(x.data_ptr(), z.data_ptr(), 32), 0);
+  EXPECT_THROW(random_draws(OpId::Mean, {}), Error);
+}

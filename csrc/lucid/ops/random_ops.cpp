@@ -345,4 +345,15 @@ Tensor randperm(int64_t n, DType dtype, Generator* gen) {
   return dispatch1(OpId::RandPerm, {}, a);
 }
 
+uint64_t random_draws(OpId id, const Attrs& a) {
+  switch (id) {
+    case OpId::Uniform: return uniform_count(numel_of(a.ints("shape")), a.dtype("dtype"));
+    case OpId::Normal: return normal_count(numel_of(a.ints("shape")), a.dtype("dtype"));
+    case OpId::RandInt: return static_cast<uint64_t>(numel_of(a.ints("shape"))) * randint_draws(a.i("low"), a.i("high"));
+    case OpId::Bernoulli: return static_cast<uint64_t>(numel_of(a.ints("shape")));
+    case OpId::RandPerm: return 2 * static_cast<uint64_t>(a.i("n"));
+    default: throw Error(str("random_draws: ", op_name(id), " is not a random op"));
+  }
+}
+
 }  // namespace lucid
