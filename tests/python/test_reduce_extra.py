@@ -154,7 +154,8 @@ x = lucid.randn(3, 70001)
 y = lucid.rand(200001, dtype=lucid.float64)
 out = [x, y, x.sum(1), x.mean(), x.var(1), x.std(), x.logsumexp(1), x.amax(), x.argmax(), x.prod(0),
        x.cumsum(1), lucid.randint(0, 1000, (100000,)), lucid.zeros(50000).bernoulli_(0.3),
-       lucid.empty(3, 40000).normal_(1, 2)]
+       lucid.empty(3, 40000).normal_(1, 2), lucid.randperm(100000), x.amax(0), x.logsumexp(0), x.var(0),
+       x.max(1).indices, lucid.randn(5001, dtype=lucid.float64)]
 np.savez(__import__("sys").argv[1], *[o.numpy() for o in out])
 """
 
