@@ -72,3 +72,10 @@ def as_tensor(data, dtype=None, device=None):
 
 
 _ = builtins
+
+
+def from_dlpack(ext):
+    """Zero-copy import of any CPU DLPack producer (NumPy, PyTorch, JAX...)."""
+    if isinstance(ext, _C.Tensor):
+        return ext
+    return _C.from_numpy(np.from_dlpack(ext))
