@@ -159,6 +159,8 @@ def test_bernoulli_statistics():
     y = lucid.bernoulli(p).numpy()
     np.testing.assert_allclose(y.mean(1), [0.1, 0.9], atol=0.01)
     assert lucid.bernoulli(p, 0.5).numpy().mean() == pytest.approx(0.5, abs=0.01)
+    mask = lucid.empty(N, dtype=lucid.bool).bernoulli_(0.8)  # a dropout keep-mask
+    assert mask.dtype == lucid.bool and abs(mask.numpy().mean() - 0.8) < 0.01
     assert lucid.zeros(10).bernoulli_(0.0).numpy().sum() == 0
     assert lucid.zeros(10).bernoulli_(1.0).numpy().sum() == 10
     with pytest.raises(ValueError, match="bernoulli"):
