@@ -171,3 +171,11 @@ def test_results_do_not_depend_on_thread_count(tmp_path):
     for k in files[0].files:
         for other in files[1:]:
             np.testing.assert_array_equal(files[0][k], other[k], err_msg=k)
+
+
+def test_max_min_with_a_tensor_are_elementwise():
+    a = np.array([1.0, 5.0, np.nan, 3.0], np.float32)
+    b = np.array([2.0, 1.0, 0.0, 3.0], np.float32)
+    (la, ta), (lb, tb) = _pair(a), _pair(b)
+    assert_close(lucid.max(la, lb), torch.max(ta, tb), 0, 0)
+    assert_close(la.min(lb), ta.min(tb), 0, 0)
