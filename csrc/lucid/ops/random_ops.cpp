@@ -225,8 +225,10 @@ LUCID_REGISTER_OP(RandInt, [] {
         using C = compute_t<scalar_t>;
         scalar_t* p = o.data<scalar_t>();
         for_draws(o.numel(), k, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-          uint64_t v = k == 1 ? dr[0] : (static_cast<uint64_t>(dr[0]) << 32 | dr[1]);
-          int64_t r = static_cast<int64_t>(static_cast<uint64_t>(low) + v % range);
+          // 32-bit draws: multiply-shift (Lemire) instead of a division; 64-bit: modulo.
+          uint64_t off = k == 1 ? (static_cast<uint64_t>(dr[0]) * range) >> 32
+                                : (static_cast<uint64_t>(dr[0]) << 32 | dr[1]) % range;
+          int64_t r = static_cast<int64_t>(static_cast<uint64_t>(low) + off);
           p[i] = static_cast<scalar_t>(static_cast<C>(r));
         });
       });
