@@ -86,7 +86,14 @@ const char* py_type_name(nb::handle h) {
   return s.c_str();
 }
 
+bool is_ndarray(nb::handle h) {
+  return !is_tensor(h) && nb::hasattr(h, "__array_interface__") && nb::hasattr(h, "ndim");
+}
+
 Tensor list_to_index(nb::handle h) {
+  // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+  static nb::object& tensor_fn = *new nb::object(nb::module_::import_("lucid").attr("tensor"));
+  if (is_ndarray(h)) return nb::cast<Tensor>(tensor_fn(h));
   size_t n = nb::len(h);
   if (n == 0) return Tensor::empty({0}, DType::Int64);
   // Flat lists of ints or of bools without a round trip through NumPy.
@@ -105,7 +112,6 @@ Tensor list_to_index(nb::handle h) {
     }
     return t;
   }
-  static nb::object tensor_fn = nb::module_::import_("lucid").attr("tensor");
   return nb::cast<Tensor>(tensor_fn(h));
 }
 
@@ -137,7 +143,8 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
     nb::handle h = items[k];
     if (is_tensor(h)) {
       tens[k] = nb::cast<Tensor>(h);
-    } else if (nb::isinstance<nb::list>(h) || (nb::isinstance<nb::tuple>(h))) {
+    } else if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) ||
+               (is_ndarray(h) && nb::cast<int64_t>(h.attr("ndim")) > 0)) {
       tens[k] = list_to_index(h);
     }
     if (tens[k].defined()) {

@@ -50,6 +50,7 @@ def _ids(p):
     return repr(p).replace(" ", "")[:60]
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("idx", GET_PATTERNS, ids=_ids)
 def test_getitem_forward_and_grad(idx):
     li, ti = both(idx)
@@ -62,6 +63,14 @@ def test_getitem_forward_and_grad(idx):
     (lo * lucid.tensor(w)).sum().backward()
     (to * torch.from_numpy(w)).sum().backward()
     assert_close(x.grad, tx.grad, 1e-12, 1e-12, f"grad of getitem {idx}")
+
+
+def test_numpy_indices():
+    a = np.arange(12.0).reshape(3, 4)
+    x, tx = lucid.tensor(a), torch.tensor(a)
+    for idx in [np.array([0, 2]), (np.array([[1], [2]]), np.array([0, 3])), np.array(1), np.int64(2),
+                (slice(None), np.array([True, False, True, True]))]:
+        assert_close(x[idx], tx[idx], 0, 0, f"numpy index {idx}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool"])
