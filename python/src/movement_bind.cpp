@@ -64,6 +64,21 @@ Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle
   return add ? scatter_add(x, dim, index, filled) : scatter(x, dim, index, filled);
 }
 
+TensorList tensor_split_any(const Tensor& x, nb::handle s, int64_t dim) {
+  if (is_tensor(s)) {
+    Tensor t = nb::cast<Tensor>(s);
+    if (t.ndim() == 0) return tensor_split(x, static_cast<int64_t>(*cast(t, DType::Int64).data<int64_t>()), dim);
+    Tensor c = cast(t, DType::Int64);
+    return tensor_split_at(x, IntList(c.data<int64_t>(), c.data<int64_t>() + c.numel()), dim);
+  }
+  if (PyLong_Check(s.ptr())) return tensor_split(x, nb::cast<int64_t>(s), dim);
+  return tensor_split_at(x, to_shape(s, "tensor_split", "indices_or_sections"), dim);
+}
+
+Tensor take_along_dim_any(const Tensor& x, const Tensor& i, nb::handle dim) {
+  return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, nb::cast<int64_t>(dim), false);
+}
+
 Tensor tile(const Tensor& x, IntList dims) {
   while (static_cast<int64_t>(dims.size()) < x.ndim()) dims.insert(dims.begin(), 1);
   return repeat(x, dims);
@@ -415,7 +430,28 @@ LUCID_BINDER(movement) {
   }, nb::arg("input"), nb::arg("src"), nb::arg("dim") = 0, nb::arg("start").none() = nb::none(),
      nb::arg("end").none() = nb::none(), nb::arg("step") = 1);
 
+  m.def("tensor_split", [](const Tensor& x, nb::handle s, int64_t dim) { return to_tuple(tensor_split_any(x, s, dim)); },
+        nb::arg("input"), nb::arg("indices_or_sections"), nb::arg("dim") = 0);
+  m.def("rot90", [](const Tensor& x, int64_t k, nb::handle dims) { return rot90(x, k, to_shape(dims, "rot90", "dims")); },
+        nb::arg("input"), nb::arg("k") = 1, nb::arg("dims") = nb::make_tuple(0, 1));
+  m.def("take_along_dim", &take_along_dim_any, nb::arg("input"), nb::arg("indices"), nb::arg("dim").none() = nb::none());
+  m.def("index_add", [](const Tensor& x, int64_t d, const Tensor& i, const Tensor& s, double alpha) {
+    return index_add(x, d, i, s, alpha);
+  }, nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
+
   // ---- Tensor methods ----
+  def_method(m, "tensor_split", [](const Tensor& x, nb::handle s, int64_t dim) { return to_tuple(tensor_split_any(x, s, dim)); },
+             nb::arg("indices_or_sections"), nb::arg("dim") = 0);
+  def_method(m, "rot90", [](const Tensor& x, int64_t k, nb::handle dims) { return rot90(x, k, to_shape(dims, "rot90", "dims")); },
+             nb::arg("k") = 1, nb::arg("dims") = nb::make_tuple(0, 1));
+  def_method(m, "take_along_dim", &take_along_dim_any, nb::arg("indices"), nb::arg("dim").none() = nb::none());
+  def_method(m, "index_add", [](const Tensor& x, int64_t d, const Tensor& i, const Tensor& s, double alpha) {
+    return index_add(x, d, i, s, alpha);
+  }, nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
+  def_method(m, "index_add_", [](Tensor& x, int64_t d, const Tensor& i, const Tensor& s, double alpha) {
+    index_add_(x, d, i, s, alpha);
+    return x;
+  }, nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
   def_method(m, "_mv_view", [](const Tensor& x, nb::args s) { return view(x, sizes_arg(s, "view", "size")); });
   def_method(m, "_mv_view_as", [](const Tensor& x, const Tensor& o) { return view(x, o.shape()); });
   def_method(m, "_mv_t", [](const Tensor& x) {

@@ -58,7 +58,7 @@ static void split_tables(const Tensor& index, const Tensor& target, int64_t dim,
 // Checks every index value against `size`; returns the contiguous index as int64.
 static Tensor checked_index(const Tensor& index, int64_t size, int64_t dim, const char* op, bool allow_negative) {
   Tensor ix = Tensor::empty(index.shape(), DType::Int64);
-  cpu::copy_into(ix, index);
+  mv::copy(ix, index);
   int64_t* p = ix.data<int64_t>();
   for (int64_t i = 0, n = ix.numel(); i < n; ++i) {
     int64_t v = p[i];
@@ -141,9 +141,9 @@ static void scatter_kernel(const TensorList& in, const TensorList& out, const At
   Tensor srcv = in[2];
   if (srcv.same_storage(o0)) {  // read the source before writing
     srcv = Tensor::empty(in[2].shape(), in[2].dtype());
-    cpu::copy_into(srcv, in[2]);
+    mv::copy(srcv, in[2]);
   }
-  if (!inplace) cpu::copy_into(o0, in[0]);
+  if (!inplace) mv::copy(o0, in[0]);
   Tensor o = as_1d_if_scalar(o0), s = as_1d_if_scalar(srcv);
   int64_t dim = wrap_dim(a.i("dim"), o.ndim(), op);
   Tensor ix = as_1d_if_scalar(checked_index(in[1], o.shape()[dim], dim, op, false));
@@ -392,9 +392,9 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
   // read once (vs = 0 strides over it).
   int64_t vs = in[1].numel() == 1 ? 0 : 1;
   Tensor v = Tensor::empty(vs ? L.out : Shape{}, o.dtype());
-  cpu::copy_into(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
+  mv::copy(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
   bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
-  if (!inplace) cpu::copy_into(o, in[0]);
+  if (!inplace) mv::copy(o, in[0]);
   int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
   int64_t rows = static_cast<int64_t>(T.outer.size()) * nb;
   if (rows * ni == 0) return;
@@ -478,6 +478,42 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   }
   int64_t d = wrap_dim(dim, x.ndim(), "index_select");
   return index_gather(x, {d}, {reshape(index, {-1})});
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, int64_t dim, bool flat) {
+  if (flat) return gather(reshape(x, {-1}), 0, reshape(indices, {-1}));
+  LUCID_CHECK(x.ndim() == indices.ndim(), ValueError, "take_along_dim: input and indices should have the same number "
+              "of dimensions, got ", x.ndim(), " and ", indices.ndim());
+  int64_t d = wrap_dim(dim, x.ndim(), "take_along_dim");
+  Shape xs = x.shape(), is = indices.shape();
+  xs[d] = is[d] = 1;
+  Shape b = broadcast_shapes(xs, is, "take_along_dim");
+  Shape bx = b, bi = b;
+  bx[d] = x.shape()[d];
+  bi[d] = indices.shape()[d];
+  return gather(expand(x, bx), d, expand(indices, bi));
+}
+
+static Tensor index_add_values(const Tensor& x, int64_t d, const Tensor& index, const Tensor& source, double alpha) {
+  LUCID_CHECK(index.ndim() <= 1, ValueError, "index_add: argument 'index' must be a 1-D tensor, got ", index.ndim(), " dims");
+  Shape want = x.shape();
+  if (x.ndim() > 0) want[d] = index.numel();
+  LUCID_CHECK(source.shape() == want || (x.ndim() == 0 && source.numel() == 1), ValueError,
+              "index_add: argument 'source' expected shape ", shape_str(want), ", got ", shape_str(source.shape()));
+  return alpha == 1.0 ? source : mul_scalar(source, alpha);
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+  int64_t d = wrap_dim(dim, x.ndim(), "index_add");
+  Tensor v = index_add_values(x, d, index, source, alpha);
+  if (x.ndim() == 0) return reshape(index_put(reshape(x, {1}), {0}, {reshape(index, {-1})}, reshape(v, {-1}), true), {});
+  return index_put(x, {d}, {reshape(index, {-1})}, v, true);
+}
+
+const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+  int64_t d = wrap_dim(dim, x.ndim(), "index_add_");
+  LUCID_CHECK(x.ndim() > 0, ValueError, "index_add_: a 0-dim tensor is not supported");
+  return index_put_(x, {d}, {reshape(index, {-1})}, index_add_values(x, d, index, source, alpha), true);
 }
 
 TensorList nonzero_indices(const Tensor& mask) {

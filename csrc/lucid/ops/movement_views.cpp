@@ -12,6 +12,25 @@ namespace lucid {
 
 namespace mv {
 
+void copy(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.dtype() != src.dtype()) return cpu::copy_into(dst, src);
+  cpu::StridedIter it({&dst, &src});
+  by_itemsize(dst.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    it.for_each([](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(U) && s[1] == sizeof(U)) {
+        std::memcpy(p[0], p[1], n * sizeof(U));
+      } else if (s[1] == 0) {
+        U v = *reinterpret_cast<const U*>(p[1]);
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<U*>(p[0] + i * s[0]) = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<U*>(p[0] + i * s[0]) = *reinterpret_cast<const U*>(p[1] + i * s[1]);
+      }
+    });
+  });
+}
+
 void add_into(const Tensor& dst, const Tensor& src) {
   cpu::StridedIter it({&dst, &src});
   LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
@@ -281,12 +300,12 @@ LUCID_REGISTER_OP(SliceScatter, [] {
     Tensor src = in[1];
     if (src.same_storage(o)) {  // x[a] = x[b]: read the source before writing
       Tensor t = Tensor::empty(src.shape(), src.dtype());
-      cpu::copy_into(t, src);
+      mv::copy(t, src);
       src = t;
     }
-    if (!inplace) cpu::copy_into(o, in[0]);
+    if (!inplace) mv::copy(o, in[0]);
     SliceSpec s = normalize_slice(o.shape(), a, "slice_scatter");
-    cpu::copy_into(slice_region(o, s), src);
+    mv::copy(slice_region(o, s), src);
   };
   d.vjp = [](const VjpContext& c) {
     SliceSpec s = normalize_slice(c.input_meta[0].shape, c.attrs, "slice_scatter");
@@ -393,6 +412,27 @@ TensorList chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   return split(x, size, d);
 }
 
+TensorList tensor_split(const Tensor& x, int64_t sections, int64_t dim) {
+  LUCID_CHECK(sections > 0, ValueError, "tensor_split: number of sections must be positive, got ", sections);
+  int64_t d = wrap_dim(dim, x.ndim(), "tensor_split");
+  int64_t n = x.shape()[d], base = n / sections, extra = n % sections;
+  IntList sizes;
+  for (int64_t i = 0; i < sections; ++i) sizes.push_back(base + (i < extra ? 1 : 0));
+  return split_with_sizes(x, sizes, d);
+}
+
+TensorList tensor_split_at(const Tensor& x, const IntList& indices, int64_t dim) {
+  int64_t d = wrap_dim(dim, x.ndim(), "tensor_split");
+  TensorList out;
+  int64_t prev = 0;
+  for (size_t i = 0; i <= indices.size(); ++i) {
+    int64_t end = i < indices.size() ? indices[i] : x.shape()[d];
+    out.push_back(slice(x, d, prev, std::max(prev, end), 1));
+    prev = end;
+  }
+  return out;
+}
+
 TensorList unbind(const Tensor& x, int64_t dim) {
   int64_t d = wrap_dim(dim, x.ndim(), "unbind");
   TensorList out;
@@ -469,7 +509,7 @@ LUCID_REGISTER_OP(UnfoldBackward, [] {
     int64_t dim = a.i("dim"), size = a.i("size"), step = a.i("step");
     check_unfold(o.shape(), dim, size, step);
     const Tensor& g = in[0];
-    if (o.ndim() == 0) { cpu::copy_into(o, Tensor::make_view(g, {}, {}, g.offset())); return; }
+    if (o.ndim() == 0) { mv::copy(o, Tensor::make_view(g, {}, {}, g.offset())); return; }
     int64_t nw = g.shape()[dim];
     // Window k of the gradient as a view over the input's dims (window index along `dim`).
     for (int64_t k = 0; k < size; ++k) {
