@@ -7,6 +7,7 @@
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/movement.h"
+#include "lucid/ops/movement_util.h"
 
 namespace lucid::py {
 
@@ -311,14 +312,6 @@ Region basic_region(const Tensor& x, const ParsedIndex& P) {
   return R;
 }
 
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  size_t off = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && from[i] != to[i + off]) return false;
-  return true;
-}
-
 void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   Tensor v = to_tensor(value, "index_put", "value");
   ParsedIndex P = parse_index(x, index);
@@ -328,7 +321,7 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
     if (v.ndim() > 0) {
       Shape view_shape = apply_basic(x.detach(), P).shape();
       v = strip_value(v, static_cast<int64_t>(view_shape.size()));
-      LUCID_CHECK(broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
+      LUCID_CHECK(mv::broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
                   shape_str(v.shape()), " cannot be broadcast to indexing result of shape ", shape_str(view_shape));
       v = reshape(expand(v, view_shape), R.shape);
     }
