@@ -212,7 +212,15 @@ static void bind_tensor(nb::module_& m) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("_same_storage", &Tensor::same_storage)
       .def("_is_same", [](const Tensor& a, const Tensor& b) { return a == b; })
-      .def("item", &item)
+      .def("item", [](const Tensor& t) -> nb::object {  // Python int / bool / float, like torch
+        double v = item(t);
+        switch (t.dtype()) {
+          case DType::Bool: return nb::bool_(v != 0);
+          case DType::Int64: return nb::int_(*t.data<int64_t>());
+          case DType::Int32: case DType::Int8: case DType::UInt8: return nb::int_(static_cast<int64_t>(v));
+          default: return nb::float_(v);
+        }
+      })
       .def("numpy", &to_numpy)
       .def("detach", &Tensor::detach)
       .def("detach_", [](Tensor& t) {
