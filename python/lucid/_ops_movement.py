@@ -17,7 +17,8 @@ moveaxis = movedim
 
 
 def pad(input, pad, mode="constant", value=None):
-    """torch.nn.functional.pad: `pad` lists (left, right) pairs starting from the last dim."""
+    """torch.nn.functional.pad: `pad` lists (left, right) pairs starting from the last dim. Exported as
+    lucid.pad so lucid.nn.functional (which looks names up in the lucid namespace) finds it."""
     return _C._pad(input, pad, mode, value)
 
 
@@ -94,6 +95,6 @@ Tensor.flipud = flipud
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "split", "chunk", "unbind", "squeeze",
            "unsqueeze", "flatten", "unflatten", "narrow", "select", "transpose", "swapaxes", "swapdims", "permute",
            "reshape", "t", "movedim", "moveaxis", "gather", "index_select", "scatter_add", "scatter", "flip", "roll",
-           "tril", "triu", "tile", "masked_select", "index_put", "slice_scatter", "tensor_split", "rot90",
+           "tril", "triu", "tile", "masked_select", "index_put", "slice_scatter", "tensor_split", "rot90", "pad",
            "take_along_dim", "index_add", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d", "dstack",
            "column_stack"]
