@@ -6,7 +6,8 @@ from lucid import _C
 from lucid._C import (cat, stack, split, chunk, unbind, squeeze, unsqueeze, flatten, unflatten, narrow,  # noqa: F401
                       select, transpose, permute, reshape, t, movedim, gather, index_select, scatter_add, scatter,
                       flip, roll, tril, triu, tile, masked_select, index_put, tensor_split, rot90, take_along_dim,
-                      index_add)
+                      index_add, diagonal, diag, diag_embed, repeat_interleave, nonzero, argwhere, take, broadcast_to,
+                      broadcast_shapes, broadcast_tensors)
 from lucid._C import Tensor
 
 concat = cat
@@ -97,4 +98,5 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "split",
            "reshape", "t", "movedim", "moveaxis", "gather", "index_select", "scatter_add", "scatter", "flip", "roll",
            "tril", "triu", "tile", "masked_select", "index_put", "slice_scatter", "tensor_split", "rot90", "pad",
            "take_along_dim", "index_add", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d", "dstack",
-           "column_stack"]
+           "column_stack", "diagonal", "diag", "diag_embed", "repeat_interleave", "nonzero", "argwhere", "take",
+           "broadcast_to", "broadcast_shapes", "broadcast_tensors"]

@@ -80,6 +80,34 @@ Tensor take_along_dim_any(const Tensor& x, const Tensor& i, nb::handle dim) {
   return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, nb::cast<int64_t>(dim), false);
 }
 
+Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim) {
+  bool flat = dim.is_none();
+  int64_t d = flat ? 0 : nb::cast<int64_t>(dim);
+  if (repeats.is_none()) {  // repeat_interleave(repeats): indices 0..n-1 repeated
+    LUCID_CHECK(x.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", x.ndim(), "-D");
+    Tensor n = Tensor::empty({x.numel()}, DType::Int64);
+    for (int64_t i = 0; i < x.numel(); ++i) n.data<int64_t>()[i] = i;
+    return repeat_interleave(n, x, 0, true);
+  }
+  if (is_tensor(repeats)) return repeat_interleave(x, nb::cast<Tensor>(repeats), d, flat);
+  return repeat_interleave(x, nb::cast<int64_t>(repeats.attr("__index__")()), d, flat);
+}
+
+nb::object nonzero_any(const Tensor& x, bool as_tuple) {
+  Tensor nz = nonzero(x);
+  if (!as_tuple) return nb::cast(nz);
+  nb::list l;
+  int64_t nd = std::max<int64_t>(x.ndim(), 1);
+  for (int64_t d = 0; d < nd; ++d) l.append(nb::cast(x.ndim() == 0 ? reshape(nz, {-1}) : cast(select(nz, 1, d), DType::Int64)));
+  return nb::tuple(l);
+}
+
+Shape broadcast_all(const std::vector<Shape>& shapes) {
+  Shape out;
+  for (const Shape& s : shapes) out = broadcast_shapes(out, s, "broadcast_tensors");
+  return out;
+}
+
 Tensor tile(const Tensor& x, IntList dims) {
   while (static_cast<int64_t>(dims.size()) < x.ndim()) dims.insert(dims.begin(), 1);
   return repeat(x, dims);
@@ -432,7 +460,52 @@ LUCID_BINDER(movement) {
     return index_add(x, d, i, s, alpha);
   }, nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
 
+  m.def("diagonal", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diagonal(x, o, a, b); },
+        nb::arg("input"), nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
+  m.def("diag", [](const Tensor& x, int64_t k) { return diag(x, k); }, nb::arg("input"), nb::arg("diagonal") = 0);
+  m.def("diag_embed", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diag_embed(x, o, a, b); },
+        nb::arg("input"), nb::arg("offset") = 0, nb::arg("dim1") = -2, nb::arg("dim2") = -1);
+  m.def("repeat_interleave", [](const Tensor& x, nb::handle r, nb::handle dim, nb::handle) {
+    return repeat_interleave_any(x, r, dim);
+  }, nb::arg("input"), nb::arg("repeats").none() = nb::none(), nb::arg("dim").none() = nb::none(), nb::kw_only(),
+     nb::arg("output_size").none() = nb::none());
+  m.def("nonzero", &nonzero_any, nb::arg("input"), nb::kw_only(), nb::arg("as_tuple") = false);
+  m.def("argwhere", [](const Tensor& x) { return nonzero(x); }, nb::arg("input"));
+  m.def("take", [](const Tensor& x, const Tensor& i) { return take(x, i); }, nb::arg("input"), nb::arg("index"));
+  m.def("broadcast_to", [](const Tensor& x, nb::handle s) { return expand(x, to_shape(s, "broadcast_to", "size")); },
+        nb::arg("input"), nb::arg("size"));
+  m.def("broadcast_shapes", [](nb::args shapes) {
+    std::vector<Shape> ss;
+    for (nb::handle h : shapes) ss.push_back(to_shape(h, "broadcast_shapes", "shapes"));
+    nb::list l;
+    for (int64_t d : broadcast_all(ss)) l.append(d);
+    return nb::tuple(l);
+  });
+  m.def("broadcast_tensors", [](nb::args ts) {
+    TensorList xs = ts.size() == 1 && !is_tensor(ts[0]) ? tensor_list(ts[0], "broadcast_tensors") : tensor_list(ts, "broadcast_tensors");
+    std::vector<Shape> ss;
+    for (const Tensor& t : xs) ss.push_back(t.shape());
+    Shape b = broadcast_all(ss);
+    TensorList out;
+    for (const Tensor& t : xs) out.push_back(expand(t, b));
+    return to_tuple(out);
+  });
+
   // ---- Tensor methods ----
+  def_method(m, "diagonal", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diagonal(x, o, a, b); },
+             nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
+  def_method(m, "diag", [](const Tensor& x, int64_t k) { return diag(x, k); }, nb::arg("diagonal") = 0);
+  def_method(m, "diag_embed", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diag_embed(x, o, a, b); },
+             nb::arg("offset") = 0, nb::arg("dim1") = -2, nb::arg("dim2") = -1);
+  def_method(m, "repeat_interleave", [](const Tensor& x, nb::handle r, nb::handle dim, nb::handle) {
+    return repeat_interleave_any(x, r, dim);
+  }, nb::arg("repeats").none() = nb::none(), nb::arg("dim").none() = nb::none(), nb::kw_only(),
+     nb::arg("output_size").none() = nb::none());
+  def_method(m, "nonzero", &nonzero_any, nb::kw_only(), nb::arg("as_tuple") = false);
+  def_method(m, "argwhere", [](const Tensor& x) { return nonzero(x); });
+  def_method(m, "take", [](const Tensor& x, const Tensor& i) { return take(x, i); }, nb::arg("index"));
+  def_method(m, "broadcast_to", [](const Tensor& x, nb::handle s) { return expand(x, to_shape(s, "broadcast_to", "size")); },
+             nb::arg("size"));
   def_method(m, "tensor_split", [](const Tensor& x, nb::handle s, int64_t dim) { return to_tuple(tensor_split_any(x, s, dim)); },
              nb::arg("indices_or_sections"), nb::arg("dim") = 0);
   def_method(m, "rot90", [](const Tensor& x, int64_t k, nb::handle dims) { return rot90(x, k, to_shape(dims, "rot90", "dims")); },

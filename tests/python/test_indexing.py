@@ -451,3 +451,17 @@ def test_random_index_patterns_match_torch(seed):
         ok = np.allclose(ly.numpy(), ty.numpy())
         dup = any(isinstance(e, np.ndarray) and e.dtype != bool for e in idx)
         assert ok or dup, f"random setitem {shape} {idx}"
+
+
+def test_nonzero_argwhere_and_repeat_interleave_index_form():
+    a = np.array([[0, 1.5, 0], [2, 0, -1]])
+    x, tx = lucid.tensor(a), torch.tensor(a)
+    assert_close(lucid.nonzero(x), torch.nonzero(tx), 0, 0, "nonzero")
+    assert_close(x.argwhere(), tx.argwhere(), 0, 0, "argwhere")
+    for lo, to in zip(lucid.nonzero(x, as_tuple=True), torch.nonzero(tx, as_tuple=True)):
+        assert_close(lo, to, 0, 0, "nonzero as_tuple")
+    assert tuple(lucid.nonzero(lucid.tensor(np.zeros((2, 0)))).shape) == (0, 2)
+    r = np.array([2, 0, 3])
+    assert_close(lucid.repeat_interleave(lucid.tensor(r)), torch.repeat_interleave(torch.tensor(r)), 0, 0)
+    assert lucid.broadcast_shapes((3, 1), (2, 1, 4)) == tuple(torch.broadcast_shapes((3, 1), (2, 1, 4)))
+    assert lucid.diagonal(x)._same_storage(x)

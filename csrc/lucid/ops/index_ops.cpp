@@ -545,6 +545,24 @@ TensorList nonzero_indices(const Tensor& mask) {
   return out;
 }
 
+Tensor nonzero(const Tensor& x) {
+  Tensor m = x.dtype() == DType::Bool ? x : cast(x, DType::Bool);
+  if (m.ndim() == 0) return Tensor::empty({*m.data<bool>() ? 1 : 0, 0}, DType::Int64);
+  TensorList idx = nonzero_indices(m);
+  int64_t n = idx[0].numel(), nd = m.ndim();
+  Tensor out = Tensor::empty({n, nd}, DType::Int64);
+  int64_t* o = out.data<int64_t>();
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t* s = idx[d].data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) o[i * nd + d] = s[i];
+  }
+  return out;
+}
+
+Tensor take(const Tensor& x, const Tensor& index) {
+  return index_gather(reshape(x, {-1}), {0}, {index});
+}
+
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
   LUCID_CHECK(mask.dtype() == DType::Bool, TypeError, "masked_select: argument 'mask' must be a bool tensor, got ",
               dtype_name(mask.dtype()));

@@ -307,6 +307,44 @@ LUCID_REGISTER_OP(Repeat, [] {
 
 Tensor repeat(const Tensor& x, const IntList& repeats) { return dispatch1(OpId::Repeat, {x}, {{"repeats", repeats}}); }
 
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim, bool flat) {
+  LUCID_CHECK(repeats >= 0, ValueError, "repeat_interleave: repeats must be non-negative, got ", repeats);
+  Tensor t = flat ? reshape(x, {-1}) : x;
+  int64_t d = wrap_dim(flat ? 0 : dim, t.ndim(), "repeat_interleave");
+  if (t.ndim() == 0) t = reshape(t, {1});
+  Shape e = t.shape();
+  e.insert(e.begin() + d + 1, repeats);
+  Shape out = t.shape();
+  out[d] *= repeats;
+  return reshape(expand(unsqueeze(t, d + 1), e), out);
+}
+
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t dim, bool flat) {
+  LUCID_CHECK(is_integral(repeats.dtype()), TypeError, "repeat_interleave: repeats must be an integer tensor, got ",
+              dtype_name(repeats.dtype()));
+  LUCID_CHECK(repeats.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", repeats.ndim(), "-D");
+  if (repeats.ndim() == 0 || repeats.numel() == 1) {
+    Tensor r = cast(reshape(repeats, {1}), DType::Int64);
+    return repeat_interleave(x, *r.data<int64_t>(), dim, flat);
+  }
+  Tensor t = flat ? reshape(x, {-1}) : x;
+  int64_t d = wrap_dim(flat ? 0 : dim, t.ndim(), "repeat_interleave");
+  LUCID_CHECK(repeats.numel() == t.shape()[d], ValueError, "repeat_interleave: repeats has ", repeats.numel(),
+              " values but dimension ", d, " has size ", t.shape()[d]);
+  Tensor r = cast(repeats, DType::Int64);
+  const int64_t* rp = r.data<int64_t>();
+  int64_t total = 0;
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    LUCID_CHECK(rp[i] >= 0, ValueError, "repeat_interleave: repeats must be non-negative, got ", rp[i]);
+    total += rp[i];
+  }
+  Tensor idx = Tensor::empty({total}, DType::Int64);
+  int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0, w = 0; i < r.numel(); ++i)
+    for (int64_t j = 0; j < rp[i]; ++j) ip[w++] = i;
+  return index_select(t, d, idx);
+}
+
 Tensor rot90(const Tensor& x, int64_t k, const IntList& dims) {
   LUCID_CHECK(dims.size() == 2, ValueError, "rot90: expected 2 dims, got ", dims.size());
   LUCID_CHECK(x.ndim() >= 2, ValueError, "rot90: expected a tensor with at least 2 dims, got ", x.ndim());
