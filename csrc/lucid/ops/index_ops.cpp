@@ -295,6 +295,7 @@ static AdvLayout adv_layout(const Shape& xs, const IntList& dims, const TensorLi
 // Offsets (in t's elements, relative to t's data) of the [outer, B, inner] positions of t[idx].
 struct AdvTables {
   std::vector<int64_t> outer, b, inner;
+  bool inner_contiguous = false;  // inner[i] == i: rows copy with memcpy
 };
 
 static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorList& idx, const AdvLayout& L,
@@ -309,6 +310,8 @@ static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorLi
   }
   T.outer = mv::offset_table(os, ost);
   T.inner = mv::offset_table(is, ist);
+  T.inner_contiguous = true;
+  for (size_t i = 0; i < T.inner.size() && T.inner_contiguous; ++i) T.inner_contiguous = T.inner[i] == static_cast<int64_t>(i);
   int64_t nb = numel_of(L.B);
   T.b.assign(static_cast<size_t>(nb), 0);
   for (size_t k = 0; k < dims.size(); ++k) {
@@ -358,7 +361,8 @@ LUCID_REGISTER_OP(IndexGather, [] {
         for (int64_t r = b; r < e; ++r) {
           const U* s = src + T.outer[r / nb] + T.b[r % nb];
           U* q = dst + r * ni;
-          for (int64_t i = 0; i < ni; ++i) q[i] = s[T.inner[i]];
+          if (T.inner_contiguous) std::memcpy(q, s, ni * sizeof(U));
+          else for (int64_t i = 0; i < ni; ++i) q[i] = s[T.inner[i]];
         }
       });
     });
@@ -407,7 +411,8 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
         for (int64_t r = b; r < e; ++r) {
           U* q = dst + T.outer[r / nb] + T.b[r % nb];
           const U* s = src + r * ni * vs;
-          for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i * vs];
+          if (T.inner_contiguous && vs) std::memcpy(q, s, ni * sizeof(U));
+          else for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i * vs];
         }
       });
     });
