@@ -252,7 +252,7 @@ Shape conv_transpose_out_shape(const Tensor& x, const Tensor& w, const Tensor& b
     LUCID_CHECK(op_[i] < s[i], ValueError, op, ": argument 'output_padding' expected values smaller than stride ",
                 shape_str(s), ", got ", shape_str(op_));
     int64_t o = (x.shape()[2 + i] - 1) * s[i] - 2 * p[i] + dl[i] * (w.shape()[2 + i] - 1) + op_[i] + 1;
-    LUCID_CHECK(o > 0, ValueError, op, ": output size in spatial dim ", i, " would be ", o,
+    LUCID_CHECK(o >= 0, ValueError, op, ": output size in spatial dim ", i, " would be ", o,
                 " (input shape ", shape_str(x.shape()), ", weight shape ", shape_str(w.shape()), ")");
     out.push_back(o);
   }
@@ -275,6 +275,11 @@ LUCID_REGISTER_OP(ConvTranspose, [] {
     ConvOptions o = transpose_as_conv(c.attrs);
     const Tensor &x = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
     TensorList r(3);
+    if (g.numel() == 0) {  // empty output: every gradient is zero
+      for (int i = 0; i < 3; ++i)
+        if (c.needs_grad[i]) r[i] = full(c.input_meta[i].shape, 0.0, c.input_meta[i].dtype);
+      return r;
+    }
     if (c.needs_grad[0]) r[0] = convolution(g, w, Tensor(), o);
     if (c.needs_grad[1]) r[1] = conv_backward_weight(x, g, w.shape(), o);
     if (c.needs_grad[2]) r[2] = bias_grad(g);
