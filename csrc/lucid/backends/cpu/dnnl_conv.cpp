@@ -25,6 +25,7 @@ struct ConvEntry {
   int arg[3];
   memory::desc user[3], impl[3];
   std::optional<dnnl::reorder> reorder[3];
+  std::optional<dnnl::reorder> dst_in;  // user -> impl for the output, when a Sum post-op reads it
   bool has_bias = false;
 };
 
@@ -57,9 +58,10 @@ memory::desc weight_desc(const Shape& ws, int64_t G, bool deconv, memory::data_t
 // Builds (or fetches) the primitive for one convolution call. Shapes: a = src/diff_dst,
 // b = weights/src, c = output, per `kind`.
 std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws, const Shape& ys, bool bias,
-                                     const ConvParams& p, DType t) {
+                                     const ConvParams& p, DType t, const std::vector<MatmulPostOp>& post = {}) {
   Key k;
   k.add(static_cast<int64_t>(kind)).add(static_cast<int64_t>(t)).add(xs).add(ws).add(ys).add(bias);
+  for (auto& po : post) k.add(po.kind).addf(po.scale);
   k.add(p.stride).add(p.dilation).add(p.pad_l).add(p.pad_r).add(p.groups);
   return conv_cache().get(k, [&]() -> std::shared_ptr<ConvEntry> {
     auto dt = to_dnnl(t);
@@ -100,7 +102,18 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
       } else if (kind == Kind::Fwd) {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           xa, wa, b_md, ya, strides, dil, pl, pr);
-        dnnl::convolution_forward::primitive_desc pd(d, engine());
+        dnnl::primitive_attr attr;
+        if (!post.empty()) {
+          dnnl::post_ops po;
+          for (auto& op : post) {
+            if (op.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(op.scale));
+            else po.append_eltwise(1.f, op.kind == MatmulPostOp::Relu ? dnnl::algorithm::eltwise_relu
+                                        : op.kind == MatmulPostOp::Gelu ? dnnl::algorithm::eltwise_gelu_erf
+                                                                        : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+          }
+          attr.set_post_ops(po);
+        }
+        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
         e->prim = dnnl::convolution_forward(pd);
         e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
         e->user[0] = x_user; e->user[1] = w_user; e->user[2] = y_user;
@@ -130,6 +143,10 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
         if (i < 2) e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->user[i], engine(), e->impl[i]));
         else e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->impl[i], engine(), e->user[i]));
       }
+      bool sum = false;
+      for (auto& op : post) sum = sum || op.kind == MatmulPostOp::Sum;
+      if (sum && e->reorder[2])
+        e->dst_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->user[2], engine(), e->impl[2]));
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -154,6 +171,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   }
   memory uo = mem(e->user[2], out);
   memory po = e->reorder[2] ? memory(e->impl[2], engine()) : uo;
+  if (e->dst_in) e->dst_in->execute(s, uo, po);  // the residual a Sum post-op accumulates onto
   args.emplace(e->arg[2], po);
   if (e->has_bias) args.emplace(DNNL_ARG_BIAS, mem(memory::desc({e->user[2].dims()[1]}, e->user[2].data_type(),
                                                                  memory::format_tag::a), bias));
@@ -290,21 +308,54 @@ void via_f32(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor&
 
 }  // namespace
 
-void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvParams& p, const Tensor& y) {
+void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvParams& p, const Tensor& y,
+                  const std::vector<MatmulPostOp>& post) {
   if (y.numel() == 0) return;
   Tensor x = contig(x0), w = contig(w0), b = contig(b0);
   DType t = y.dtype();
+  // oneDNN's JIT convolutions take a Sum only as the first post-op (otherwise it falls back to its
+  // slow reference kernel), so a trailing Sum (act(conv) + residual) runs as a separate add.
+  if (post.size() >= 2 && post.back().kind == MatmulPostOp::Sum) {
+    Tensor prev = Tensor::empty(y.shape(), t);
+    copy_into(prev, y);
+    std::vector<MatmulPostOp> head(post.begin(), post.end() - 1);
+    conv_forward(x, w, b, p, y, head);
+    const double scale = post.back().scale;
+    LUCID_DISPATCH_FLOATING(t, "conv", [&] {
+      using C = compute_t<scalar_t>;
+      scalar_t* yp = y.data<scalar_t>();
+      const scalar_t* pp = prev.data<scalar_t>();
+      parallel_for(0, y.numel(), kParallelGrain, [&](int64_t b0, int64_t b1) {
+        for (int64_t i = b0; i < b1; ++i)
+          yp[i] = static_cast<scalar_t>(static_cast<C>(yp[i]) + static_cast<C>(scale) * static_cast<C>(pp[i]));
+      });
+    });
+    return;
+  }
   if (use_dnnl(t) && x.numel() > 0 &&
-      run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t), x.data_ptr(), w.data_ptr(),
-                y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
+      run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t, post), x.data_ptr(),
+                w.data_ptr(), y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
     return;
   if (t == DType::Float64) {
+    Tensor prev;
+    if (!post.empty()) {  // keep the residual a Sum post-op reads
+      prev = Tensor::empty(y.shape(), t);
+      copy_into(prev, y);
+    }
     ref_forward<double>(x.data<double>(), w.data<double>(), b.defined() ? b.data<double>() : nullptr, y.data<double>(),
                         geo2(x.shape(), w.shape(), y.shape(), p, false));
+    if (!post.empty()) {
+      double* yp = y.data<double>();
+      const double* pp = prev.data<double>();
+      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = apply_post_ops<double>(yp[i], post, pp[i]);
+    }
     return;
   }
   LUCID_CHECK(t != DType::Float32, Error, "conv: no oneDNN implementation for this configuration");
-  via_f32(x, w, b, y, [&](const Tensor& a, const Tensor& bb, const Tensor& c, const Tensor& o) { conv_forward(a, bb, c, p, o); });
+  Tensor o = Tensor::empty(y.shape(), DType::Float32);
+  if (!post.empty()) copy_into(o, y);
+  conv_forward(to_f32(x), to_f32(w), to_f32(b), p, o, post);
+  copy_into(y, o);
 }
 
 void conv_backward_data(const Tensor& gy0, const Tensor& w0, const ConvParams& p, const Tensor& gx) {

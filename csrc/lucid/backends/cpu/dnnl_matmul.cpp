@@ -203,27 +203,6 @@ bool try_dnnl(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
 
 // ---- Generic blocked GEMM (float64, integers, and the fallback) ----------------------------
 
-template <class Acc>
-Acc apply_post(Acc v, const MatmulEpilogue& ep, Acc prev) {
-  for (auto& p : ep.post_ops) {
-    switch (p.kind) {
-      case MatmulPostOp::Sum: v = v + static_cast<Acc>(p.scale) * prev; break;
-      case MatmulPostOp::Relu: v = v > Acc(0) ? v : Acc(0); break;
-      case MatmulPostOp::Gelu: {
-        double x = static_cast<double>(v);
-        v = static_cast<Acc>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
-        break;
-      }
-      case MatmulPostOp::GeluTanh: {
-        double x = static_cast<double>(v);
-        v = static_cast<Acc>(0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))));
-        break;
-      }
-    }
-  }
-  return v;
-}
-
 template <class T, class Acc>
 void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out,
                   const Shape& batch) {
@@ -305,7 +284,7 @@ void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const Ma
           Acc v = ep.alpha == 1.0 ? cr[j] : alpha * cr[j];
           if (bias_p) v += static_cast<Acc>(static_cast<compute_t<T>>(bias_p[j * sbias]));
           Acc prev = ep.post_ops.empty() ? Acc(0) : static_cast<Acc>(static_cast<compute_t<T>>(orow[j]));
-          if (!ep.post_ops.empty()) v = apply_post<Acc>(v, ep, prev);
+          if (!ep.post_ops.empty()) v = apply_post_ops<Acc>(v, ep.post_ops, prev);
           orow[j] = static_cast<T>(static_cast<compute_t<T>>(v));
         }
       }
