@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
@@ -154,6 +155,16 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
   });
 }
 
+// Per-thread reusable buffers for the reordered (blocked) operands, so a call does not allocate
+// and page-fault fresh megabytes each time. Slots 0-2: the two inputs and the output.
+void* scratch(int slot, size_t bytes) {
+  thread_local std::vector<char> bufs[3];
+  std::vector<char>& b = bufs[slot];
+  if (b.size() < bytes + 64) b.resize(bytes + 64);
+  uintptr_t p = reinterpret_cast<uintptr_t>(b.data());
+  return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
+}
+
 bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void* in1, void* out, const void* bias) {
   if (!e) return false;
   dnnl::stream& s = stream();
@@ -162,7 +173,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   for (int i = 0; i < 2; ++i) {
     memory um = mem(e->user[i], ins[i]);
     if (e->reorder[i]) {
-      memory pm(e->impl[i], engine());
+      memory pm = mem(e->impl[i], scratch(i, e->impl[i].get_size()));
       e->reorder[i]->execute(s, um, pm);
       args.emplace(e->arg[i], pm);
     } else {
@@ -170,7 +181,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
     }
   }
   memory uo = mem(e->user[2], out);
-  memory po = e->reorder[2] ? memory(e->impl[2], engine()) : uo;
+  memory po = e->reorder[2] ? mem(e->impl[2], scratch(2, e->impl[2].get_size())) : uo;
   if (e->dst_in) e->dst_in->execute(s, uo, po);  // the residual a Sum post-op accumulates onto
   args.emplace(e->arg[2], po);
   if (e->has_bias) args.emplace(DNNL_ARG_BIAS, mem(memory::desc({e->user[2].dims()[1]}, e->user[2].data_type(),
