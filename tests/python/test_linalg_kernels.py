@@ -304,3 +304,28 @@ def test_pool_random_configs(seed):
         _fwd_bwd(lambda a: lucid.avg_pool2d(a, k, s, p, cm, cip), lambda a: F.avg_pool2d(a, k, s, p, cm, cip), [x], tol)
         o = (r.randint(1, H + 1), r.randint(1, W + 1))
         _fwd_bwd(lambda a: lucid.adaptive_avg_pool2d(a, o), lambda a: F.adaptive_avg_pool2d(a, o), [x], tol)
+
+
+def test_conv_primitive_cache_reused():
+    x, _ = _pair((1, 16, 9, 9))
+    w, _ = _pair((16, 16, 3, 3))
+    lucid.conv2d(x, w, padding=1)
+    n = lucid._C._conv_cache_size()
+    for _ in range(4):
+        lucid.conv2d(x, w, padding=1)
+    assert lucid._C._conv_cache_size() == n
+
+
+@pytest.mark.parametrize("act,first", [("relu", False), ("gelu", False), ("relu", True), ("gelu_tanh", True)])
+def test_conv_fused_float32_blocked(act, first):
+    # 32 channels: oneDNN's blocked layout; a trailing residual runs as a separate add, a leading one
+    # as oneDNN's sum post-op.
+    x, tx = _pair((2, 32, 10, 10))
+    w, tw = _pair((32, 32, 3, 3))
+    b, tb = _pair((32,))
+    r, tr = _pair((2, 32, 10, 10))
+    lo = lucid._C._conv_fused(x, w, b, r, padding=1, activation=act, residual_first=first)
+    f = {"relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}[act]
+    y = F.conv2d(tx, tw, tb, padding=1)
+    to = f(y + tr) if first else f(y) + tr
+    _close(lo, to, 2e-4)
