@@ -187,6 +187,16 @@ def _torch_out_shape(fn):
     return shape
 
 
+def _pool1d_samples(rng, dt):
+    def perm(shape):
+        n = 1
+        for v in shape:
+            n *= v
+        return (rng.permutation(n).reshape(shape) * 0.1 - 1.0).astype("float32" if dt in ("float16", "bfloat16") else dt)
+    return [Sample([perm((2, 3, 9))], {"kernel_size": 3, "stride": 2, "padding": 1}),
+            Sample([perm((3, 8))], {"kernel_size": 2, "ceil_mode": True})]
+
+
 SPECS = [
     OpSpec("matmul", ["Matmul"], lambda l, a, b: l.matmul(a, b), lambda t, a, b: t.matmul(a, b), _matmul_samples,
            dtypes=FLOATS + ("int64",)),
@@ -254,4 +264,11 @@ SPECS = [
            _pool_bwd_samples(_adaptive_samples,
                              _torch_out_shape(lambda x, **k: __import__("torch").nn.functional.adaptive_avg_pool2d(x, **k))),
            dtypes=("float32", "float64")),
+    OpSpec("max_pool1d", ["MaxPool2d", "Reshape"], lambda l, x, **k: l.max_pool1d(x, return_indices=True, **k),
+           lambda t, x, **k: _F(t).max_pool1d(x, return_indices=True, **k), _pool1d_samples),
+    OpSpec("avg_pool1d", ["AvgPool2d", "Reshape"], lambda l, x, **k: l.avg_pool1d(x, **k),
+           lambda t, x, **k: _F(t).avg_pool1d(x, **k), _pool1d_samples),
+    OpSpec("adaptive_avg_pool1d", ["AdaptiveAvgPool2d", "Reshape"], lambda l, x: l.adaptive_avg_pool1d(x, 4),
+           lambda t, x: _F(t).adaptive_avg_pool1d(x, 4),
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 10), dt)]), Sample([arr(rng, (3, 7), dt)])]),
 ]
