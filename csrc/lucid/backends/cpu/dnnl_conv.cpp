@@ -1,5 +1,5 @@
 // Convolution kernels: oneDNN primitives (float32/bfloat16), float32 compute for float16, and
-// direct loops for float64. See dnnl_conv.h.
+// im2col + GEMM for float64. See dnnl_conv.h.
 #include "lucid/backends/cpu/dnnl_conv.h"
 
 #include <cstdlib>
@@ -192,7 +192,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   return true;
 }
 
-// ---- direct loops (float64; 1-D convs run as 2-D with H = 1) ------------------------------
+// ---- float64: im2col + GEMM (1-D convs run as 2-D with H = 1) ------------------------------
 struct Geo2 {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, G, sh, sw, dh, dw, ph, pw;
 };
@@ -211,91 +211,102 @@ Geo2 geo2(const Shape& xs, const Shape& ws, const Shape& ys, const ConvParams& p
   return g;
 }
 
-template <class T>
-void ref_forward(const T* x, const T* w, const T* b, T* y, const Geo2& g) {
-  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
-  parallel_for(0, g.N * g.OC, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t no = b0; no < b1; ++no) {
-      int64_t n = no / g.OC, oc = no % g.OC, grp = oc / OCg;
-      for (int64_t oh = 0; oh < g.OH; ++oh)
+// im2col / col2im for one image and one group: row (ic, kh, kw) of col holds, for every output
+// position, the input value that kernel tap reads (0 in the padding).
+void im2col(const double* x, double* col, const Geo2& g, int64_t ICg) {
+  const int64_t KK = g.KH * g.KW, P = g.OH * g.OW;
+  parallel_for(0, ICg * KK, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(P, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t ic = r / KK, kh = (r % KK) / g.KW, kw = r % g.KW;
+      const double* xp = x + ic * g.H * g.W;
+      double* cp = col + r * P;
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        double* row = cp + oh * g.OW;
+        if (ih < 0 || ih >= g.H) {
+          std::fill(row, row + g.OW, 0.0);
+          continue;
+        }
         for (int64_t ow = 0; ow < g.OW; ++ow) {
-          T acc = b ? b[oc] : T(0);
-          for (int64_t ic = 0; ic < ICg; ++ic) {
-            const T* xp = x + (n * g.C + grp * ICg + ic) * g.H * g.W;
-            const T* wp = w + (oc * ICg + ic) * g.KH * g.KW;
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t kw = 0; kw < g.KW; ++kw) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                if (iw < 0 || iw >= g.W) continue;
-                acc += xp[ih * g.W + iw] * wp[kh * g.KW + kw];
-              }
-            }
-          }
-          y[(no * g.OH + oh) * g.OW + ow] = acc;
+          int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          row[ow] = (iw >= 0 && iw < g.W) ? xp[ih * g.W + iw] : 0.0;
         }
+      }
     }
   });
 }
 
-template <class T>
-void ref_backward_data(const T* gy, const T* w, T* gx, const Geo2& g) {
-  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
-  parallel_for(0, g.N * g.C, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t nc = b0; nc < b1; ++nc) {
-      int64_t n = nc / g.C, c = nc % g.C, grp = c / ICg, ic = c % ICg;
-      for (int64_t ih = 0; ih < g.H; ++ih)
-        for (int64_t iw = 0; iw < g.W; ++iw) {
-          T acc = 0;
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            int64_t th = ih + g.ph - kh * g.dh;
-            if (th < 0 || th % g.sh) continue;
-            int64_t oh = th / g.sh;
-            if (oh >= g.OH) continue;
-            for (int64_t kw = 0; kw < g.KW; ++kw) {
-              int64_t tw = iw + g.pw - kw * g.dw;
-              if (tw < 0 || tw % g.sw) continue;
-              int64_t ow = tw / g.sw;
-              if (ow >= g.OW) continue;
-              for (int64_t o = 0; o < OCg; ++o) {
-                int64_t oc = grp * OCg + o;
-                acc += gy[((n * g.OC + oc) * g.OH + oh) * g.OW + ow] * w[((oc * ICg + ic) * g.KH + kh) * g.KW + kw];
-              }
-            }
+// x (one image, one group of channels, zeroed by the caller) += col2im(col); one channel per task.
+void col2im(const double* col, double* x, const Geo2& g, int64_t ICg) {
+  const int64_t KK = g.KH * g.KW, P = g.OH * g.OW;
+  parallel_for(0, ICg, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(KK * P, 1)), [&](int64_t c0, int64_t c1) {
+    for (int64_t ic = c0; ic < c1; ++ic) {
+      double* xp = x + ic * g.H * g.W;
+      for (int64_t k = 0; k < KK; ++k) {
+        int64_t kh = k / g.KW, kw = k % g.KW;
+        const double* cp = col + (ic * KK + k) * P;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+            if (iw >= 0 && iw < g.W) xp[ih * g.W + iw] += cp[oh * g.OW + ow];
           }
-          gx[(nc * g.H + ih) * g.W + iw] = acc;
         }
+      }
     }
   });
 }
 
-template <class T>
-void ref_backward_weights(const T* gy, const T* x, T* gw, const Geo2& g) {
-  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
-  parallel_for(0, g.OC * ICg, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t oi = b0; oi < b1; ++oi) {
-      int64_t oc = oi / ICg, ic = oi % ICg, grp = oc / OCg;
-      for (int64_t kh = 0; kh < g.KH; ++kh)
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          T acc = 0;
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* xp = x + (n * g.C + grp * ICg + ic) * g.H * g.W;
-            const T* gp = gy + (n * g.OC + oc) * g.OH * g.OW;
-            for (int64_t oh = 0; oh < g.OH; ++oh) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t ow = 0; ow < g.OW; ++ow) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                if (iw < 0 || iw >= g.W) continue;
-                acc += gp[oh * g.OW + ow] * xp[ih * g.W + iw];
-              }
-            }
-          }
-          gw[(oi * g.KH + kh) * g.KW + kw] = acc;
-        }
+Tensor block_view(const Tensor& t, int64_t rows, int64_t cols, int64_t elem_offset, bool transposed = false) {
+  if (transposed) return Tensor::make_view(t, {cols, rows}, {1, cols}, t.offset() + elem_offset);
+  return Tensor::make_view(t, {rows, cols}, {cols, 1}, t.offset() + elem_offset);
+}
+
+// float64 convolutions as im2col + GEMM (cpu::dnnl_matmul's blocked loops), per image and group.
+// All tensors contiguous float64.
+void gemm_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G, KK = g.KH * g.KW, P = g.OH * g.OW;
+  Tensor col = Tensor::empty({ICg * KK, P}, DType::Float64);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      im2col(x.data<double>() + (n * g.C + grp * ICg) * g.H * g.W, col.data<double>(), g, ICg);
+      dnnl_matmul(block_view(w, OCg, ICg * KK, grp * OCg * ICg * KK), col, Tensor(), {},
+                  block_view(y, OCg, P, (n * g.OC + grp * OCg) * P));
     }
-  });
+  if (b.defined()) {
+    double* yp = y.data<double>();
+    const double* bp = b.data<double>();
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.OC; ++c)
+        for (int64_t i = 0; i < P; ++i) yp[(n * g.OC + c) * P + i] += bp[c];
+  }
+}
+
+void gemm_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G, KK = g.KH * g.KW, P = g.OH * g.OW;
+  Tensor col = Tensor::empty({ICg * KK, P}, DType::Float64);
+  std::memset(gx.data_ptr(), 0, gx.numel() * sizeof(double));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      dnnl_matmul(block_view(w, OCg, ICg * KK, grp * OCg * ICg * KK, true),
+                  block_view(gy, OCg, P, (n * g.OC + grp * OCg) * P), Tensor(), {}, col);
+      col2im(col.data<double>(), gx.data<double>() + (n * g.C + grp * ICg) * g.H * g.W, g, ICg);
+    }
+}
+
+void gemm_conv_backward_weights(const Tensor& gy, const Tensor& x, const Tensor& gw, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G, KK = g.KH * g.KW, P = g.OH * g.OW;
+  Tensor col = Tensor::empty({ICg * KK, P}, DType::Float64);
+  std::memset(gw.data_ptr(), 0, gw.numel() * sizeof(double));
+  MatmulEpilogue acc;
+  acc.post_ops.push_back({MatmulPostOp::Sum, 1.0});  // accumulate over the batch
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      im2col(x.data<double>() + (n * g.C + grp * ICg) * g.H * g.W, col.data<double>(), g, ICg);
+      dnnl_matmul(block_view(gy, OCg, P, (n * g.OC + grp * OCg) * P), block_view(col, ICg * KK, P, 0, true), Tensor(),
+                  acc, block_view(gw, OCg, ICg * KK, grp * OCg * ICg * KK));
+    }
 }
 
 Tensor contig(const Tensor& t) { return t.defined() ? t.contiguous_data() : t; }
@@ -353,8 +364,7 @@ void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Co
       prev = Tensor::empty(y.shape(), t);
       copy_into(prev, y);
     }
-    ref_forward<double>(x.data<double>(), w.data<double>(), b.defined() ? b.data<double>() : nullptr, y.data<double>(),
-                        geo2(x.shape(), w.shape(), y.shape(), p, false));
+    gemm_conv_forward(x, w, b, y, geo2(x.shape(), w.shape(), y.shape(), p, false));
     if (!post.empty()) {
       double* yp = y.data<double>();
       const double* pp = prev.data<double>();
@@ -382,7 +392,7 @@ void conv_backward_data(const Tensor& gy0, const Tensor& w0, const ConvParams& p
                 gx.data_ptr(), nullptr))
     return;
   if (t == DType::Float64) {
-    ref_backward_data<double>(gy.data<double>(), w.data<double>(), gx.data<double>(), geo2(gx.shape(), w.shape(), gy.shape(), p, false));
+    gemm_conv_backward_data(gy, w, gx, geo2(gx.shape(), w.shape(), gy.shape(), p, false));
     return;
   }
   LUCID_CHECK(t != DType::Float32, Error, "conv_backward_input: no oneDNN implementation for this configuration");
@@ -402,7 +412,7 @@ void conv_backward_weights(const Tensor& gy0, const Tensor& x0, const ConvParams
                 gw.data_ptr(), nullptr))
     return;
   if (t == DType::Float64) {
-    ref_backward_weights<double>(gy.data<double>(), x.data<double>(), gw.data<double>(), geo2(x.shape(), gw.shape(), gy.shape(), p, false));
+    gemm_conv_backward_weights(gy, x, gw, geo2(x.shape(), gw.shape(), gy.shape(), p, false));
     return;
   }
   LUCID_CHECK(t != DType::Float32, Error, "conv_backward_weight: no oneDNN implementation for this configuration");
@@ -419,7 +429,7 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
     return;
   if (t == DType::Float64) {
     // The adjoint of conv: backward data of a conv whose output is x and whose input is y.
-    ref_backward_data<double>(x.data<double>(), w.data<double>(), y.data<double>(), geo2(y.shape(), w.shape(), x.shape(), p, true));
+    gemm_conv_backward_data(x, w, y, geo2(y.shape(), w.shape(), x.shape(), p, true));
     if (b.defined()) {
       int64_t N = y.shape()[0], C = y.shape()[1], S = y.numel() / std::max<int64_t>(1, N * C);
       double* yp = y.data<double>();
