@@ -1,0 +1,64 @@
+// Vector helpers for the nn/loss kernels (AVX2 + SLEEF, the baseline the build targets): row
+// max (NaN-propagating), in-place exp over a buffer, and sums with double accumulation. They
+// work on the compute type C (float or double); 16-bit inputs are converted into a float buffer
+// first by the callers.
+#pragma once
+#include <immintrin.h>
+#include <sleef.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace lucid::nnvec {
+
+inline float vmax(const float* x, int64_t n) {
+  int64_t i = 0;
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 nan = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    m = _mm256_max_ps(m, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  alignas(32) float mb[8], nb[8];
+  _mm256_store_ps(mb, m);
+  _mm256_store_ps(nb, nan);
+  float r = -std::numeric_limits<float>::infinity();
+  bool has_nan = false;
+  for (int k = 0; k < 8; ++k) { r = mb[k] > r ? mb[k] : r; has_nan |= nb[k] != 0.f; }
+  for (; i < n; ++i) { r = x[i] > r ? x[i] : r; has_nan |= std::isnan(x[i]); }
+  return has_nan ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+
+inline double vmax(const double* x, int64_t n) {
+  double r = -std::numeric_limits<double>::infinity();
+  bool has_nan = false;
+  for (int64_t i = 0; i < n; ++i) { r = x[i] > r ? x[i] : r; has_nan |= std::isnan(x[i]); }
+  return has_nan ? std::numeric_limits<double>::quiet_NaN() : r;
+}
+
+// x[i] = exp(x[i] - sub)
+inline void vexp_sub(float* x, int64_t n, float sub) {
+  int64_t i = 0;
+  __m256 s = _mm256_set1_ps(sub);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+  for (; i < n; ++i) x[i] = std::exp(x[i] - sub);
+}
+
+inline void vexp_sub(double* x, int64_t n, double sub) {
+  int64_t i = 0;
+  __m256d s = _mm256_set1_pd(sub);
+  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(x + i, Sleef_expd4_u10avx2(_mm256_sub_pd(_mm256_loadu_pd(x + i), s)));
+  for (; i < n; ++i) x[i] = std::exp(x[i] - sub);
+}
+
+template <class C>
+inline double vsum(const C* x, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]);
+  return s;
+}
+
+}  // namespace lucid::nnvec

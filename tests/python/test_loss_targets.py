@@ -1,0 +1,158 @@
+"""Targeted loss tests: target validation and error messages, 0-d targets, all-ignored batches,
+legacy size_average/reduce, and larger inputs on the parallel paths. Reference: PyTorch (CPU)."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lucid
+from harness import as_numpy
+
+rng = np.random.default_rng(3)
+
+
+def L(a, rg=False):
+    t = lucid.tensor(a)
+    return t.requires_grad_(True) if rg else t
+
+
+def T(a, rg=False):
+    t = torch.from_numpy(np.array(a, copy=True))
+    return t.requires_grad_(True) if rg else t
+
+
+def close(a, b, tol=1e-6):
+    np.testing.assert_allclose(as_numpy(a).astype(np.float64), as_numpy(b).astype(np.float64), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_class_index_out_of_range(fn):
+    x = L(rng.standard_normal((3, 5)))
+    with pytest.raises(IndexError, match=rf"{fn}.*7.*5 classes"):
+        getattr(lucid, fn)(x, lucid.tensor([0, 7, 1]))
+    with pytest.raises(IndexError, match=fn):
+        getattr(lucid, fn)(x, lucid.tensor([0, -3, 1]))
+    # ignore_index itself is allowed even when out of range
+    getattr(lucid, fn)(x, lucid.tensor([0, -100, 1]))
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_target_shape_and_dtype_errors(fn):
+    x = L(rng.standard_normal((3, 5)))
+    with pytest.raises(ValueError, match=fn):
+        getattr(lucid, fn)(x, lucid.tensor([0, 1]))
+    with pytest.raises(ValueError, match=fn):
+        getattr(lucid, fn)(x, lucid.tensor([0, 1, 2]), weight=L(np.ones(4)))
+    with pytest.raises(ValueError, match="reduction"):
+        getattr(lucid, fn)(x, lucid.tensor([0, 1, 2]), reduction="avg")
+    with pytest.raises(TypeError, match=fn):
+        getattr(lucid, fn)(lucid.tensor([[1, 2]]), lucid.tensor([0]))
+
+
+def test_probability_target_errors():
+    x = L(rng.standard_normal((3, 5)))
+    with pytest.raises(ValueError, match="cross_entropy"):
+        lucid.cross_entropy(x, L(rng.random((3, 4))))
+    with pytest.raises(TypeError, match="nll_loss"):
+        lucid.nll_loss(x, L(rng.random((3, 5))))
+    with pytest.raises(ValueError, match="label_smoothing"):
+        lucid.cross_entropy(x, lucid.tensor([0, 1, 2]), label_smoothing=1.5)
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_1d_input_0d_target(fn):
+    x = rng.standard_normal(5)
+    lx, tx = L(x, True), T(x, True)
+    lo = getattr(lucid, fn)(lx, lucid.tensor([2]).reshape(()))
+    to = getattr(F, fn)(tx, torch.tensor(2))
+    close(lo, to)
+    lo.backward()
+    to.backward()
+    close(lx.grad, tx.grad)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_all_ignored(reduction):
+    x = rng.standard_normal((3, 4))
+    t = np.full(3, -100)
+    for fn in ("cross_entropy", "nll_loss"):
+        lx, tx = L(x, True), T(x, True)
+        lo, to = getattr(lucid, fn)(lx, L(t), reduction=reduction), getattr(F, fn)(tx, T(t), reduction=reduction)
+        close(lo, to)
+        lo.sum().backward()
+        to.sum().backward()
+        close(lx.grad, tx.grad)
+
+
+def test_bce_errors():
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        lucid.binary_cross_entropy(L(np.array([0.5, 1.5])), L(np.array([0.0, 1.0])))
+    with pytest.raises(ValueError, match="binary_cross_entropy"):
+        lucid.binary_cross_entropy(L(np.array([0.5, 0.5])), L(np.array([0.0, 1.0, 1.0])))
+    with pytest.raises(ValueError, match="binary_cross_entropy_with_logits"):
+        lucid.binary_cross_entropy_with_logits(L(np.zeros((2, 3))), L(np.zeros((3, 2))))
+    with pytest.raises(TypeError):
+        lucid.mse_loss(lucid.tensor([1, 2]), lucid.tensor([1, 2]))
+
+
+def test_bce_clamps_log():
+    x, t = np.array([0.0, 1.0, 0.0, 1.0]), np.array([0.0, 1.0, 1.0, 0.0])
+    close(lucid.binary_cross_entropy(L(x), L(t), reduction="none"), F.binary_cross_entropy(T(x), T(t), reduction="none"))
+
+
+def test_legacy_size_average_reduce():
+    x, t = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    for kw in ({"size_average": False}, {"reduce": False}, {"size_average": True, "reduce": True}):
+        close(lucid.mse_loss(L(x), L(t), **kw), F.mse_loss(T(x), T(t), **kw))
+        close(lucid.l1_loss(L(x), L(t), **kw), F.l1_loss(T(x), T(t), **kw))
+
+
+def test_mixed_dtype_promotes():
+    x, t = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4))
+    lo = lucid.mse_loss(L(x), L(t))
+    assert lo.dtype == lucid.float64
+
+
+def test_cross_entropy_large_float32():
+    x = rng.standard_normal((256, 1000)).astype(np.float32)
+    t = rng.integers(0, 1000, 256)
+    w = rng.random(1000).astype(np.float32) + 0.5
+    for kw in ({}, {"weight": w, "label_smoothing": 0.1}, {"reduction": "none"}):
+        lkw = {k: (L(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        tkw = {k: (T(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        lx, tx = L(x, True), T(x, True)
+        lo, to = lucid.cross_entropy(lx, L(t), **lkw), F.cross_entropy(tx, T(t), **tkw)
+        close(lo, to, 1e-5)
+        lo.sum().backward()
+        to.sum().backward()
+        close(lx.grad, tx.grad, 1e-6)
+
+
+def test_cross_entropy_spatial_large():
+    x = rng.standard_normal((4, 21, 30, 30)).astype(np.float32)
+    t = rng.integers(0, 21, (4, 30, 30))
+    t[0, :5] = 255
+    lx, tx = L(x, True), T(x, True)
+    lo, to = lucid.cross_entropy(lx, L(t), ignore_index=255), F.cross_entropy(tx, T(t), ignore_index=255)
+    close(lo, to, 1e-5)
+    lo.backward()
+    to.backward()
+    close(lx.grad, tx.grad, 1e-7)
+
+
+def test_pointwise_losses_large():
+    x, t = rng.standard_normal((300, 400)).astype(np.float32), rng.standard_normal((300, 400)).astype(np.float32)
+    for fn in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"):
+        lx, tx = L(x, True), T(x, True)
+        lo, to = getattr(lucid, fn)(lx, L(t)), getattr(F, fn)(tx, T(t))
+        close(lo, to, 1e-5)
+        lo.backward()
+        to.backward()
+        close(lx.grad, tx.grad, 1e-7)
+
+
+def test_loss_double_backward_raises():
+    x = L(rng.standard_normal((3, 4)), True)
+    (g,) = lucid.autograd.grad([lucid.mse_loss(x, L(np.zeros((3, 4))))], [x], create_graph=True)
+    with pytest.raises(NotImplementedError):
+        lucid.autograd.grad([g.sum()], [x])
