@@ -2,8 +2,9 @@
 names and signatures. Argument normalisation only; the work is done by the C++ ops (_C._nn_*).
 
 Random numbers: dropout and the dropout of scaled_dot_product_attention take their keep-mask as
-a tensor input of the op. Until the Philox generator (lucid.rand) exists, _keep_mask draws it
-with a NumPy Generator seeded from lucid's seed; switching to lucid.rand is the one marked line.
+a tensor input of the op, drawn by _keep_mask: with lucid.rand (the engine's Philox generator)
+when it exists, otherwise with a NumPy Generator seeded from lucid.initial_seed() (or 0). Once
+lucid.rand is merged, the NumPy fallback line (and _tmp_rng) can simply be deleted.
 """
 import math
 import numbers
@@ -31,10 +32,13 @@ def _tmp_rng():
 
 
 def _keep_mask(shape, p):
-    """Bool tensor of `shape`, True with probability 1 - p."""
+    """Bool tensor of `shape`, True with probability 1 - p. Uses the engine generator
+    (lucid.rand, with lucid.ge) when both exist, else the temporary NumPy source below."""
     shape = tuple(int(s) for s in shape)
-    # Switch to the engine generator once it exists: return lucid.rand(shape) >= p
-    return lucid.tensor(_tmp_rng().random(shape) >= p)
+    rand, ge = getattr(lucid, "rand", None), getattr(lucid, "ge", None)
+    if rand is not None and ge is not None:
+        return ge(rand(shape), p)
+    return lucid.tensor(_tmp_rng().random(shape) >= p)  # temporary: delete once lucid.rand exists
 
 
 # ---- helpers ------------------------------------------------------------------------------

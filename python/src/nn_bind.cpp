@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bind.h"
+#include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
 
 namespace lucid::py {
@@ -18,8 +19,12 @@ static Tensor opt(nb::handle h, const char* op, const char* arg) {
 LUCID_BINDER(nn) {
   m.def("_nn_softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); });
   m.def("_nn_log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); });
-  def_method(m, "softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); }, nb::arg("dim"));
-  def_method(m, "log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); }, nb::arg("dim"));
+  def_method(m, "softmax", [](const Tensor& x, int64_t dim, nb::handle dtype) {
+    return softmax(dtype.is_none() ? x : cast(x, to_dtype(dtype, "softmax")), dim);
+  }, nb::arg("dim"), nb::arg("dtype").none() = nb::none());
+  def_method(m, "log_softmax", [](const Tensor& x, int64_t dim, nb::handle dtype) {
+    return log_softmax(dtype.is_none() ? x : cast(x, to_dtype(dtype, "log_softmax")), dim);
+  }, nb::arg("dim"), nb::arg("dtype").none() = nb::none());
   m.def("_nn_dropout", [](const Tensor& x, const Tensor& mask, double p) { return dropout_with_mask(x, mask, p); });
   m.def("_nn_batch_norm", [](const Tensor& x, nb::handle rm, nb::handle rv, nb::handle w, nb::handle b, bool training,
                              double momentum, double eps) {

@@ -337,3 +337,9 @@ def test_empty_inputs():
           F.cross_entropy(T(e), T(np.zeros(0, np.int64)), reduction="sum"))
     close(lucid.embedding(L(np.zeros((0,), np.int64)), L(rng.standard_normal((3, 2)))),
           F.embedding(T(np.zeros((0,), np.int64)), T(rng.standard_normal((3, 2)))))
+
+
+def test_tensor_softmax_methods_with_dtype():
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    close(L(x).softmax(1, dtype=lucid.float64), T(x).softmax(1, dtype=torch.float64))
+    close(L(x).log_softmax(dim=0), T(x).log_softmax(dim=0))
