@@ -132,12 +132,38 @@ def test_norm_argument_errors():
         lucid.layer_norm(lucid.tensor(np.ones((2, 3), np.int64)), (3,))
 
 
-def test_norm_double_backward_raises():
-    x = L(rng.standard_normal((3, 4)), True)
-    y = lucid.layer_norm(x, (4,))
-    (g,) = lucid.autograd.grad([(y * y).sum()], [x], create_graph=True)
-    with pytest.raises(NotImplementedError):
-        lucid.autograd.grad([g.sum()], [x])
+def _norm_case(name, lib):
+    Fn = lucid if lib is lucid else F
+    if name == "bn_train":
+        return lambda x, w, b: Fn.batch_norm(x, None, None, w, b, training=True), (4, 3, 5), (3,)
+    if name == "bn_eval":
+        rm, rv = np.linspace(-1, 1, 3), np.linspace(0.5, 2, 3)
+        mk = L if lib is lucid else T
+        return lambda x, w, b: Fn.batch_norm(x, mk(rm), mk(rv), w, b, training=False), (4, 3, 5), (3,)
+    if name == "layer_norm":
+        return lambda x, w, b: Fn.layer_norm(x, (2, 5), w, b), (3, 2, 5), (2, 5)
+    if name == "group_norm":
+        return lambda x, w, b: Fn.group_norm(x, 2, w, b), (2, 6, 3), (6,)
+    return lambda x, w, b: Fn.rms_norm(x, (5,), w, 1e-5) * 1.0 + 0.0 * b.sum(), (3, 4, 5), (5,)
+
+
+@pytest.mark.parametrize("name", ["bn_train", "bn_eval", "layer_norm", "group_norm", "rms_norm"])
+def test_norm_double_backward_matches_torch(name):
+    res = []
+    for lib, mk, grad in ((lucid, L, lucid.autograd.grad), (torch, T, torch.autograd.grad)):
+        f, xs, ws = _norm_case(name, lib)
+        r = np.random.default_rng(5)
+        x, w, b = mk(r.standard_normal(xs), True), mk(r.standard_normal(ws), True), mk(r.standard_normal(ws), True)
+        y = f(x, w, b)
+        wy = mk(r.standard_normal(xs))
+        gx, gw = grad([(y * wy).sum()], [x, w], create_graph=True)
+        z = (gx * gx).sum() + (gw * gw * gw).sum()
+        res.append((gx, gw) + tuple(grad([z], [x, w, b], allow_unused=True)))
+    for a, b in zip(res[0], res[1]):
+        if b is None:
+            assert a is None or np.allclose(as_numpy(a), 0)
+        else:
+            close(a, b, 1e-8)
 
 
 @pytest.mark.parametrize("shape,ns", [((64, 33, 130), (130,)), ((16, 3000), (3000,))])
