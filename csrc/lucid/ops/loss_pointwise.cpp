@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
@@ -62,6 +63,17 @@ inline void elem_grad(int64_t kind, double x, double t, double w, double pw, dou
       double logsig_pos = -softplus_neg(x), logsig_neg = -softplus_neg(-x);
       gt = w * (logsig_neg - pw * logsig_pos);
     }
+  }
+}
+
+// d2 loss / d x2 of the four difference losses (constant pieces; used by the double backward).
+inline double elem_grad2(int64_t kind, double x, double t, double beta) {
+  double a = std::fabs(x - t);
+  switch (kind) {
+    case kMse: return 2.0;
+    case kSmoothL1: return (beta > 0.0 && a < beta) ? 1.0 / beta : 0.0;
+    case kHuber: return a < beta ? 1.0 : 0.0;
+    default: return 0.0;
   }
 }
 
@@ -122,7 +134,8 @@ void loss_forward(int64_t kind, const Operands& o, const Tensor& out, int64_t re
 
 // g: grad of the loss output (full shape for 'none', scalar otherwise). gt may be undefined.
 template <class T>
-void loss_backward(int64_t kind, const Tensor& g, const Operands& o, const Tensor& gx, const Tensor& gt, int64_t red, double beta) {
+void loss_backward(int64_t kind, const Tensor& g, const Operands& o, const Tensor& gx, const Tensor& gt, int64_t red, double beta,
+                   int64_t order) {
   using C = compute_t<T>;
   int64_t n = o.x.numel();
   const T *x = o.x.data<T>(), *t = o.t.data<T>(), *gp = g.data<T>();
@@ -135,8 +148,13 @@ void loss_backward(int64_t kind, const Tensor& g, const Operands& o, const Tenso
     for (int64_t i = b; i < e; ++i) {
       double gv = static_cast<double>(static_cast<C>(red == nnutil::kNone ? gp[i] : gp[0])) * scale;
       double dx, dt;
-      elem_grad(kind, static_cast<C>(x[i]), static_cast<C>(t[i]), w ? static_cast<double>(static_cast<C>(w[i])) : 1.0,
-                pw ? static_cast<double>(static_cast<C>(pw[i])) : 1.0, beta, dx, dt);
+      if (order == 2) {
+        dx = elem_grad2(kind, static_cast<C>(x[i]), static_cast<C>(t[i]), beta);
+        dt = dx;
+      } else {
+        elem_grad(kind, static_cast<C>(x[i]), static_cast<C>(t[i]), w ? static_cast<double>(static_cast<C>(w[i])) : 1.0,
+                  pw ? static_cast<double>(static_cast<C>(pw[i])) : 1.0, beta, dx, dt);
+      }
       gxp[i] = static_cast<T>(static_cast<C>(gv * dx));
       if (gtp) gtp[i] = static_cast<T>(static_cast<C>(gv * dt));
     }
@@ -195,7 +213,24 @@ OpDef loss_op(int num_inputs) {
       if (c.needs_grad[1]) r[1] = g[1];
       return r;
     }
-    Tensor gx = dispatch1(OpId::PointwiseLossBackward, {c.grads[0], c.inputs[0], c.inputs[1]}, a);
+    Tensor gx;
+    if (GradMode::is_enabled()) {
+      // Building a graph of the backward: gx = g * scale * f'(d), with f'(d) written as
+      // f'(d0) + f''(d0) * (d - d0) (d0 = d detached: same value, slope f''), so it
+      // differentiates again (the third derivative is zero almost everywhere for these losses).
+      const Tensor &x = c.inputs[0], &t = c.inputs[1];
+      Tensor one = full({}, 1.0, x.dtype()), xd = x.detach(), td = t.detach();
+      Attrs a1 = a;
+      a1.set("reduction", int64_t{nnutil::kSum});
+      Tensor fp = dispatch1(OpId::PointwiseLossBackward, {one, xd, td}, a1);
+      Tensor fpp = dispatch1(OpId::PointwiseLossBackward, {one, xd, td}, Attrs(a1).set("order", int64_t{2}));
+      Tensor d = sub(x, t);
+      Tensor fpd = add(fp, mul(fpp, sub(d, d.detach())));
+      double scale = a.i("reduction") == nnutil::kMean ? 1.0 / static_cast<double>(x.numel()) : 1.0;
+      gx = mul(mul_scalar(fpd, scale), c.grads[0]);
+    } else {
+      gx = dispatch1(OpId::PointwiseLossBackward, {c.grads[0], c.inputs[0], c.inputs[1]}, a);
+    }
     if (c.needs_grad[0]) r[0] = gx;
     if (c.needs_grad[1]) r[1] = neg(gx);
     return r;
@@ -208,7 +243,8 @@ void backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a
   Tensor g = nnutil::contig_as(in[0], o.x.dtype());
   int64_t kind = a.i("kind");
   LUCID_DISPATCH_FLOATING(o.x.dtype(), kind_name(kind), [&] {
-    loss_backward<scalar_t>(kind, g, o, out[0], out.size() > 1 ? out[1] : Tensor(), a.i("reduction"), a.f("beta", 1.0));
+    loss_backward<scalar_t>(kind, g, o, out[0], out.size() > 1 ? out[1] : Tensor(), a.i("reduction"), a.f("beta", 1.0),
+                              a.i("order", 1));
   });
 }
 
