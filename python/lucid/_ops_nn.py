@@ -86,7 +86,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ---- normalisation ------------------------------------------------------------------------
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
     if momentum is None:
-        momentum = 0.0
+        raise TypeError("batch_norm: argument 'momentum' must be float, not None (modules with momentum=None "
+                        "pass their cumulative-average factor)")
     return _C._nn_batch_norm(input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))
 
 
