@@ -14,7 +14,7 @@ import numpy as np
 import lucid
 from lucid import _C
 
-__all__ = ["softmax", "log_softmax", "dropout", "batch_norm", "layer_norm", "group_norm", "rms_norm", "embedding",
+__all__ = ["softmax", "log_softmax", "softmin", "dropout", "instance_norm", "kl_div", "batch_norm", "layer_norm", "group_norm", "rms_norm", "embedding",
            "scaled_dot_product_attention", "interpolate", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
@@ -73,14 +73,24 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _C._nn_log_softmax(input, dim)
 
 
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C._nn_softmax(-input, dim)
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zeroes elements with probability p and scales the rest by 1/(1-p). `inplace` is accepted
-    for signature compatibility; the result is always a new tensor."""
+    """Zeroes elements with probability p and scales the rest by 1/(1-p)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    return _C._nn_dropout(input, _keep_mask(input.shape, p), float(p))
+    mask = _keep_mask(input.shape, p)
+    if inplace:
+        return _C._nn_dropout_(input, mask, float(p))
+    return _C._nn_dropout(input, mask, float(p))
 
 
 # ---- normalisation ------------------------------------------------------------------------
@@ -111,6 +121,16 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     return _C._nn_group_norm(input, int(num_groups), weight, bias, float(eps))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-05):
+    """Per-sample, per-channel normalisation: group_norm with one group per channel."""
+    if not use_input_stats or running_mean is not None or running_var is not None:
+        raise NotImplementedError("instance_norm: running statistics (track_running_stats) are not supported")
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected input with 3 or more dims (N, C, *), got {input.ndim}-D")
+    return _C._nn_group_norm(input, int(input.shape[1]), weight, bias, float(eps))
 
 
 # ---- embedding, attention, resampling -----------------------------------------------------
@@ -190,6 +210,14 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
     return _C._nn_huber_loss(input, target, reduction, float(delta))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction == "batchmean":
+        out = _C._nn_kl_div(input, target, "sum", bool(log_target))
+        return out / input.shape[0] if input.ndim > 0 else out
+    return _C._nn_kl_div(input, target, reduction, bool(log_target))
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",

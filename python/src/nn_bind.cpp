@@ -64,6 +64,13 @@ LUCID_BINDER(nn) {
   m.def("_nn_huber_loss", [](const Tensor& x, const Tensor& t, const std::string& r, double delta) {
     return huber_loss(x, t, r, delta);
   });
+  m.def("_nn_kl_div", [](const Tensor& x, const Tensor& t, const std::string& r, bool log_target) {
+    return kl_div(x, t, r, log_target);
+  });
+  m.def("_nn_dropout_", [](Tensor& x, const Tensor& mask, double p) {
+    dispatch_inplace(OpId::Dropout, x, {x, mask}, {{"p", p}});
+    return x;
+  });
   m.def("_nn_binary_cross_entropy", [](const Tensor& x, const Tensor& t, nb::handle w, const std::string& r) {
     return binary_cross_entropy(x, t, opt(w, "binary_cross_entropy", "weight"), r);
   }, nb::arg("input"), nb::arg("target"), nb::arg("weight").none(), nb::arg("reduction"));

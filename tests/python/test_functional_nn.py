@@ -369,3 +369,14 @@ def test_tensor_softmax_methods_with_dtype():
     x = rng.standard_normal((2, 3)).astype(np.float32)
     close(L(x).softmax(1, dtype=lucid.float64), T(x).softmax(1, dtype=torch.float64))
     close(L(x).log_softmax(dim=0), T(x).log_softmax(dim=0))
+
+
+def test_dropout_inplace():
+    a = L(np.ones((40, 50)), True)
+    x = a * 1.0
+    y = lucid.dropout(x, 0.5, inplace=True)
+    assert y._is_same(x)
+    keep = x.detach().numpy() != 0
+    assert 0.3 < keep.mean() < 0.7
+    x.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), keep * 2.0)

@@ -1,6 +1,6 @@
 // Pointwise losses: MseLoss, L1Loss, SmoothL1Loss, HuberLoss (shared backward op
-// PointwiseLossBackward), BinaryCrossEntropy and BinaryCrossEntropyWithLogits (each with a
-// fused backward giving d input and d target). One templated loop computes every loss: per
+// PointwiseLossBackward), BinaryCrossEntropy, BinaryCrossEntropyWithLogits and KlDiv (each with
+// a fused backward giving d input and d target). One templated loop computes every loss: per
 // element in double, reduced ('none' | 'mean' | 'sum') with fixed chunking, so results do not
 // depend on the thread count. Broadcasting of target/weight to the input's shape is done by the
 // C++ wrappers with expand (a view), so the engine sums gradients back to the original shapes.
@@ -17,7 +17,10 @@ namespace lucid {
 
 namespace {
 
-enum Kind : int64_t { kMse = 0, kL1 = 1, kSmoothL1 = 2, kHuber = 3, kBce = 4, kBceLogits = 5 };
+// kKlDiv reads its log_target flag from `beta` (1: the target holds log-probabilities).
+enum Kind : int64_t { kMse = 0, kL1 = 1, kSmoothL1 = 2, kHuber = 3, kBce = 4, kBceLogits = 5, kKlDiv = 6 };
+
+inline double xlogy_self(double t) { return t == 0.0 ? 0.0 : t * std::log(t); }
 
 inline double sgn(double d) { return d > 0 ? 1.0 : (d < 0 ? -1.0 : 0.0); }
 inline double softplus_neg(double x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(-x, 0.0); }  // log(1+e^-x)
@@ -38,6 +41,8 @@ inline double elem_loss(int64_t kind, double x, double t, double w, double pw, d
     }
     case kBce:
       return -w * (t * std::max(std::log(x), -100.0) + (1.0 - t) * std::max(std::log1p(-x), -100.0));
+    case kKlDiv:
+      return beta != 0.0 ? std::exp(t) * (t - x) : xlogy_self(t) - t * x;
     default: {
       double lw = 1.0 + (pw - 1.0) * t;
       return w * ((1.0 - t) * x + lw * softplus_neg(x));
@@ -56,6 +61,15 @@ inline void elem_grad(int64_t kind, double x, double t, double w, double pw, dou
     case kBce:
       gx = w * (x - t) / std::max((1.0 - x) * x, 1e-12);
       gt = w * (std::max(std::log1p(-x), -100.0) - std::max(std::log(x), -100.0));
+      return;
+    case kKlDiv:
+      if (beta != 0.0) {
+        gx = -std::exp(t);
+        gt = std::exp(t) * (t - x + 1.0);
+      } else {
+        gx = -t;
+        gt = std::log(t) + 1.0 - x;
+      }
       return;
     default: {
       double sig = 1.0 / (1.0 + std::exp(-x));
@@ -79,7 +93,7 @@ inline double elem_grad2(int64_t kind, double x, double t, double beta) {
 
 const char* kind_name(int64_t k) {
   static const char* n[] = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                            "binary_cross_entropy_with_logits"};
+                            "binary_cross_entropy_with_logits", "kl_div"};
   return n[k];
 }
 
@@ -204,11 +218,13 @@ OpDef loss_op(int num_inputs) {
     TensorList r(c.inputs.size());
     Attrs a = c.attrs;
     a.set("kind", Kind);
-    if (Kind == kBce || Kind == kBceLogits) {
+    if (Kind == kBce || Kind == kBceLogits || Kind == kKlDiv) {
       TensorList in{c.grads[0]};
       for (const Tensor& t : c.inputs) in.push_back(t);
-      if (Kind == kBce) in.push_back(Tensor());
-      TensorList g = dispatch(Kind == kBce ? OpId::BinaryCrossEntropyBackward : OpId::BceWithLogitsBackward, in, a);
+      while (in.size() < 5) in.push_back(Tensor());
+      OpId bw = Kind == kBce ? OpId::BinaryCrossEntropyBackward
+                             : (Kind == kKlDiv ? OpId::KlDivBackward : OpId::BceWithLogitsBackward);
+      TensorList g = dispatch(bw, in, a);
       if (c.needs_grad[0]) r[0] = g[0];
       if (c.needs_grad[1]) r[1] = g[1];
       return r;
@@ -273,6 +289,8 @@ LUCID_REGISTER_OP(BinaryCrossEntropy, loss_op<kBce>(3));
 LUCID_REGISTER_OP(BinaryCrossEntropyBackward, backward_op(5, 2));
 LUCID_REGISTER_OP(BinaryCrossEntropyWithLogits, loss_op<kBceLogits>(4));
 LUCID_REGISTER_OP(BceWithLogitsBackward, backward_op(5, 2));
+LUCID_REGISTER_OP(KlDiv, loss_op<kKlDiv>(2));
+LUCID_REGISTER_OP(KlDivBackward, backward_op(5, 2));
 
 // ---- C++ API: promote input/target, broadcast (expand) target and weights to the input -----
 namespace {
@@ -317,6 +335,9 @@ Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, const std::string& r, do
 Tensor huber_loss(const Tensor& x, const Tensor& t, const std::string& r, double delta) {
   LUCID_CHECK(delta > 0, ValueError, "huber_loss: argument 'delta' must be positive, got ", delta);
   return pointwise(OpId::HuberLoss, "huber_loss", x, t, {}, r, delta, false);
+}
+Tensor kl_div(const Tensor& x, const Tensor& t, const std::string& r, bool log_target) {
+  return pointwise(OpId::KlDiv, "kl_div", x, t, {}, r, log_target ? 1.0 : 0.0, false);
 }
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const Tensor& w, const std::string& r) {
   return pointwise(OpId::BinaryCrossEntropy, "binary_cross_entropy", x, t, {w}, r, 1.0, true);

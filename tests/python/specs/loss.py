@@ -99,6 +99,19 @@ def _bcel_t(t, x, tg, w=None, pw=None, **k):
     return t.nn.functional.binary_cross_entropy_with_logits(x, tg, weight=w, pos_weight=pw, **k)
 
 
+def _kl(rng, dt):
+    def logp(shape):
+        z = rng.standard_normal(shape)
+        return (z - np.log(np.exp(z).sum(-1, keepdims=True))).astype(np.float32 if dt in ("float16", "bfloat16") else dt)
+
+    def prob(shape):
+        p = rng.random(shape) + 0.05
+        return (p / p.sum(-1, keepdims=True)).astype(np.float32 if dt in ("float16", "bfloat16") else dt)
+    return [Sample([logp((3, 4)), prob((3, 4))], {"reduction": r}) for r in ("mean", "sum", "none", "batchmean")] + [
+        Sample([logp((3, 4)), logp((3, 4))], {"reduction": "batchmean", "log_target": True}),
+        Sample([logp((2, 3, 4)), prob((3, 4))], {"reduction": "sum"})]
+
+
 SPECS = [
     OpSpec("mse_loss", ["MseLoss", "PointwiseLossBackward"], _ll("mse_loss"), _tl("mse_loss"), _pair, dtypes=FLOATS),
     OpSpec("l1_loss", ["L1Loss", "PointwiseLossBackward"], _ll("l1_loss"), _tl("l1_loss"), _pair, dtypes=FLOATS),
@@ -114,5 +127,6 @@ SPECS = [
            dtypes=FLOATS, low_precision_tol=3e-2),
     OpSpec("cross_entropy_prob", ["CrossEntropy", "CrossEntropyBackward"], _ll("cross_entropy"), _tl("cross_entropy"),
            _ce_prob, dtypes=FLOATS, low_precision_tol=3e-2),
+    OpSpec("kl_div", ["KlDiv", "KlDivBackward"], _ll("kl_div"), _tl("kl_div"), _kl, dtypes=FLOATS),
     OpSpec("nll_loss", ["NllLoss", "NllLossBackward"], _ll("nll_loss"), _tl("nll_loss"), _nll, dtypes=FLOATS),
 ]
