@@ -150,10 +150,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _C._nn_embedding(weight, input, int(padding_idx))
 
 
+def _repeat_heads(t, rep):
+    """(..., H, S, E) -> (..., H * rep, S, E), each head repeated rep times (repeat_interleave)."""
+    s = tuple(t.shape)
+    lead, h, tail = s[:-3], s[-3], s[-2:]
+    return t.reshape(*lead, h, 1, *tail).expand(*lead, h, rep, *tail).reshape(*lead, h * rep, *tail)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
+        hq, hk = query.shape[-3], key.shape[-3]
+        if hk != hq:
+            if hq % hk or value.shape[-3] != hk:
+                raise ValueError(f"scaled_dot_product_attention: enable_gqa needs the query heads ({hq}) to be a multiple "
+                                 f"of the key/value heads ({hk}, {value.shape[-3]})")
+            key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
     dmask = None
     if dropout_p > 0.0:
         batch = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
