@@ -175,8 +175,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
+    if input.ndim == 3 and mode in ("nearest", "nearest-exact", "linear"):
+        # (N, C, L) as (N, C, 1, L); 'linear' is bilinear along W.
+        size3 = None if size is None else (1, size if isinstance(size, numbers.Integral) else tuple(size)[0])
+        sf3 = None if scale_factor is None else (
+            1.0, scale_factor if isinstance(scale_factor, numbers.Number) else tuple(scale_factor)[0])
+        out = interpolate(input.reshape(input.shape[0], input.shape[1], 1, input.shape[2]), size3, sf3,
+                          "bilinear" if mode == "linear" else mode, align_corners, recompute_scale_factor, antialias)
+        return out.reshape(out.shape[0], out.shape[1], out.shape[3])
     if input.ndim != 4:
-        raise NotImplementedError(f"interpolate: only 4-D input (N, C, H, W) is supported, got {input.ndim}-D")
+        raise NotImplementedError(f"interpolate: {input.ndim}-D input is not supported with mode '{mode}' "
+                                  "(4-D (N, C, H, W), or 3-D with nearest/linear)")
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported")
     if mode in ("nearest", "nearest-exact"):
@@ -184,10 +193,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
         align_corners = False
-    elif mode == "bilinear":
+    elif mode in ("bilinear", "bicubic"):
         align_corners = bool(align_corners) if align_corners is not None else False
     else:
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported (nearest, nearest-exact, bilinear)")
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported "
+                                  "(nearest, nearest-exact, bilinear, bicubic; linear for 3-D)")
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     scales = (-1.0, -1.0)

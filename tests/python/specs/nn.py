@@ -115,7 +115,11 @@ def _interp_samples(rng, dt):
             Sample([x], {"size": (7, 9), "mode": "bilinear", "align_corners": True}),
             Sample([x], {"scale_factor": (1.5, 0.6), "mode": "bilinear"}),
             Sample([x], {"size": (1, 1), "mode": "bilinear", "align_corners": True}),
-            Sample([x], {"size": (3, 3), "mode": "bilinear"})]
+            Sample([x], {"size": (3, 3), "mode": "bilinear"}),
+            Sample([x], {"size": (7, 9), "mode": "bicubic"}),
+            Sample([x], {"size": (7, 9), "mode": "bicubic", "align_corners": True}),
+            Sample([x], {"scale_factor": 0.6, "mode": "bicubic"}),
+            Sample([x], {"size": (2, 3), "mode": "bicubic"})]
 
 
 SPECS = [
@@ -154,6 +158,11 @@ SPECS = [
     OpSpec("embedding_int32_idx", ["Embedding"], lambda l, i, w: l.embedding(i.to(l.int32), w),
            lambda t, i, w: _F(t).embedding(i.int(), w),
            lambda rng, dt: [Sample([rng.integers(0, 5, (2, 3)), arr(rng, (5, 4), dt)])]),
+    OpSpec("interpolate_3d", ["Interpolate", "InterpolateBackward"], lambda l, x, **k: l.interpolate(x, **k),
+           lambda t, x, **k: _F(t).interpolate(x, **k),
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 5), dt)], {"size": 9, "mode": "linear"}),
+                            Sample([arr(rng, (2, 3, 5), dt)], {"scale_factor": 1.5, "mode": "linear", "align_corners": True}),
+                            Sample([arr(rng, (2, 3, 5), dt)], {"size": 7, "mode": "nearest"})], dtypes=FLOATS),
     OpSpec("sdpa", ["ScaledDotProductAttention", "SdpaBackward"], _sdpa_lucid, _sdpa_torch, _sdpa_samples,
            dtypes=FLOATS, atol=1e-5, low_precision_tol=3e-2),
     OpSpec("sdpa_gqa", ["ScaledDotProductAttention", "SdpaBackward"],
