@@ -5,8 +5,10 @@ from lucid._dtypes import (bool_ as bool, uint8, int8, int32, int64, float16, bf
                            half, float, double, long, int)  # noqa: A001
 from lucid import _tensor  # noqa: F401  (attaches Python-level Tensor methods)
 from lucid.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from lucid._creation import tensor, as_tensor
+from lucid._creation import tensor, as_tensor, from_dlpack
 from lucid._ops import *  # noqa: F401,F403
 from lucid import autograd  # noqa: E402
+from lucid import nn, optim  # noqa: E402  (pylib)
+from lucid.serialization import save, load  # noqa: E402  (pylib)
 
 __version__ = "0.1.0"

@@ -53,7 +53,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = data.detach().clone()
     else:
         arr = _to_array(data, dtype)
-        t = _C.from_numpy(np.ascontiguousarray(arr)).clone()
+        t = _C.from_numpy(np.require(arr, requirements="C")).clone()
     if dtype is not None and t.dtype != dtype:
         t = _C.cast(t, dtype)
     if requires_grad:
@@ -72,3 +72,10 @@ def as_tensor(data, dtype=None, device=None):
 
 
 _ = builtins
+
+
+def from_dlpack(ext):
+    """Zero-copy import of any CPU DLPack producer (NumPy, PyTorch, JAX...)."""
+    if isinstance(ext, _C.Tensor):
+        return ext
+    return _C.from_numpy(np.from_dlpack(ext))

@@ -24,8 +24,16 @@ def _repr(self):
     if t.dtype == _C.dtype.bfloat16:
         t = _C.cast(t, _C.dtype.float32)
     arr = t.numpy()
-    body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
-                           floatmode="maxprec_equal" if arr.dtype.kind == "f" else "maxprec")
+    opts = {}
+    if arr.dtype.kind == "f" and arr.size:
+        finite = arr[np.isfinite(arr)].astype(np.float64)
+        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
+        big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
+        if big:
+            opts = {"formatter": {"float_kind": lambda v: f"{v:.4e}"}}
+        elif not integral:
+            opts = {"formatter": {"float_kind": lambda v: f"{v:.4f}"}}
+    body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3, **opts)
     extras = []
     default_dtypes = (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool)
     if self.dtype not in default_dtypes or self.numel() == 0:
@@ -92,3 +100,12 @@ Tensor.__hash__ = object.__hash__
 Tensor.t = lambda self: self.transpose(0, 1) if self.ndim == 2 else self
 Tensor.view = lambda self, *shape: self.reshape(*shape)
 
+
+
+# DLPack: zero-copy through NumPy's DLPack support (CPU only; bfloat16 is not expressible).
+def _dlpack(self, stream=None, **kwargs):
+    return self.detach().numpy().__dlpack__(**kwargs)
+
+
+Tensor.__dlpack__ = _dlpack
+Tensor.__dlpack_device__ = lambda self: (1, 0)  # kDLCPU, device 0

@@ -109,8 +109,12 @@ static void record_node(OpId id, const OpDef& def, const TensorList& inputs, con
       node->next_edges[i].leaf = t.impl_ptr();
     }
   }
+  auto unsaved = [&](size_t i) {
+    return std::find(def.unsaved_inputs.begin(), def.unsaved_inputs.end(), static_cast<int>(i)) != def.unsaved_inputs.end();
+  };
   if (def.save & kSaveInputs)
-    for (const Tensor& t : inputs) node->saved_inputs.push_back(t.defined() ? SavedTensor::save(t, false) : SavedTensor{});
+    for (size_t i = 0; i < inputs.size(); ++i)
+      node->saved_inputs.push_back(inputs[i].defined() && !unsaved(i) ? SavedTensor::save(inputs[i], false) : SavedTensor{});
   for (size_t k = 0; k < outputs.size(); ++k) {
     const Tensor& o = outputs[k];
     if (!is_floating(o.dtype())) continue;
@@ -186,8 +190,12 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
     // rebase dst's history onto the new node.
     TensorList ins = inputs;
     if (def.save & kSaveInputs)
-      for (Tensor& t : ins)
-        if (t.defined() && t.same_storage(dst)) t = dispatch1(OpId::Copy, {t}, {{"dtype", t.dtype()}});
+      for (size_t i = 0; i < ins.size(); ++i) {
+        Tensor& t = ins[i];
+        bool unsaved = std::find(def.unsaved_inputs.begin(), def.unsaved_inputs.end(), static_cast<int>(i)) !=
+                       def.unsaved_inputs.end();
+        if (t.defined() && !unsaved && t.same_storage(dst)) t = dispatch1(OpId::Copy, {t}, {{"dtype", t.dtype()}});
+      }
     Tensor r;
     {
       TraceHook* h = tl_trace_hook;

@@ -78,6 +78,7 @@ struct OpDef {
   std::array<BlockFn, kNumDTypes> ew_block{};  // Elementwise lowering only, by compute dtype
   uint8_t ew_rule = 0;                         // EwDType of an elementwise op
   std::vector<int> nondiff_inputs;             // inputs never differentiated (indices, masks)
+  std::vector<int> unsaved_inputs;             // with kSaveInputs: inputs the VJP never reads (not saved)
 };
 
 const OpDef& op_def(OpId id);

@@ -1,0 +1,61 @@
+"""Shared benchmark helpers: robust timing (median of repeats), table printing, JSON output,
+and a report of which BLAS/OpenMP kernels the peers loaded."""
+import json
+import os
+import platform
+import statistics
+import time
+
+
+def timeit(fn, *, min_time=0.2, repeats=7, warmup=3):
+    """Median seconds per call of fn(), auto-scaling the inner loop to about min_time/repeats."""
+    for _ in range(warmup):
+        fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / repeats or n >= 1 << 20:
+            break
+        n *= 2
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - t0) / n)
+    return statistics.median(samples)
+
+
+def environment():
+    info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+    try:
+        import threadpoolctl
+        info["threadpools"] = [{k: p.get(k) for k in ("internal_api", "version", "threading_layer", "architecture", "num_threads")}
+                               for p in threadpoolctl.threadpool_info()]
+    except Exception:  # noqa: BLE001
+        pass
+    return info
+
+
+def print_table(title, header, rows):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
+    print(f"\n{title}")
+    print("| " + " | ".join(str(h).ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |")
+
+
+def write_json(name, payload):
+    out_dir = os.path.join(os.path.dirname(__file__), "results")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{name}.json")
+    payload = dict(payload, environment=environment())
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=2)
+    print(f"\nwrote {path}")
+    return path

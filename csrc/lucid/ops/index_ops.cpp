@@ -1,0 +1,527 @@
+// Indexing ops: Gather, ScatterAdd, Scatter (torch.gather / scatter_add / scatter along a dim)
+// and IndexGather / IndexPut, the two ops behind advanced indexing (x[idx], x[mask], x[i, :, j]
+// and x[...] = v). IndexGather/IndexPut take integer index tensors for a sorted list of dims;
+// they broadcast together, and the indexed dims land where PyTorch puts them (in place when the
+// dims are adjacent, first otherwise). Kernels precompute offset tables so the inner copy is a
+// flat loop; index bounds are checked serially before any parallel region.
+#include <algorithm>
+
+#include "lucid/ops/movement.h"
+#include "lucid/ops/movement_util.h"
+
+namespace lucid {
+
+static void check_index_dtype(const Tensor& t, const char* op) {
+  LUCID_CHECK(t.dtype() == DType::Int64 || t.dtype() == DType::Int32, TypeError, op,
+              ": index tensors must be int64 or int32, got ", dtype_name(t.dtype()));
+}
+
+static std::vector<int> index_inputs(int first) {
+  std::vector<int> v;
+  for (int i = first; i < first + 64; ++i) v.push_back(i);
+  return v;
+}
+
+static Tensor gather_to_src(const Tensor& g, int64_t dim, const Tensor& index, const Shape& src_shape);
+
+// ---- Gather / Scatter ---------------------------------------------------------------------
+// Geometry shared by gather and scatter: index positions split into [outer, J, inner] around
+// `dim`; offset tables of the outer and inner positions in a target tensor's strides.
+struct DimIndexGeom {
+  int64_t dim = 0, outer = 1, J = 1, inner = 1;
+};
+
+static Tensor as_1d_if_scalar(const Tensor& t) {
+  return t.ndim() == 0 ? Tensor::make_view(t, {1}, {1}, t.offset()) : t;
+}
+
+static DimIndexGeom dim_geom(const Tensor& index, int64_t dim) {
+  DimIndexGeom g;
+  g.dim = dim;
+  for (int64_t d = 0; d < index.ndim(); ++d) {
+    if (d < dim) g.outer *= index.shape()[d];
+    else if (d > dim) g.inner *= index.shape()[d];
+  }
+  g.J = index.shape()[dim];
+  return g;
+}
+
+static void split_tables(const Tensor& index, const Tensor& target, int64_t dim, std::vector<int64_t>& outer,
+                         std::vector<int64_t>& inner) {
+  Shape os(index.shape().begin(), index.shape().begin() + dim), is(index.shape().begin() + dim + 1, index.shape().end());
+  Strides ost(target.strides().begin(), target.strides().begin() + dim),
+      ist(target.strides().begin() + dim + 1, target.strides().end());
+  outer = mv::offset_table(os, ost);
+  inner = mv::offset_table(is, ist);
+}
+
+// Checks every index value against `size`; returns the contiguous index as int64.
+static Tensor checked_index(const Tensor& index, int64_t size, int64_t dim, const char* op, bool allow_negative) {
+  Tensor ix = Tensor::empty(index.shape(), DType::Int64);
+  cpu::copy_into(ix, index);
+  int64_t* p = ix.data<int64_t>();
+  for (int64_t i = 0, n = ix.numel(); i < n; ++i) {
+    int64_t v = p[i];
+    LUCID_CHECK((v >= 0 || (allow_negative && v >= -size)) && v < size, IndexError, op, ": index ", v,
+                " is out of bounds for dimension ", dim, " with size ", size);
+    if (v < 0) p[i] = v + size;
+  }
+  return ix;
+}
+
+static void check_dim_index(const Tensor& x, const Tensor& index, const Tensor* src, int64_t dim, const char* op) {
+  check_index_dtype(index, op);
+  int64_t nd = std::max<int64_t>(x.ndim(), 1);
+  LUCID_CHECK(std::max<int64_t>(index.ndim(), 1) == nd, ValueError, op,
+              ": index tensor must have the same number of dimensions as the input tensor (", x.ndim(), "), got ",
+              index.ndim());
+  Tensor x1 = as_1d_if_scalar(x), i1 = as_1d_if_scalar(index);
+  for (int64_t d = 0; d < nd; ++d) {
+    LUCID_CHECK(d == dim || i1.shape()[d] <= x1.shape()[d], ValueError, op, ": size ", i1.shape()[d],
+                " of index in dimension ", d, " exceeds size ", x1.shape()[d], " of the input");
+    if (src) {
+      Tensor s1 = as_1d_if_scalar(*src);
+      LUCID_CHECK(s1.ndim() == nd, ValueError, op, ": src must have the same number of dimensions as the input (",
+                  nd, "), got ", src->ndim());
+      LUCID_CHECK(i1.shape()[d] <= s1.shape()[d], ValueError, op, ": size ", i1.shape()[d],
+                  " of index in dimension ", d, " exceeds size ", s1.shape()[d], " of src");
+    }
+  }
+}
+
+LUCID_REGISTER_OP(Gather, [] {
+  OpDef d;
+  d.num_inputs = 2;
+  d.nondiff_inputs = {1};
+  d.save = kSaveInputs;
+  d.unsaved_inputs = {0};  // backward reads only the index
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    int64_t dim = wrap_dim(a.i("dim"), in[0].ndim(), "gather");
+    check_dim_index(in[0], in[1], nullptr, dim, "gather");
+    return std::vector<TensorMeta>{{in[1].shape(), in[0].dtype()}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    Tensor x = as_1d_if_scalar(in[0]);
+    int64_t dim = wrap_dim(a.i("dim"), x.ndim(), "gather");
+    Tensor ix = as_1d_if_scalar(checked_index(in[1], x.shape()[dim], dim, "gather", false));
+    Tensor o = as_1d_if_scalar(out[0]);
+    if (o.numel() == 0) return;
+    DimIndexGeom g = dim_geom(ix, dim);
+    std::vector<int64_t> xo, xi, oo, oi;
+    split_tables(ix, x, dim, xo, xi);
+    split_tables(ix, o, dim, oo, oi);
+    const int64_t* idx = ix.data<int64_t>();
+    int64_t xs = x.strides()[dim], os = o.strides()[dim];
+    mv::by_itemsize(x.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      const U* src = static_cast<const U*>(x.data_ptr());
+      U* dst = static_cast<U*>(o.data_ptr());
+      parallel_for(0, g.outer * g.J, std::max<int64_t>(1, kParallelGrain / g.inner), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          int64_t oj = r / g.J, j = r % g.J;
+          const int64_t* row = idx + r * g.inner;
+          for (int64_t i = 0; i < g.inner; ++i)
+            dst[oo[oj] + j * os + oi[i]] = src[xo[oj] + row[i] * xs + xi[i]];
+        }
+      });
+    });
+  };
+  d.vjp = [](const VjpContext& c) {
+    const TensorMeta& m = c.input_meta[0];
+    Tensor zero = full(m.shape, 0.0, c.grads[0].dtype());
+    return TensorList{scatter_add(zero, c.attrs.i("dim"), c.inputs[1], c.grads[0]), Tensor()};
+  };
+  return d;
+}());
+
+template <bool Add>
+static void scatter_kernel(const TensorList& in, const TensorList& out, const Attrs& a, const char* op) {
+  const Tensor& o0 = out[0];
+  bool inplace = o0.same_storage(in[0]) && o0.offset() == in[0].offset() && o0.strides() == in[0].strides();
+  Tensor srcv = in[2];
+  if (srcv.same_storage(o0)) {  // read the source before writing
+    srcv = Tensor::empty(in[2].shape(), in[2].dtype());
+    cpu::copy_into(srcv, in[2]);
+  }
+  if (!inplace) cpu::copy_into(o0, in[0]);
+  Tensor o = as_1d_if_scalar(o0), s = as_1d_if_scalar(srcv);
+  int64_t dim = wrap_dim(a.i("dim"), o.ndim(), op);
+  Tensor ix = as_1d_if_scalar(checked_index(in[1], o.shape()[dim], dim, op, false));
+  if (ix.numel() == 0) return;
+  DimIndexGeom g = dim_geom(ix, dim);
+  std::vector<int64_t> so, si, oo, oi;
+  split_tables(ix, s, dim, so, si);
+  split_tables(ix, o, dim, oo, oi);
+  const int64_t* idx = ix.data<int64_t>();
+  int64_t ss = s.strides()[dim], os = o.strides()[dim];
+  // Positions of different (outer, inner) never collide, so the outer loop can be parallel.
+  auto run = [&](auto tag, auto combine) {
+    using T = typename decltype(tag)::type;
+    const T* src = static_cast<const T*>(s.data_ptr());
+    T* dst = static_cast<T*>(o.data_ptr());
+    parallel_for(0, g.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.J * g.inner, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t oj = b; oj < e; ++oj)
+        for (int64_t j = 0; j < g.J; ++j) {
+          const int64_t* row = idx + (oj * g.J + j) * g.inner;
+          for (int64_t i = 0; i < g.inner; ++i) {
+            T& t = dst[oo[oj] + row[i] * os + oi[i]];
+            t = combine(t, src[so[oj] + j * ss + si[i]]);
+          }
+        }
+    });
+  };
+  if constexpr (Add) {
+    LUCID_DISPATCH_ALL(o.dtype(), op, [&] {
+      run(std::type_identity<scalar_t>{}, [](scalar_t acc, scalar_t v) {
+        if constexpr (std::is_same_v<scalar_t, bool>) return static_cast<bool>(acc || v);
+        else return static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(acc) + static_cast<compute_t<scalar_t>>(v));
+      });
+    });
+  } else {
+    mv::by_itemsize(o.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      run(tag, [](U, U v) { return v; });
+    });
+  }
+}
+
+static std::vector<TensorMeta> infer_scatter(const TensorList& in, const Attrs& a, const char* op) {
+  int64_t dim = wrap_dim(a.i("dim"), in[0].ndim(), op);
+  check_dim_index(in[0], in[1], &in[2], dim, op);
+  LUCID_CHECK(in[0].dtype() == in[2].dtype(), TypeError, op, ": expected self.dtype (", dtype_name(in[0].dtype()),
+              ") to be equal to src.dtype (", dtype_name(in[2].dtype()), ")");
+  return {{in[0].shape(), in[0].dtype()}};
+}
+
+LUCID_REGISTER_OP(ScatterAdd, [] {
+  OpDef d;
+  d.num_inputs = 3;
+  d.nondiff_inputs = {1};
+  d.save = kSaveInputs;
+  d.unsaved_inputs = {0, 2};
+  d.infer = [](const TensorList& in, const Attrs& a) { return infer_scatter(in, a, "scatter_add"); };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    scatter_kernel<true>(in, out, a, "scatter_add");
+  };
+  d.vjp = [](const VjpContext& c) {
+    TensorList r(3);
+    if (c.needs_grad[0]) r[0] = c.grads[0];
+    if (c.needs_grad[2]) r[2] = gather_to_src(c.grads[0], c.attrs.i("dim"), c.inputs[1], c.input_meta[2].shape);
+    return r;
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Scatter, [] {
+  OpDef d;
+  d.num_inputs = 3;
+  d.nondiff_inputs = {1};
+  d.save = kSaveInputs;
+  d.unsaved_inputs = {0, 2};
+  d.infer = [](const TensorList& in, const Attrs& a) { return infer_scatter(in, a, "scatter"); };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    scatter_kernel<false>(in, out, a, "scatter");
+  };
+  d.vjp = [](const VjpContext& c) {
+    TensorList r(3);
+    const Tensor& g = c.grads[0];
+    int64_t dim = c.attrs.i("dim");
+    if (c.needs_grad[0]) r[0] = scatter(g, dim, c.inputs[1], expand(full({}, 0.0, g.dtype()), c.inputs[1].shape()));
+    if (c.needs_grad[2]) r[2] = gather_to_src(g, dim, c.inputs[1], c.input_meta[2].shape);
+    return r;
+  };
+  return d;
+}());
+
+// gather(g, dim, index) zero-padded up to src's shape (src may be larger than index).
+static Tensor gather_to_src(const Tensor& g, int64_t dim, const Tensor& index, const Shape& src_shape) {
+  Tensor r = gather(g, dim, index);
+  if (r.shape() == src_shape) return r;
+  IntList p;
+  for (int64_t d = r.ndim() - 1; d >= 0; --d) { p.push_back(0); p.push_back(src_shape[d] - r.shape()[d]); }
+  return pad(r, p, "constant", 0.0);
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  return dispatch1(OpId::Gather, {x, index}, {{"dim", dim}});
+}
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return dispatch1(OpId::ScatterAdd, {x, index, src}, {{"dim", dim}});
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return dispatch1(OpId::Scatter, {x, index, src}, {{"dim", dim}});
+}
+
+// ---- IndexGather / IndexPut ---------------------------------------------------------------
+struct AdvLayout {
+  Shape B;          // broadcast shape of the index tensors
+  Shape out;        // shape of x[indices]
+  IntList rest;     // non-indexed dims of x, in order
+  int64_t pos = 0;  // how many rest dims come before the B dims in `out`
+};
+
+static AdvLayout adv_layout(const Shape& xs, const IntList& dims, const TensorList& idx, const char* op) {
+  LUCID_CHECK(!dims.empty() && dims.size() == idx.size(), ValueError, op, ": expected one index tensor per dim, got ",
+              idx.size(), " tensors for ", dims.size(), " dims");
+  int64_t nd = static_cast<int64_t>(xs.size());
+  AdvLayout L;
+  bool adjacent = true;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    LUCID_CHECK(dims[k] >= 0 && dims[k] < nd, IndexError, op, ": too many indices for a tensor of dimension ", nd);
+    LUCID_CHECK(k == 0 || dims[k] > dims[k - 1], ValueError, op, ": indexed dims must be strictly increasing");
+    if (k > 0 && dims[k] != dims[k - 1] + 1) adjacent = false;
+    check_index_dtype(idx[k], op);
+    if (k == 0) {
+      L.B = idx[k].shape();
+      continue;
+    }
+    try {
+      L.B = broadcast_shapes(L.B, idx[k].shape(), op);
+    } catch (const ValueError&) {
+      throw IndexError(str(op, ": shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                           shape_str(L.B), " and ", shape_str(idx[k].shape())));
+    }
+  }
+  for (int64_t d = 0; d < nd; ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) L.rest.push_back(d);
+  L.pos = adjacent ? dims[0] : 0;
+  for (int64_t k = 0; k < L.pos; ++k) L.out.push_back(xs[L.rest[k]]);
+  L.out.insert(L.out.end(), L.B.begin(), L.B.end());
+  for (size_t k = L.pos; k < L.rest.size(); ++k) L.out.push_back(xs[L.rest[k]]);
+  return L;
+}
+
+// Offsets (in t's elements, relative to t's data) of the [outer, B, inner] positions of t[idx].
+struct AdvTables {
+  std::vector<int64_t> outer, b, inner;
+};
+
+static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorList& idx, const AdvLayout& L,
+                            const char* op) {
+  AdvTables T;
+  Shape os, is;
+  Strides ost, ist;
+  for (size_t k = 0; k < L.rest.size(); ++k) {
+    int64_t d = L.rest[k];
+    (static_cast<int64_t>(k) < L.pos ? os : is).push_back(t.shape()[d]);
+    (static_cast<int64_t>(k) < L.pos ? ost : ist).push_back(t.strides()[d]);
+  }
+  T.outer = mv::offset_table(os, ost);
+  T.inner = mv::offset_table(is, ist);
+  int64_t nb = numel_of(L.B);
+  T.b.assign(static_cast<size_t>(nb), 0);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const Tensor& ix = idx[k];
+    int64_t off = static_cast<int64_t>(L.B.size()) - ix.ndim();
+    Strides bst(L.B.size(), 0);
+    for (int64_t d = 0; d < ix.ndim(); ++d) bst[d + off] = ix.shape()[d] == 1 ? 0 : ix.strides()[d];
+    std::vector<int64_t> pos = mv::offset_table(L.B, bst);
+    const char* base = static_cast<const char*>(ix.data_ptr());
+    int64_t isz = static_cast<int64_t>(itemsize(ix.dtype()));
+    int64_t size = t.shape()[dims[k]], stride = t.strides()[dims[k]];
+    for (int64_t j = 0; j < nb; ++j) {
+      int64_t v = mv::read_index(base + pos[j] * isz, ix.dtype());
+      LUCID_CHECK(v >= -size && v < size, IndexError, op, ": index ", v, " is out of bounds for dimension ",
+                  dims[k], " with size ", size);
+      T.b[j] += (v < 0 ? v + size : v) * stride;
+    }
+  }
+  return T;
+}
+
+LUCID_REGISTER_OP(IndexGather, [] {
+  OpDef d;
+  d.num_inputs = -1;
+  d.nondiff_inputs = index_inputs(1);
+  d.save = kSaveInputs;
+  d.unsaved_inputs = {0};  // backward reads only the indices
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    TensorList idx(in.begin() + 1, in.end());
+    return std::vector<TensorMeta>{{adv_layout(in[0].shape(), a.ints("dims"), idx, "index").out, in[0].dtype()}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    const Tensor& x = in[0];
+    const IntList& dims = a.ints("dims");
+    TensorList idx(in.begin() + 1, in.end());
+    AdvLayout L = adv_layout(x.shape(), dims, idx, "index");
+    AdvTables T = adv_tables(x, dims, idx, L, "index");
+    const Tensor& o = out[0];  // contiguous: [outer, B, inner]
+    int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
+    int64_t rows = static_cast<int64_t>(T.outer.size()) * nb;
+    if (rows * ni == 0) return;
+    mv::by_itemsize(x.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      const U* src = static_cast<const U*>(x.data_ptr());
+      U* dst = static_cast<U*>(o.data_ptr());
+      parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / ni), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const U* s = src + T.outer[r / nb] + T.b[r % nb];
+          U* q = dst + r * ni;
+          for (int64_t i = 0; i < ni; ++i) q[i] = s[T.inner[i]];
+        }
+      });
+    });
+  };
+  d.vjp = [](const VjpContext& c) {
+    TensorList idx(c.inputs.begin() + 1, c.inputs.end());
+    Tensor zero = full(c.input_meta[0].shape, 0.0, c.grads[0].dtype());
+    TensorList r(c.inputs.size());
+    r[0] = index_put(zero, c.attrs.ints("dims"), idx, c.grads[0], true);
+    return r;
+  };
+  return d;
+}());
+
+static std::vector<TensorMeta> infer_index_put(const TensorList& in, const Attrs& a) {
+  TensorList idx(in.begin() + 2, in.end());
+  AdvLayout L = adv_layout(in[0].shape(), a.ints("dims"), idx, "index_put");
+  LUCID_CHECK(mv::broadcasts_to(in[1].shape(), L.out), ValueError, "index_put: shape mismatch: value tensor of shape ", shape_str(in[1].shape()),
+              " cannot be broadcast to indexing result of shape ", shape_str(L.out));
+  return {{in[0].shape(), in[0].dtype()}};
+}
+
+static void index_put_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  const Tensor& o = out[0];
+  const IntList& dims = a.ints("dims");
+  bool acc = a.b("accumulate");
+  TensorList idx(in.begin() + 2, in.end());
+  AdvLayout L = adv_layout(o.shape(), dims, idx, "index_put");
+  AdvTables T = adv_tables(o, dims, idx, L, "index_put");  // validates before anything is written
+  // Values broadcast to x[idx]'s shape in o's dtype (a copy: it may alias o); one value is
+  // read once (vs = 0 strides over it).
+  int64_t vs = in[1].numel() == 1 ? 0 : 1;
+  Tensor v = Tensor::empty(vs ? L.out : Shape{}, o.dtype());
+  cpu::copy_into(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
+  bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
+  if (!inplace) cpu::copy_into(o, in[0]);
+  int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
+  int64_t rows = static_cast<int64_t>(T.outer.size()) * nb;
+  if (rows * ni == 0) return;
+  if (!acc) {
+    mv::by_itemsize(o.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      const U* src = v.data<U>();
+      U* dst = static_cast<U*>(o.data_ptr());
+      parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / ni), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          U* q = dst + T.outer[r / nb] + T.b[r % nb];
+          const U* s = src + r * ni * vs;
+          for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i * vs];
+        }
+      });
+    });
+    return;
+  }
+  // Accumulate: repeated indices add up, so rows run in order on one thread.
+  LUCID_DISPATCH_ALL(o.dtype(), "index_put", [&] {
+    using C = compute_t<scalar_t>;
+    const scalar_t* src = v.data<scalar_t>();
+    scalar_t* dst = static_cast<scalar_t*>(o.data_ptr());
+    for (int64_t r = 0; r < rows; ++r) {
+      scalar_t* q = dst + T.outer[r / nb] + T.b[r % nb];
+      const scalar_t* s = src + r * ni * vs;
+      for (int64_t i = 0; i < ni; ++i) {
+        scalar_t& t = q[T.inner[i]];
+        if constexpr (std::is_same_v<scalar_t, bool>) t = t || s[i * vs];
+        else t = static_cast<scalar_t>(static_cast<C>(t) + static_cast<C>(s[i * vs]));
+      }
+    }
+  });
+}
+
+LUCID_REGISTER_OP(IndexPut, [] {
+  OpDef d;
+  d.num_inputs = -1;
+  d.nondiff_inputs = index_inputs(2);
+  d.save = kSaveInputs;
+  d.unsaved_inputs = {0, 1};
+  d.infer = infer_index_put;
+  d.cpu_kernel = index_put_kernel;
+  d.vjp = [](const VjpContext& c) {
+    TensorList idx(c.inputs.begin() + 2, c.inputs.end());
+    const IntList& dims = c.attrs.ints("dims");
+    const Tensor& g = c.grads[0];
+    TensorList r(c.inputs.size());
+    if (c.needs_grad[0])
+      r[0] = c.attrs.b("accumulate") ? g : index_put(g, dims, idx, full({}, 0.0, g.dtype()), false);
+    if (c.needs_grad[1]) r[1] = index_gather(g, dims, idx);
+    return r;
+  };
+  return d;
+}());
+
+static TensorList cat_lists(const TensorList& a, const TensorList& b) {
+  TensorList r = a;
+  r.insert(r.end(), b.begin(), b.end());
+  return r;
+}
+
+Tensor index_gather(const Tensor& x, const IntList& dims, const TensorList& indices) {
+  return dispatch1(OpId::IndexGather, cat_lists({x}, indices), {{"dims", dims}});
+}
+Tensor index_put(const Tensor& x, const IntList& dims, const TensorList& indices, const Tensor& values, bool accumulate) {
+  return dispatch1(OpId::IndexPut, cat_lists({x, values}, indices), {{"dims", dims}, {"accumulate", accumulate}});
+}
+const Tensor& index_put_(const Tensor& x, const IntList& dims, const TensorList& indices, const Tensor& values,
+                         bool accumulate) {
+  return dispatch_inplace(OpId::IndexPut, x, cat_lists({x, values}, indices), {{"dims", dims}, {"accumulate", accumulate}});
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  LUCID_CHECK(index.ndim() <= 1, ValueError, "index_select: argument 'index' must be a 1-D tensor, got ", index.ndim(),
+              " dims");
+  check_index_dtype(index, "index_select");
+  if (x.ndim() == 0) {
+    LUCID_CHECK(index.numel() == 1, ValueError, "index_select: index of a 0-dim tensor must have one element");
+    return index_gather(reshape(x, {1}), {0}, {reshape(index, {1})});
+  }
+  int64_t d = wrap_dim(dim, x.ndim(), "index_select");
+  return index_gather(x, {d}, {reshape(index, {-1})});
+}
+
+TensorList nonzero_indices(const Tensor& mask) {
+  Tensor m = mask.contiguous_data();
+  int64_t nd = m.ndim(), n = m.numel();
+  LUCID_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::UInt8, TypeError,
+              "index: a mask must be bool or uint8, got ", dtype_name(m.dtype()));
+  const uint8_t* p = static_cast<const uint8_t*>(m.data_ptr());
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) count += p[i] != 0;
+  TensorList out;
+  std::vector<int64_t*> dst;
+  for (int64_t d = 0; d < nd; ++d) {
+    out.push_back(Tensor::empty({count}, DType::Int64));
+    dst.push_back(out.back().data<int64_t>());
+  }
+  std::vector<int64_t> idx(nd, 0);
+  int64_t w = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[i]) {
+      for (int64_t d = 0; d < nd; ++d) dst[d][w] = idx[d];
+      ++w;
+    }
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < m.shape()[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  LUCID_CHECK(mask.dtype() == DType::Bool, TypeError, "masked_select: argument 'mask' must be a bool tensor, got ",
+              dtype_name(mask.dtype()));
+  Shape s = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
+  Tensor xe = expand(x, s), me = expand(mask, s);
+  if (s.empty()) {
+    xe = reshape(xe, {1});
+    me = reshape(me, {1});
+  }
+  TensorList idx = nonzero_indices(me);
+  IntList dims;
+  for (int64_t d = 0; d < xe.ndim(); ++d) dims.push_back(d);
+  return index_gather(xe, dims, idx);
+}
+
+}  // namespace lucid

@@ -1,0 +1,497 @@
+// View ops of the movement family: View, Squeeze, Unsqueeze, Slice, Select, Unfold. Each one
+// only computes new (shape, strides, offset) over the input's storage; no data moves. Their
+// VJPs scatter the gradient back with SliceScatter / UnfoldBackward (copies, defined here as
+// well) or reshape it. The composite views (narrow, split, chunk, unbind, flatten, movedim)
+// are C++ functions over these ops.
+#include <algorithm>
+
+#include "lucid/ops/movement.h"
+#include "lucid/ops/movement_util.h"
+
+namespace lucid {
+
+namespace mv {
+
+void add_into(const Tensor& dst, const Tensor& src) {
+  cpu::StridedIter it({&dst, &src});
+  LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
+    using C = compute_t<scalar_t>;
+    it.for_each([](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        scalar_t* o = reinterpret_cast<scalar_t*>(p[0] + i * s[0]);
+        const scalar_t* a = reinterpret_cast<const scalar_t*>(p[1] + i * s[1]);
+        if constexpr (std::is_same_v<scalar_t, bool>) *o = *o || *a;
+        else *o = static_cast<scalar_t>(static_cast<C>(*o) + static_cast<C>(*a));
+      }
+    });
+  });
+}
+
+}  // namespace mv
+
+// ---- View ---------------------------------------------------------------------------------
+static Shape infer_view_shape(const char* op, const Shape& from, IntList to) {
+  int64_t n = numel_of(from), known = 1, infer_at = -1;
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (to[i] == -1) {
+      LUCID_CHECK(infer_at < 0, ValueError, op, ": only one dimension can be inferred (-1), got ", shape_str(to));
+      infer_at = static_cast<int64_t>(i);
+    } else {
+      LUCID_CHECK(to[i] >= 0, ValueError, op, ": invalid size ", to[i], " in ", shape_str(to));
+      known *= to[i];
+    }
+  }
+  if (infer_at >= 0) {
+    LUCID_CHECK(known != 0 && n % known == 0, ValueError, op, ": shape ", shape_str(to),
+                " is invalid for input of size ", n);
+    to[infer_at] = n / known;
+  }
+  LUCID_CHECK(numel_of(to) == n, ValueError, op, ": shape ", shape_str(to), " is invalid for input of size ", n,
+              " (shape ", shape_str(from), ")");
+  return to;
+}
+
+// Strides for viewing x as `shape` without a copy, if possible (PyTorch's computeStride).
+static bool view_strides(const Tensor& x, const Shape& shape, Strides& out) {
+  const Shape& os = x.shape();
+  const Strides& ost = x.strides();
+  out.assign(shape.size(), 0);
+  if (x.numel() == 0 || os.empty()) { out = contiguous_strides(shape); return true; }
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = ost.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t td = static_cast<int64_t>(os.size()) - 1; td >= 0; --td) {
+    tensor_numel *= os[td];
+    if (td == 0 || (os[td - 1] != 1 && ost[td - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (td > 0) {
+        chunk_base_stride = ost[td - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+static TensorList reshape_grad(const VjpContext& c) { return {reshape(c.grads[0], c.input_meta[0].shape)}; }
+
+LUCID_REGISTER_OP(View, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const Tensor& x = in[0];
+    Shape shape = infer_view_shape("view", x.shape(), a.ints("shape"));
+    Strides st;
+    LUCID_CHECK(view_strides(x, shape, st), Error, "view: size ", shape_str(shape),
+                " is not compatible with the input's size ", shape_str(x.shape()), " and stride ",
+                shape_str(x.strides()), " (at least one dimension spans across two contiguous subspaces); "
+                "use .reshape(...) instead");
+    return TensorList{Tensor::make_view(x, shape, st, x.offset())};
+  };
+  d.vjp = reshape_grad;
+  return d;
+}());
+
+Tensor view(const Tensor& x, const Shape& shape) { return dispatch1(OpId::View, {x}, {{"shape", shape}}); }
+
+// ---- Squeeze / Unsqueeze -----------------------------------------------------------------
+LUCID_REGISTER_OP(Squeeze, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const Tensor& x = in[0];
+    bool all = a.b("all");
+    std::vector<bool> drop(x.ndim(), false);
+    if (all) {
+      for (int64_t i = 0; i < x.ndim(); ++i) drop[i] = x.shape()[i] == 1;
+    } else {
+      for (int64_t dd : a.ints("dims")) {
+        int64_t w = wrap_dim(dd, x.ndim(), "squeeze");
+        if (x.ndim() > 0 && x.shape()[w] == 1) drop[w] = true;
+      }
+    }
+    Shape s;
+    Strides st;
+    for (int64_t i = 0; i < x.ndim(); ++i)
+      if (!drop[i]) { s.push_back(x.shape()[i]); st.push_back(x.strides()[i]); }
+    return TensorList{Tensor::make_view(x, s, st, x.offset())};
+  };
+  d.vjp = reshape_grad;
+  return d;
+}());
+
+LUCID_REGISTER_OP(Unsqueeze, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const Tensor& x = in[0];
+    int64_t dim = wrap_dim(a.i("dim"), x.ndim() + 1, "unsqueeze");
+    Shape s = x.shape();
+    Strides st = x.strides();
+    int64_t stride = dim < x.ndim() ? s[dim] * st[dim] : 1;
+    s.insert(s.begin() + dim, 1);
+    st.insert(st.begin() + dim, stride);
+    return TensorList{Tensor::make_view(x, s, st, x.offset())};
+  };
+  d.vjp = reshape_grad;
+  return d;
+}());
+
+Tensor squeeze(const Tensor& x) { return dispatch1(OpId::Squeeze, {x}, {{"dims", IntList{}}, {"all", true}}); }
+Tensor squeeze(const Tensor& x, const IntList& dims) {
+  return dispatch1(OpId::Squeeze, {x}, {{"dims", dims}, {"all", false}});
+}
+Tensor unsqueeze(const Tensor& x, int64_t dim) { return dispatch1(OpId::Unsqueeze, {x}, {{"dim", dim}}); }
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  if (x.ndim() == 0) {
+    wrap_dim(start_dim, 0, "flatten");
+    wrap_dim(end_dim, 0, "flatten");
+    return reshape(x, {1});
+  }
+  int64_t s = wrap_dim(start_dim, x.ndim(), "flatten"), e = wrap_dim(end_dim, x.ndim(), "flatten");
+  LUCID_CHECK(s <= e, ValueError, "flatten: start_dim ", start_dim, " cannot come after end_dim ", end_dim);
+  if (s == e) return x;
+  Shape out(x.shape().begin(), x.shape().begin() + s);
+  int64_t n = 1;
+  for (int64_t i = s; i <= e; ++i) n *= x.shape()[i];
+  out.push_back(n);
+  out.insert(out.end(), x.shape().begin() + e + 1, x.shape().end());
+  return reshape(x, out);
+}
+
+Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes) {
+  int64_t d = wrap_dim(dim, x.ndim(), "unflatten");
+  LUCID_CHECK(!sizes.empty(), ValueError, "unflatten: argument 'sizes' must be non-empty");
+  Shape out(x.shape().begin(), x.shape().begin() + d);
+  Shape sz = infer_view_shape("unflatten", {x.shape()[d]}, sizes);
+  out.insert(out.end(), sz.begin(), sz.end());
+  out.insert(out.end(), x.shape().begin() + d + 1, x.shape().end());
+  return view(x, out);
+}
+
+// ---- Slice --------------------------------------------------------------------------------
+struct SliceSpec {
+  IntList dims, starts, ends, steps;
+};
+
+// Canonical slice parameters: dims wrapped, start/end clamped into [0, size] as Python does.
+static SliceSpec normalize_slice(const Shape& shape, const Attrs& a, const char* op) {
+  SliceSpec s{a.ints("dims"), a.ints("starts"), a.ints("ends"), a.ints("steps")};
+  size_t n = s.dims.size();
+  LUCID_CHECK(s.starts.size() == n && s.ends.size() == n && s.steps.size() == n, ValueError, op,
+              ": dims, starts, ends and steps must have the same length");
+  int64_t nd = static_cast<int64_t>(shape.size());
+  for (size_t k = 0; k < n; ++k) {
+    int64_t d = s.dims[k] = wrap_dim(s.dims[k], nd, op);
+    LUCID_CHECK(s.steps[k] > 0, ValueError, op, ": slice step must be positive, got ", s.steps[k]);
+    int64_t size = shape[d];
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v += size;
+      return std::clamp<int64_t>(v, 0, size);
+    };
+    s.starts[k] = clamp(s.starts[k]);
+    s.ends[k] = std::max(s.starts[k], clamp(s.ends[k]));
+  }
+  return s;
+}
+
+static Shape sliced_shape(Shape shape, const SliceSpec& s) {
+  for (size_t k = 0; k < s.dims.size(); ++k)
+    shape[s.dims[k]] = (s.ends[k] - s.starts[k] + s.steps[k] - 1) / s.steps[k];
+  return shape;
+}
+
+// The region of `x` a slice spec selects, as a view (no autograd).
+static Tensor slice_region(const Tensor& x, const SliceSpec& s) {
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  int64_t off = x.offset();
+  for (size_t k = 0; k < s.dims.size(); ++k) {
+    int64_t d = s.dims[k];
+    if (s.ends[k] > s.starts[k]) off += s.starts[k] * st[d];
+    shape[d] = (s.ends[k] - s.starts[k] + s.steps[k] - 1) / s.steps[k];
+    st[d] *= s.steps[k];
+  }
+  return Tensor::make_view(x, shape, st, off);
+}
+
+static Attrs slice_attrs(const SliceSpec& s) {
+  return {{"dims", s.dims}, {"starts", s.starts}, {"ends", s.ends}, {"steps", s.steps}};
+}
+
+LUCID_REGISTER_OP(Slice, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    return TensorList{slice_region(in[0], normalize_slice(in[0].shape(), a, "slice"))};
+  };
+  d.vjp = [](const VjpContext& c) {
+    const TensorMeta& m = c.input_meta[0];
+    SliceSpec s = normalize_slice(m.shape, c.attrs, "slice");
+    Tensor zero = expand(full({}, 0.0, c.grads[0].dtype()), m.shape);
+    return TensorList{slice_scatter(zero, c.grads[0], s.dims, s.starts, s.ends, s.steps)};
+  };
+  return d;
+}());
+
+Tensor slice(const Tensor& x, const IntList& dims, const IntList& starts, const IntList& ends, const IntList& steps) {
+  Attrs a{{"dims", dims}, {"starts", starts}, {"ends", ends}, {"steps", steps}};
+  return dispatch1(OpId::Slice, {x}, slice_attrs(normalize_slice(x.shape(), a, "slice")));
+}
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  return slice(x, IntList{dim}, IntList{start}, IntList{end}, IntList{step});
+}
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  int64_t d = wrap_dim(dim, x.ndim(), "narrow");
+  int64_t size = x.shape()[d];
+  LUCID_CHECK(start >= -size && start <= size, IndexError, "narrow: start ", start,
+              " is out of range for dimension ", d, " with size ", size);
+  if (start < 0) start += size;
+  LUCID_CHECK(length >= 0 && start + length <= size, ValueError, "narrow: start (", start, ") + length (", length,
+              ") exceeds dimension ", d, " of size ", size);
+  return slice(x, d, start, start + length, 1);
+}
+
+// ---- SliceScatter (copy) ------------------------------------------------------------------
+LUCID_REGISTER_OP(SliceScatter, [] {
+  OpDef d;
+  d.num_inputs = 2;
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    SliceSpec s = normalize_slice(in[0].shape(), a, "slice_scatter");
+    Shape region = sliced_shape(in[0].shape(), s);
+    LUCID_CHECK(mv::broadcasts_to(in[1].shape(), region), ValueError, "slice_scatter: argument 'src' of shape ", shape_str(in[1].shape()),
+                " cannot be broadcast to the slice of shape ", shape_str(region));
+    return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    const Tensor& o = out[0];
+    bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
+    Tensor src = in[1];
+    if (src.same_storage(o)) {  // x[a] = x[b]: read the source before writing
+      Tensor t = Tensor::empty(src.shape(), src.dtype());
+      cpu::copy_into(t, src);
+      src = t;
+    }
+    if (!inplace) cpu::copy_into(o, in[0]);
+    SliceSpec s = normalize_slice(o.shape(), a, "slice_scatter");
+    cpu::copy_into(slice_region(o, s), src);
+  };
+  d.vjp = [](const VjpContext& c) {
+    SliceSpec s = normalize_slice(c.input_meta[0].shape, c.attrs, "slice_scatter");
+    TensorList r(2);
+    if (c.needs_grad[0])
+      r[0] = slice_scatter(c.grads[0], full({}, 0.0, c.grads[0].dtype()), s.dims, s.starts, s.ends, s.steps);
+    if (c.needs_grad[1]) r[1] = slice(c.grads[0], s.dims, s.starts, s.ends, s.steps);
+    return r;
+  };
+  return d;
+}());
+
+Tensor slice_scatter(const Tensor& base, const Tensor& src, const IntList& dims, const IntList& starts,
+                     const IntList& ends, const IntList& steps) {
+  return dispatch1(OpId::SliceScatter, {base, src}, {{"dims", dims}, {"starts", starts}, {"ends", ends}, {"steps", steps}});
+}
+
+// ---- Select -------------------------------------------------------------------------------
+// Wrapped (dim, index) pairs, dims ascending; IndexError names the dim and the index.
+static void normalize_select(const Shape& shape, IntList& dims, IntList& idx) {
+  LUCID_CHECK(dims.size() == idx.size(), ValueError, "select: dims and indices must have the same length");
+  int64_t nd = static_cast<int64_t>(shape.size());
+  LUCID_CHECK(nd > 0 || dims.empty(), IndexError, "select: invalid index of a 0-dim tensor");
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t d = dims[k] = wrap_dim(dims[k], nd, "select");
+    int64_t size = shape[d];
+    LUCID_CHECK(idx[k] >= -size && idx[k] < size, IndexError, "select: index ", idx[k],
+                " is out of bounds for dimension ", d, " with size ", size);
+    if (idx[k] < 0) idx[k] += size;
+    LUCID_CHECK(k == 0 || dims[k] > dims[k - 1], ValueError, "select: dims must be strictly increasing");
+  }
+}
+
+LUCID_REGISTER_OP(Select, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const Tensor& x = in[0];
+    IntList dims = a.ints("dims"), idx = a.ints("indices");
+    normalize_select(x.shape(), dims, idx);
+    Shape s;
+    Strides st;
+    int64_t off = x.offset();
+    size_t k = 0;
+    for (int64_t i = 0; i < x.ndim(); ++i) {
+      if (k < dims.size() && dims[k] == i) { off += idx[k] * x.strides()[i]; ++k; continue; }
+      s.push_back(x.shape()[i]);
+      st.push_back(x.strides()[i]);
+    }
+    return TensorList{Tensor::make_view(x, s, st, off)};
+  };
+  d.vjp = [](const VjpContext& c) {
+    const Shape& shape = c.input_meta[0].shape;
+    IntList dims = c.attrs.ints("dims"), idx = c.attrs.ints("indices");
+    normalize_select(shape, dims, idx);
+    Shape kept = shape;
+    IntList ends(idx.size()), steps(idx.size(), 1);
+    for (size_t k = 0; k < dims.size(); ++k) { kept[dims[k]] = 1; ends[k] = idx[k] + 1; }
+    Tensor zero = expand(full({}, 0.0, c.grads[0].dtype()), shape);
+    return TensorList{slice_scatter(zero, reshape(c.grads[0], kept), dims, idx, ends, steps)};
+  };
+  return d;
+}());
+
+Tensor select(const Tensor& x, const IntList& dims, const IntList& indices) {
+  return dispatch1(OpId::Select, {x}, {{"dims", dims}, {"indices", indices}});
+}
+Tensor select(const Tensor& x, int64_t dim, int64_t index) { return select(x, IntList{dim}, IntList{index}); }
+
+// ---- Composite views ----------------------------------------------------------------------
+TensorList split_with_sizes(const Tensor& x, const IntList& sizes, int64_t dim) {
+  int64_t d = wrap_dim(dim, x.ndim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    LUCID_CHECK(s >= 0, ValueError, "split: split sizes must be non-negative, got ", shape_str(sizes));
+    total += s;
+  }
+  LUCID_CHECK(total == x.shape()[d], ValueError, "split: split sizes ", shape_str(sizes), " sum to ", total,
+              " but dimension ", d, " has size ", x.shape()[d]);
+  TensorList out;
+  int64_t at = 0;
+  for (int64_t s : sizes) { out.push_back(slice(x, d, at, at + s, 1)); at += s; }
+  return out;
+}
+
+TensorList split(const Tensor& x, int64_t split_size, int64_t dim) {
+  int64_t d = wrap_dim(dim, x.ndim(), "split");
+  int64_t n = x.shape()[d];
+  LUCID_CHECK(split_size > 0 || (split_size == 0 && n == 0), ValueError,
+              "split: split_size must be positive, got ", split_size);
+  IntList sizes;
+  if (n == 0) sizes.push_back(0);
+  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
+  return split_with_sizes(x, sizes, d);
+}
+
+TensorList chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  LUCID_CHECK(chunks > 0, ValueError, "chunk: argument 'chunks' must be positive, got ", chunks);
+  int64_t d = wrap_dim(dim, x.ndim(), "chunk");
+  int64_t n = x.shape()[d];
+  int64_t size = (n + chunks - 1) / chunks;
+  if (n == 0) return split_with_sizes(x, IntList(chunks, 0), d);
+  return split(x, size, d);
+}
+
+TensorList unbind(const Tensor& x, int64_t dim) {
+  int64_t d = wrap_dim(dim, x.ndim(), "unbind");
+  TensorList out;
+  for (int64_t i = 0; i < x.shape()[d]; ++i) out.push_back(select(x, d, i));
+  return out;
+}
+
+Tensor movedim(const Tensor& x, const IntList& src, const IntList& dst) {
+  LUCID_CHECK(src.size() == dst.size(), ValueError, "movedim: source and destination must have the same length, got ",
+              src.size(), " and ", dst.size());
+  int64_t n = x.ndim();
+  IntList perm(n, -1);
+  std::vector<bool> used(n, false), placed(n, false);
+  for (size_t k = 0; k < src.size(); ++k) {
+    int64_t s = wrap_dim(src[k], n, "movedim"), t = wrap_dim(dst[k], n, "movedim");
+    LUCID_CHECK(!used[s] && !placed[t], ValueError, "movedim: repeated dim in source or destination");
+    perm[t] = s;
+    used[s] = placed[t] = true;
+  }
+  int64_t next = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    if (perm[t] >= 0) continue;
+    while (used[next]) ++next;
+    perm[t] = next++;
+  }
+  return permute(x, perm);
+}
+
+// ---- Unfold (sliding windows, a view) ------------------------------------------------------
+static void check_unfold(const Shape& shape, int64_t& dim, int64_t size, int64_t step) {
+  int64_t nd = static_cast<int64_t>(shape.size());
+  dim = wrap_dim(dim, nd, "unfold");
+  int64_t n = nd == 0 ? 1 : shape[dim];
+  LUCID_CHECK(size >= 0 && size <= n, ValueError, "unfold: size ", size, " exceeds dimension ", dim, " of size ", n);
+  LUCID_CHECK(step > 0, ValueError, "unfold: step must be positive, got ", step);
+}
+
+LUCID_REGISTER_OP(Unfold, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const Tensor& x = in[0];
+    int64_t dim = a.i("dim"), size = a.i("size"), step = a.i("step");
+    check_unfold(x.shape(), dim, size, step);
+    Shape s = x.shape();
+    Strides st = x.strides();
+    if (x.ndim() == 0) return TensorList{Tensor::make_view(x, {size}, {1}, x.offset())};
+    int64_t inner = st[dim];
+    s[dim] = (s[dim] - size) / step + 1;
+    st[dim] *= step;
+    s.push_back(size);
+    st.push_back(inner);
+    return TensorList{Tensor::make_view(x, s, st, x.offset())};
+  };
+  d.vjp = [](const VjpContext& c) {
+    return TensorList{dispatch1(OpId::UnfoldBackward, {c.grads[0]},
+                                {{"shape", c.input_meta[0].shape}, {"dim", c.attrs.i("dim")},
+                                 {"size", c.attrs.i("size")}, {"step", c.attrs.i("step")}})};
+  };
+  return d;
+}());
+
+// Sums each window of the gradient back into its input positions (the adjoint of Unfold).
+LUCID_REGISTER_OP(UnfoldBackward, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    return std::vector<TensorMeta>{{a.ints("shape"), in[0].dtype()}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    const Tensor& o = out[0];
+    std::memset(o.data_ptr(), 0, o.numel() * itemsize(o.dtype()));
+    int64_t dim = a.i("dim"), size = a.i("size"), step = a.i("step");
+    check_unfold(o.shape(), dim, size, step);
+    const Tensor& g = in[0];
+    if (o.ndim() == 0) { cpu::copy_into(o, Tensor::make_view(g, {}, {}, g.offset())); return; }
+    int64_t nw = g.shape()[dim];
+    // Window k of the gradient as a view over the input's dims (window index along `dim`).
+    for (int64_t k = 0; k < size; ++k) {
+      Shape gs(g.shape().begin(), g.shape().end() - 1);
+      Strides gst(g.strides().begin(), g.strides().end() - 1);
+      Tensor gk = Tensor::make_view(g, gs, gst, g.offset() + k * g.strides().back());
+      Shape os = o.shape();
+      Strides ost = o.strides();
+      os[dim] = nw;
+      ost[dim] *= step;
+      Tensor ok = Tensor::make_view(o, os, ost, o.offset() + k * o.strides()[dim]);
+      mv::add_into(ok, gk);
+    }
+  };
+  d.vjp = [](const VjpContext& c) {
+    return TensorList{unfold(c.grads[0], c.attrs.i("dim"), c.attrs.i("size"), c.attrs.i("step"))};
+  };
+  return d;
+}());
+
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
+  return dispatch1(OpId::Unfold, {x}, {{"dim", dim}, {"size", size}, {"step", step}});
+}
+
+}  // namespace lucid

@@ -1,0 +1,313 @@
+// Random ops: Uniform (rand, uniform_), Normal (randn, normal_; Box-Muller), RandInt, Bernoulli,
+// RandPerm.
+// Each is a non-differentiable op with Lowering::Random whose attributes carry the generator's
+// seed and the draw offset reserved for it (see core/generator.h). Element i only depends on
+// (seed, offset, i): results are deterministic and independent of the thread count, and a
+// compiled step can re-run the op by changing the offset attribute.
+#include <algorithm>
+#include <cmath>
+
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/core/parallel.h"
+#include "lucid/ops/creation.h"
+
+namespace lucid {
+
+static Generator& gen_or_default(Generator* g) { return g ? *g : *default_generator(); }
+
+// Calls f(unit, draws) for units [0, nunits), each with k consecutive draws (k divides 4); one
+// Philox call serves 4/k units.
+template <class F>
+static void for_draws(int64_t nunits, int k, uint64_t seed, uint64_t offset, const F& f) {
+  int64_t per = 4 / k;
+  int64_t nblocks = (nunits + per - 1) / per;
+  uint64_t c0 = offset / 4;
+  parallel_for(0, nblocks, std::max<int64_t>(1, kParallelGrain / 16), [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) {
+      std::array<uint32_t, 4> w = philox4x32_10(c0 + static_cast<uint64_t>(blk), seed);
+      for (int64_t q = 0; q < per; ++q) {
+        int64_t u = blk * per + q;
+        if (u < nunits) f(u, &w[q * k]);
+      }
+    }
+  });
+}
+
+// Uniform in [0, 1) with as many random bits as the type's mantissa holds, so 16-bit floats
+// never round up to 1.
+template <class T>
+static inline double unit_uniform(const uint32_t* d) {
+  if constexpr (std::is_same_v<T, double>) {
+    uint64_t v = (static_cast<uint64_t>(d[0]) << 32 | d[1]) >> 11;
+    return static_cast<double>(v) * 0x1.0p-53;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return static_cast<double>(d[0] >> 21) * 0x1.0p-11;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return static_cast<double>(d[0] >> 24) * 0x1.0p-8;
+  } else {
+    return static_cast<double>(d[0] >> 8) * 0x1.0p-24;
+  }
+}
+
+template <class T>
+static constexpr int uniform_draws() { return std::is_same_v<T, double> ? 2 : 1; }
+
+static uint64_t attr_seed(const Attrs& a) { return static_cast<uint64_t>(a.i("seed")); }
+static uint64_t attr_offset(const Attrs& a) { return static_cast<uint64_t>(a.i("offset")); }
+
+// Runs `fill(contiguous output)`; a strided in-place destination gets a contiguous temporary.
+template <class F>
+static void with_contiguous_out(const Tensor& o, const F& fill) {
+  if (o.is_contiguous()) { fill(o); return; }
+  Tensor t = Tensor::empty(o.shape(), o.dtype());
+  fill(t);
+  cpu::copy_into(o, t);
+}
+
+static OpDef random_op() {
+  OpDef d;
+  d.num_inputs = 0;
+  d.differentiable = false;
+  d.lowering = Lowering::Random;
+  d.infer = [](const TensorList&, const Attrs& a) { return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}}; };
+  return d;
+}
+
+static Attrs random_attrs(const Shape& shape, DType dtype, Generator& g, uint64_t draws) {
+  return {{"shape", shape}, {"dtype", dtype}, {"seed", static_cast<int64_t>(g.initial_seed())},
+          {"offset", static_cast<int64_t>(g.reserve(draws))}};
+}
+
+static void check_float(DType t, const char* op) {
+  LUCID_CHECK(is_floating(t), TypeError, op, ": expected a floating point dtype, got ", dtype_name(t));
+}
+
+// ---- Uniform ---------------------------------------------------------------------------------
+LUCID_REGISTER_OP(Uniform, [] {
+  OpDef d = random_op();
+  d.infer = [](const TensorList&, const Attrs& a) {
+    check_float(a.dtype("dtype"), "uniform");
+    LUCID_CHECK(a.f("low") <= a.f("high"), ValueError, "uniform_: expects 'from' <= 'to', got from=", a.f("low"),
+                " and to=", a.f("high"));
+    return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
+  };
+  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
+    double lo = a.f("low"), span = a.f("high") - a.f("low");
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      LUCID_DISPATCH_FLOATING(o.dtype(), "uniform", [&] {
+        using C = compute_t<scalar_t>;
+        scalar_t* p = o.data<scalar_t>();
+        for_draws(o.numel(), uniform_draws<scalar_t>(), attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
+          p[i] = static_cast<scalar_t>(static_cast<C>(lo + span * unit_uniform<scalar_t>(dr)));
+        });
+      });
+    });
+  };
+  return d;
+}());
+
+static uint64_t uniform_count(int64_t n, DType t) { return static_cast<uint64_t>(n) * (t == DType::Float64 ? 2 : 1); }
+
+Tensor rand(const Shape& shape, DType dtype, Generator* gen) {
+  Attrs a = random_attrs(shape, dtype, gen_or_default(gen), uniform_count(numel_of(shape), dtype));
+  a.set("low", 0.0).set("high", 1.0);
+  return dispatch1(OpId::Uniform, {}, a);
+}
+
+const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gen) {
+  Attrs a = random_attrs(x.shape(), x.dtype(), gen_or_default(gen), uniform_count(x.numel(), x.dtype()));
+  a.set("low", low).set("high", high);
+  return dispatch_inplace(OpId::Uniform, x, {}, a);
+}
+
+// ---- Normal (Box-Muller on pairs of uniforms) ----------------------------------------------------
+LUCID_REGISTER_OP(Normal, [] {
+  OpDef d = random_op();
+  d.infer = [](const TensorList&, const Attrs& a) {
+    check_float(a.dtype("dtype"), "normal");
+    LUCID_CHECK(a.f("std") >= 0, ValueError, "normal_: expects std >= 0.0, got std=", a.f("std"));
+    return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
+  };
+  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
+    double mu = a.f("mean"), sd = a.f("std");
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      LUCID_DISPATCH_FLOATING(o.dtype(), "normal", [&] {
+        using C = compute_t<scalar_t>;
+        scalar_t* p = o.data<scalar_t>();
+        int64_t n = o.numel();
+        constexpr int k = std::is_same_v<scalar_t, double> ? 4 : 2;
+        for_draws((n + 1) / 2, k, attr_seed(a), attr_offset(a), [&](int64_t j, const uint32_t* dr) {
+          double u1, u2;
+          if constexpr (k == 4) {
+            u1 = 1.0 - unit_uniform<double>(dr);  // (0, 1]
+            u2 = unit_uniform<double>(dr + 2);
+          } else {
+            u1 = 1.0 - unit_uniform<float>(dr);
+            u2 = unit_uniform<float>(dr + 1);
+          }
+          double rad = std::sqrt(-2.0 * std::log(u1)), th = 2.0 * M_PI * u2;
+          p[2 * j] = static_cast<scalar_t>(static_cast<C>(mu + sd * rad * std::cos(th)));
+          if (2 * j + 1 < n) p[2 * j + 1] = static_cast<scalar_t>(static_cast<C>(mu + sd * rad * std::sin(th)));
+        });
+      });
+    });
+  };
+  return d;
+}());
+
+static uint64_t normal_count(int64_t n, DType t) { return static_cast<uint64_t>((n + 1) / 2) * (t == DType::Float64 ? 4 : 2); }
+
+Tensor randn(const Shape& shape, DType dtype, Generator* gen) {
+  Attrs a = random_attrs(shape, dtype, gen_or_default(gen), normal_count(numel_of(shape), dtype));
+  a.set("mean", 0.0).set("std", 1.0);
+  return dispatch1(OpId::Normal, {}, a);
+}
+
+const Tensor& normal_(const Tensor& x, double mean, double std, Generator* gen) {
+  Attrs a = random_attrs(x.shape(), x.dtype(), gen_or_default(gen), normal_count(x.numel(), x.dtype()));
+  a.set("mean", mean).set("std", std);
+  return dispatch_inplace(OpId::Normal, x, {}, a);
+}
+
+// ---- RandInt ---------------------------------------------------------------------------------
+static int randint_draws(int64_t low, int64_t high) {
+  return static_cast<uint64_t>(high) - static_cast<uint64_t>(low) <= (uint64_t{1} << 32) ? 1 : 2;
+}
+
+LUCID_REGISTER_OP(RandInt, [] {
+  OpDef d = random_op();
+  d.infer = [](const TensorList&, const Attrs& a) {
+    LUCID_CHECK(a.i("low") < a.i("high"), ValueError, "randint: expects 'low' < 'high', got low=", a.i("low"),
+                " and high=", a.i("high"));
+    return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
+  };
+  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
+    int64_t low = a.i("low"), high = a.i("high");
+    uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+    int k = randint_draws(low, high);
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      LUCID_DISPATCH_ALL(o.dtype(), "randint", [&] {
+        using C = compute_t<scalar_t>;
+        scalar_t* p = o.data<scalar_t>();
+        for_draws(o.numel(), k, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
+          uint64_t v = k == 1 ? dr[0] : (static_cast<uint64_t>(dr[0]) << 32 | dr[1]);
+          int64_t r = static_cast<int64_t>(static_cast<uint64_t>(low) + v % range);
+          p[i] = static_cast<scalar_t>(static_cast<C>(r));
+        });
+      });
+    });
+  };
+  return d;
+}());
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* gen) {
+  LUCID_CHECK(low < high, ValueError, "randint: expects 'low' < 'high', got low=", low, " and high=", high);
+  uint64_t draws = static_cast<uint64_t>(numel_of(shape)) * randint_draws(low, high);
+  Attrs a = random_attrs(shape, dtype, gen_or_default(gen), draws);
+  a.set("low", low).set("high", high);
+  return dispatch1(OpId::RandInt, {}, a);
+}
+
+// ---- Bernoulli -------------------------------------------------------------------------------
+// With no input: probability attribute p. With one input: per-element probabilities (output
+// has the input's shape; dtype from the attribute).
+LUCID_REGISTER_OP(Bernoulli, [] {
+  OpDef d = random_op();
+  d.num_inputs = -1;
+  d.nondiff_inputs = {0};
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    LUCID_CHECK(in.size() <= 1, ValueError, "bernoulli: expected at most one probability tensor");
+    if (in.empty()) {
+      double p = a.f("p");
+      LUCID_CHECK(p >= 0 && p <= 1, ValueError, "bernoulli_: expects 0 <= p <= 1, got p=", p);
+    } else {
+      LUCID_CHECK(is_floating(in[0].dtype()), TypeError, "bernoulli: expected a floating point probability tensor, got ",
+                  dtype_name(in[0].dtype()));
+      LUCID_CHECK(broadcast_shapes(in[0].shape(), a.ints("shape"), "bernoulli") == a.ints("shape"), ValueError,
+                  "bernoulli: probabilities of shape ", shape_str(in[0].shape()), " do not broadcast to the output shape ",
+                  shape_str(a.ints("shape")));
+    }
+    return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    Tensor probs;
+    if (!in.empty()) {
+      probs = Tensor::empty(a.ints("shape"), DType::Float64);
+      cpu::copy_into(probs, in[0]);  // broadcasts a probability tensor to the output shape
+    }
+    double p = in.empty() ? a.f("p") : 0.0;
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      LUCID_DISPATCH_ALL(o.dtype(), "bernoulli", [&] {
+        using C = compute_t<scalar_t>;
+        scalar_t* dst = o.data<scalar_t>();
+        const double* pp = probs.defined() ? probs.data<double>() : nullptr;
+        for_draws(o.numel(), 1, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
+          double pi = pp ? pp[i] : p;
+          dst[i] = static_cast<scalar_t>(static_cast<C>(unit_uniform<float>(dr) < pi ? 1 : 0));
+        });
+      });
+    });
+  };
+  return d;
+}());
+
+Tensor bernoulli(const Shape& shape, double p, DType dtype, Generator* gen) {
+  Attrs a = random_attrs(shape, dtype, gen_or_default(gen), static_cast<uint64_t>(numel_of(shape)));
+  a.set("p", p);
+  return dispatch1(OpId::Bernoulli, {}, a);
+}
+
+Tensor bernoulli(const Tensor& probs, Generator* gen) {
+  Attrs a = random_attrs(probs.shape(), probs.dtype(), gen_or_default(gen), static_cast<uint64_t>(probs.numel()));
+  Tensor pr = probs.detach();
+  return dispatch1(OpId::Bernoulli, {pr}, a);
+}
+
+const Tensor& bernoulli_(const Tensor& x, double p, Generator* gen) {
+  Attrs a = random_attrs(x.shape(), x.dtype(), gen_or_default(gen), static_cast<uint64_t>(x.numel()));
+  a.set("p", p);
+  return dispatch_inplace(OpId::Bernoulli, x, {}, a);
+}
+
+const Tensor& bernoulli_(const Tensor& x, const Tensor& p, Generator* gen) {
+  Attrs a = random_attrs(x.shape(), x.dtype(), gen_or_default(gen), static_cast<uint64_t>(x.numel()));
+  Tensor pr = p.detach();
+  return dispatch_inplace(OpId::Bernoulli, x, {pr}, a);
+}
+
+// ---- RandPerm --------------------------------------------------------------------------------
+// Sorting indices by 64-bit Philox keys gives a uniform permutation (ties, probability ~n^2/2^65,
+// fall back to index order), deterministic and independent of the thread count.
+LUCID_REGISTER_OP(RandPerm, [] {
+  OpDef d = random_op();
+  d.infer = [](const TensorList&, const Attrs& a) {
+    int64_t n = a.i("n");
+    LUCID_CHECK(n >= 0, ValueError, "randperm: argument 'n' must be non-negative, got ", n);
+    LUCID_CHECK(a.dtype("dtype") != DType::Bool, TypeError, "randperm: dtype bool is not supported");
+    return std::vector<TensorMeta>{{{n}, a.dtype("dtype")}};
+  };
+  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
+    int64_t n = a.i("n");
+    std::vector<std::pair<uint64_t, int64_t>> keys(n);
+    for_draws(n, 2, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
+      keys[i] = {static_cast<uint64_t>(dr[0]) << 32 | dr[1], i};
+    });
+    std::sort(keys.begin(), keys.end());
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      LUCID_DISPATCH_NUMERIC(o.dtype(), "randperm", [&] {
+        scalar_t* p = o.data<scalar_t>();
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(keys[i].second));
+      });
+    });
+  };
+  return d;
+}());
+
+Tensor randperm(int64_t n, DType dtype, Generator* gen) {
+  LUCID_CHECK(n >= 0, ValueError, "randperm: argument 'n' must be non-negative, got ", n);
+  Attrs a{{"n", n}, {"dtype", dtype}, {"seed", static_cast<int64_t>(gen_or_default(gen).initial_seed())},
+          {"offset", static_cast<int64_t>(gen_or_default(gen).reserve(2 * static_cast<uint64_t>(n)))}};
+  return dispatch1(OpId::RandPerm, {}, a);
+}
+
+}  // namespace lucid

@@ -1,0 +1,183 @@
+"""lucid.utils.data: Dataset, TensorDataset, Subset, random_split, default_collate and a
+single-process DataLoader with torch's batching semantics (batch_size, shuffle, drop_last,
+collate_fn, generator-seeded shuffling)."""
+import random as _pyrandom
+
+import lucid
+from lucid._C import Tensor
+
+__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate", "DataLoader"]
+
+
+class Dataset:
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class TensorDataset(Dataset):
+    """Samples are tuples of the i-th rows of each tensor (all tensors share dim 0)."""
+
+    def __init__(self, *tensors):
+        if any(tensors[0].shape[0] != t.shape[0] for t in tensors):
+            raise ValueError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+
+class ConcatDataset(Dataset):
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        self.cumulative_sizes = []
+        s = 0
+        for d in self.datasets:
+            s += len(d)
+            self.cumulative_sizes.append(s)
+
+    def __len__(self):
+        return self.cumulative_sizes[-1] if self.cumulative_sizes else 0
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            idx += len(self)
+        start = 0
+        for d, end in zip(self.datasets, self.cumulative_sizes):
+            if idx < end:
+                return d[idx - start]
+            start = end
+        raise IndexError("index out of range")
+
+
+class Subset(Dataset):
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+def _rng(generator):
+    if generator is None:
+        return _pyrandom.Random()
+    if isinstance(generator, int):
+        return _pyrandom.Random(generator)
+    seed = generator.initial_seed() if hasattr(generator, "initial_seed") else None
+    return _pyrandom.Random(seed)
+
+
+def random_split(dataset, lengths, generator=None):
+    n = len(dataset)
+    if all(0 <= x <= 1 for x in lengths) and abs(sum(lengths) - 1) < 1e-9 and sum(lengths) != n:
+        counts = [int(n * frac) for frac in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    perm = list(range(n))
+    _rng(generator).shuffle(perm)
+    out, offset = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, perm[offset:offset + length]))
+        offset += length
+    return out
+
+
+def default_collate(batch):
+    """Stack tensors, turn numbers into tensors, and recurse into tuples / lists / dicts."""
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return lucid.stack(list(batch), 0)
+    if isinstance(elem, bool):
+        return lucid.tensor(list(batch), dtype=lucid.bool)
+    if isinstance(elem, int):
+        return lucid.tensor(list(batch), dtype=lucid.int64)
+    if isinstance(elem, float):
+        return lucid.tensor(list(batch), dtype=lucid.float64)
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, dict):
+        return {k: default_collate([d[k] for d in batch]) for k in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, (tuple, list)):
+        if any(len(e) != len(elem) for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        return [default_collate(list(s)) for s in zip(*batch)]
+    if hasattr(elem, "__array__"):
+        return lucid.stack([lucid.tensor(e) for e in batch], 0)
+    raise TypeError(f"default_collate: batch must contain tensors, numbers, dicts or lists; found {type(elem)}")
+
+
+class DataLoader:
+    """Single-process loader: iterates over index batches and collates the samples."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 generator=None, **kwargs):
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                             "drop_last")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.drop_last = drop_last
+        self.collate_fn = collate_fn if collate_fn is not None else (
+            default_collate if batch_size is not None else (lambda x: x))
+        self.generator = generator
+        self._rng = _rng(generator)
+
+    def _indices(self):
+        if self.sampler is not None:
+            return list(iter(self.sampler))
+        idx = list(range(len(self.dataset)))
+        if self.shuffle:
+            self._rng.shuffle(idx)
+        return idx
+
+    def _batches(self):
+        if self.batch_sampler is not None:
+            yield from self.batch_sampler
+            return
+        idx = self._indices()
+        if self.batch_size is None:
+            for i in idx:
+                yield i
+            return
+        for s in range(0, len(idx), self.batch_size):
+            b = idx[s:s + self.batch_size]
+            if len(b) < self.batch_size and self.drop_last:
+                return
+            yield b
+
+    def __iter__(self):
+        for b in self._batches():
+            if self.batch_size is None and self.batch_sampler is None:
+                yield self.collate_fn(self.dataset[b])
+            else:
+                yield self.collate_fn([self.dataset[i] for i in b])
+
+    def __len__(self):
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size

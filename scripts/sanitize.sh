@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds lucid with AddressSanitizer + UndefinedBehaviorSanitizer (build/asan) and runs the C++
+# tests and the Python suite (or the pytest args given) against that build.
+# Usage: bash scripts/sanitize.sh [pytest args]      e.g. bash scripts/sanitize.sh -k autograd
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build/asan
+if [ ! -f "$B/CMakeCache.txt" ]; then
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUCID_SANITIZE=ON -DLUCID_BUILD_TESTS=ON \
+        -DLUCID_EXT_OUTPUT_DIR="$PWD/$B/ext" -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" >/dev/null
+fi
+cmake --build "$B" -j"$(nproc)"
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+"$B/lucid_cpp_tests" --gtest_brief=1
+# A package tree whose lucid/_C is the sanitized build.
+PKG="$B/pkg"
+rm -rf "$PKG" && mkdir -p "$PKG"
+cp -r python/lucid "$PKG/lucid"
+rm -f "$PKG"/lucid/_C*.so
+cp "$B"/ext/_C*.so "$PKG/lucid/"
+LD_PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)" \
+  PYTHONPATH="$PWD/$PKG" python3 -m pytest tests/python -q -p no:cacheprovider "$@"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One-time setup on a fresh Debian 12 machine: system libraries, Python packages, and the build.
+# Used by scripts/demo.sh and scripts/test.sh (and so by CI). Safe to run again (incremental).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS="libdnnl-dev libsleef-dev libgtest-dev pkg-config ninja-build g++ cmake"
+missing=""
+for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+fi
+
+PY=${PYTHON:-python3}
+# torch==2.13.0 (CPU) is a test/benchmark reference only; lucid never imports it.
+$PY -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest hypothesis "torch==2.13.0" 2>&1 \
+  | grep -v -E "Running pip as the 'root' user|Location .* is ignored" || true
+
+BUILD_DIR=${LUCID_BUILD_DIR:-build/release}
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUCID_BUILD_TESTS=ON \
+        -DPython_EXECUTABLE="$(command -v $PY)" ${LUCID_CMAKE_ARGS:-} >/dev/null
+fi
+cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -1,0 +1,193 @@
+"""Autograd semantics against PyTorch: accumulation, retain_graph, grad(), create_graph,
+hooks, retain_grad, no_grad, detach, version counters, leaf in-place errors."""
+import numpy as np
+import pytest
+import torch
+
+import lucid
+
+
+def pair(a, requires_grad=True):
+    a = np.asarray(a, dtype=np.float64)
+    return lucid.tensor(a, requires_grad=requires_grad), torch.tensor(a, requires_grad=requires_grad)
+
+
+def close(l, t):
+    np.testing.assert_allclose(l.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_grad_accumulates_over_backward_calls():
+    (la, ta) = pair([1.0, 2.0, 3.0])
+    for _ in range(3):
+        (la * la).sum().backward()
+        (ta * ta).sum().backward()
+    close(la.grad, ta.grad)
+
+
+def test_backward_twice_without_retain_graph_raises():
+    la, _ = pair([1.0, 2.0])
+    y = (la * la).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+
+
+def test_retain_graph_allows_second_backward():
+    (la, ta) = pair([1.0, 2.0])
+    ly, ty = (la * la * la).sum(), (ta * ta * ta).sum()
+    ly.backward(retain_graph=True)
+    ly.backward()
+    ty.backward(retain_graph=True)
+    ty.backward()
+    close(la.grad, ta.grad)
+
+
+def test_nonscalar_backward_needs_gradient():
+    la, _ = pair([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        (la * 2).backward()
+
+
+def test_autograd_grad_and_create_graph_second_derivative():
+    (la, ta) = pair([0.5, -1.5, 2.0])
+    (g,) = lucid.autograd.grad((la * la * la).sum(), la, create_graph=True)
+    (tg,) = torch.autograd.grad((ta * ta * ta).sum(), ta, create_graph=True)
+    close(g, tg)
+    (g2,) = lucid.autograd.grad(g.sum(), la)
+    (tg2,) = torch.autograd.grad(tg.sum(), ta)
+    close(g2, tg2)
+    assert la.grad is None  # grad() does not accumulate
+
+
+def test_grad_of_nonleaf_input():
+    (la, ta) = pair([1.0, 2.0])
+    lh, th = la * 3, ta * 3
+    (g,) = lucid.autograd.grad((lh * lh).sum(), lh)
+    (tg,) = torch.autograd.grad((th * th).sum(), th)
+    close(g, tg)
+
+
+def test_unused_input_raises_unless_allowed():
+    la, _ = pair([1.0])
+    lb, _ = pair([2.0])
+    with pytest.raises(RuntimeError, match="not used"):
+        lucid.autograd.grad((la * 2).sum(), [la, lb])
+    g = lucid.autograd.grad((la * 2).sum(), [la, lb], allow_unused=True)
+    assert g[1] is None
+
+
+def test_hooks_on_leaf_and_nonleaf():
+    (la, ta) = pair([1.0, 2.0])
+    seen = []
+    la.register_hook(lambda g: g * 2)
+    ta.register_hook(lambda g: g * 2)
+    lh, th = la * la, ta * ta
+    lh.register_hook(lambda g: seen.append(g.numpy().copy()))
+    th.register_hook(lambda g: None)
+    lh.sum().backward()
+    th.sum().backward()
+    close(la.grad, ta.grad)
+    assert len(seen) == 1 and np.allclose(seen[0], 1.0)
+
+
+def test_retain_grad():
+    (la, ta) = pair([1.0, 2.0])
+    lh, th = la * 2, ta * 2
+    lh.retain_grad()
+    th.retain_grad()
+    (lh * lh).sum().backward()
+    (th * th).sum().backward()
+    close(lh.grad, th.grad)
+
+
+def test_no_grad_and_set_grad_enabled():
+    la, _ = pair([1.0])
+    with lucid.no_grad():
+        y = la * 2
+    assert not y.requires_grad and y.grad_fn is None
+    with lucid.set_grad_enabled(False):
+        assert not (la * 2).requires_grad
+    assert (la * 2).requires_grad
+
+    @lucid.no_grad()
+    def f(x):
+        return x * 2
+    assert not f(la).requires_grad
+
+
+def test_detach_shares_storage_without_history():
+    la, _ = pair([1.0, 2.0])
+    d = (la * 2).detach()
+    assert not d.requires_grad and d.grad_fn is None
+
+
+def test_modified_saved_tensor_raises():
+    la, _ = pair([1.0, 2.0])
+    h = la * 1.0
+    y = (h * h).sum()  # Mul saves h
+    with lucid.no_grad():
+        h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+def test_inplace_on_leaf_requiring_grad_raises():
+    la, _ = pair([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="leaf"):
+        la.add_(1.0)
+    with lucid.no_grad():
+        la.add_(1.0)  # allowed under no_grad
+    np.testing.assert_allclose(la.detach().numpy(), [2.0, 3.0])
+
+
+def test_inplace_on_nonleaf_rebases_history():
+    (la, ta) = pair([1.0, 2.0, 3.0])
+    lh, th = la * 2, ta * 2
+    lh.mul_(la)
+    th.mul_(ta)
+    lh.add_(1.0)
+    th.add_(1.0)
+    (lh * lh).sum().backward()
+    (th * th).sum().backward()
+    close(la.grad, ta.grad)
+
+
+def test_broadcast_gradients_reduce_to_input_shape():
+    a = np.random.default_rng(0).standard_normal((3, 1, 4))
+    b = np.random.default_rng(1).standard_normal((5, 1))
+    la, ta = pair(a)
+    lb, tb = pair(b)
+    (la * lb - lb / (la * la + 2)).sum().backward()
+    (ta * tb - tb / (ta * ta + 2)).sum().backward()
+    close(la.grad, ta.grad)
+    close(lb.grad, tb.grad)
+
+
+def test_mixed_dtype_gradient_is_cast_back():
+    l32 = lucid.tensor([1.0, 2.0], dtype=lucid.float32, requires_grad=True)
+    l64 = lucid.tensor([3.0, 4.0], dtype=lucid.float64, requires_grad=True)
+    (l32 * l64).sum().backward()
+    assert l32.grad.dtype == lucid.float32 and l64.grad.dtype == lucid.float64
+    np.testing.assert_allclose(l32.grad.numpy(), [3.0, 4.0])
+
+
+def test_requires_grad_only_for_floats():
+    with pytest.raises(TypeError, match="floating point"):
+        lucid.tensor([1, 2]).requires_grad_()
+
+
+def test_grads_do_not_alias_between_leaves():
+    la, _ = pair([1.0, 2.0])
+    lb, _ = pair([3.0, 4.0])
+    (la + lb).sum().backward()
+    with lucid.no_grad():
+        la.grad.mul_(10.0)
+    np.testing.assert_allclose(lb.grad.numpy(), [1.0, 1.0])
+
+
+def test_dlpack_roundtrip_with_torch():
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    l = lucid.from_dlpack(t)
+    np.testing.assert_array_equal(l.numpy(), t.numpy())
+    back = torch.from_dlpack(l)
+    np.testing.assert_array_equal(back.numpy(), t.numpy())

@@ -1,0 +1,254 @@
+"""lucid.optim vs torch.optim: 30 steps of each optimizer on the same parameters, data and loss
+(parameters equal within 1e-5 relative in float32), param groups, schedulers changing lr mid-run,
+state_dict round trips that resume identically, and argument / load errors."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import lucid
+import lucid.nn as nn
+import lucid.optim as optim
+
+RNG = np.random.default_rng(1234)
+X = RNG.standard_normal((8, 4)).astype(np.float32)
+Y = RNG.standard_normal((8, 3)).astype(np.float32)
+W0 = (RNG.standard_normal((4, 3)) * 0.5).astype(np.float32)
+B0 = (RNG.standard_normal((3,)) * 0.1).astype(np.float32)
+V0 = (RNG.standard_normal((3,)) * 0.5).astype(np.float32)
+
+
+def make_params(T, P):
+    return [P(T.tensor(W0.copy())), P(T.tensor(B0.copy())), P(T.tensor(V0.copy()))]
+
+
+def loss_fn(params, x, y):
+    """A small non-linear least-squares model written with broadcasting ops only."""
+    w, b, v = params
+    n = x.shape[0]
+    pred = (x.reshape(n, 4, 1) * w.reshape(1, 4, 3)).sum(1) + b
+    h = pred * v + pred * pred * 0.1
+    r = h - y
+    return (r * r).sum() / n
+
+
+def run(opt_name, kwargs, steps=30, groups=False, sched=None, closure=False):
+    out = []
+    for T, P, O in ((lucid, nn.Parameter, optim), (torch, torch.nn.Parameter, torch.optim)):
+        params = make_params(T, P)
+        x, y = T.tensor(X), T.tensor(Y)
+        if groups:
+            pg = [{"params": params[:2]}, {"params": params[2:], "lr": kwargs.get("lr", 1e-2) * 0.5}]
+            opt = getattr(O, opt_name)(pg, **kwargs)
+        else:
+            opt = getattr(O, opt_name)(params, **kwargs)
+        scheduler = sched(O, opt) if sched is not None else None
+        lrs = []
+        for _ in range(steps):
+            def closure_fn():
+                opt.zero_grad()
+                loss = loss_fn(params, x, y)
+                loss.backward()
+                return loss
+            if closure:
+                opt.step(closure_fn)
+            else:
+                closure_fn()
+                opt.step()
+            if scheduler is not None:
+                scheduler.step()
+                lrs.append([g["lr"] for g in opt.param_groups])
+        out.append(([p.detach().numpy().copy() for p in params], lrs, opt))
+    return out
+
+
+def assert_params_close(lo, to, rtol=1e-5, atol=1e-6):
+    for i, (a, b) in enumerate(zip(lo, to)):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=f"param {i}")
+
+
+OPT_CONFIGS = [
+    ("SGD", dict(lr=0.05)),
+    ("SGD", dict(lr=0.05, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.5, maximize=True)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", OPT_CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(OPT_CONFIGS)])
+def test_optimizer_matches_torch(name, kwargs):
+    (lp, _, _), (tp, _, _) = run(name, kwargs)
+    assert_params_close(lp, tp)
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.05, momentum=0.9))])
+def test_param_groups_match_torch(name, kwargs):
+    (lp, _, lo), (tp, _, to) = run(name, kwargs, groups=True)
+    assert_params_close(lp, tp)
+    assert len(lo.param_groups) == 2 and lo.param_groups[1]["lr"] == to.param_groups[1]["lr"]
+    assert sorted(lo.param_groups[0].keys()) == sorted(to.param_groups[0].keys())
+
+
+SCHEDULERS = {
+    "StepLR": lambda O, opt: O.lr_scheduler.StepLR(opt, step_size=7, gamma=0.5),
+    "MultiStepLR": lambda O, opt: O.lr_scheduler.MultiStepLR(opt, milestones=[5, 12, 12, 20], gamma=0.3),
+    "ExponentialLR": lambda O, opt: O.lr_scheduler.ExponentialLR(opt, gamma=0.9),
+    "CosineAnnealingLR": lambda O, opt: O.lr_scheduler.CosineAnnealingLR(opt, T_max=10, eta_min=0.001),
+    "LambdaLR": lambda O, opt: O.lr_scheduler.LambdaLR(opt, lr_lambda=lambda e: 1.0 / (1 + e)),
+    "LinearLR": lambda O, opt: O.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=12),
+    "OneCycleLR": lambda O, opt: O.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=30),
+    "OneCycleLR-3phase-linear": lambda O, opt: O.lr_scheduler.OneCycleLR(opt, max_lr=[0.1, 0.05], total_steps=30,
+                                                                         three_phase=True, anneal_strategy="linear"),
+}
+
+
+@pytest.mark.parametrize("sched", list(SCHEDULERS))
+def test_scheduler_matches_torch(sched):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (lp, llrs, lo), (tp, tlrs, to) = run("SGD", dict(lr=0.05, momentum=0.9), groups=True,
+                                              sched=SCHEDULERS[sched])
+    np.testing.assert_allclose(np.array(llrs), np.array(tlrs), rtol=1e-12)
+    assert len(set(map(tuple, llrs))) > 1  # the lr really changed mid-run
+    assert_params_close(lp, tp)
+    if sched.startswith("OneCycle"):
+        assert lo.param_groups[0]["momentum"] == pytest.approx(to.param_groups[0]["momentum"], rel=1e-12)
+
+
+def test_scheduler_state_dict_and_closed_form():
+    import warnings
+    p = [nn.Parameter(lucid.full((2,), 1.0))]
+    tp = [torch.nn.Parameter(torch.full((2,), 1.0))]
+    lo, to = optim.SGD(p, lr=0.1), torch.optim.SGD(tp, lr=0.1)
+    ls = optim.lr_scheduler.StepLR(lo, step_size=3, gamma=0.5)
+    ts = torch.optim.lr_scheduler.StepLR(to, step_size=3, gamma=0.5)
+    for _ in range(5):
+        lo.step()
+        to.step()
+        ls.step()
+        ts.step()
+    assert ls.get_last_lr() == ts.get_last_lr()
+    sd = ls.state_dict()
+    assert list(sd.keys()) == list(ts.state_dict().keys())
+    ls2 = optim.lr_scheduler.StepLR(optim.SGD(p, lr=0.1), step_size=3, gamma=0.5)
+    ls2.load_state_dict(sd)
+    assert ls2.last_epoch == ls.last_epoch and ls2.get_last_lr() == ls.get_last_lr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ls.step(11)
+        ts.step(11)
+    assert ls.get_last_lr() == ts.get_last_lr()
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True))])
+def test_state_dict_round_trip_resumes_identically(name, kwargs, tmp_path):
+    x, y = lucid.tensor(X), lucid.tensor(Y)
+
+    def train(params, opt, n):
+        for _ in range(n):
+            opt.zero_grad()
+            loss_fn(params, x, y).backward()
+            opt.step()
+
+    ref = make_params(lucid, nn.Parameter)
+    ref_opt = getattr(optim, name)(ref, **kwargs)
+    train(ref, ref_opt, 20)
+
+    a = make_params(lucid, nn.Parameter)
+    a_opt = getattr(optim, name)(a, **kwargs)
+    train(a, a_opt, 10)
+    sd = a_opt.state_dict()
+    # torch's layout: integer ids, hyper-parameters in the groups
+    tparams = make_params(torch, torch.nn.Parameter)
+    t_opt = getattr(torch.optim, name)(tparams, **kwargs)
+    for _ in range(2):
+        t_opt.zero_grad()
+        loss_fn(tparams, torch.tensor(X), torch.tensor(Y)).backward()
+        t_opt.step()
+    tsd = t_opt.state_dict()
+    assert list(sd["state"].keys()) == list(tsd["state"].keys())
+    assert sorted(sd["state"][0].keys()) == sorted(tsd["state"][0].keys())
+    assert sd["param_groups"][0]["params"] == tsd["param_groups"][0]["params"]
+    assert sorted(sd["param_groups"][0].keys()) == sorted(tsd["param_groups"][0].keys())
+
+    path = tmp_path / "opt.safetensors"
+    lucid.save({"model": {str(i): p.detach() for i, p in enumerate(a)}, "optim": sd}, path)
+    blob = lucid.load(path)
+    b = make_params(lucid, nn.Parameter)
+    with lucid.no_grad():
+        for i, p in enumerate(b):
+            p.zero_()
+            p.add_(blob["model"][str(i)])
+    b_opt = getattr(optim, name)(b, **kwargs)
+    b_opt.load_state_dict(blob["optim"])
+    train(b, b_opt, 10)
+    for p, q in zip(ref, b):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+def test_optimizer_errors_match_torch():
+    p = nn.Parameter(lucid.full((2,), 1.0))
+    with pytest.raises(ValueError):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError):
+        optim.SGD(p, lr=0.1)
+    with pytest.raises(ValueError):
+        optim.SGD([p], lr=-1.0)
+    with pytest.raises(ValueError):
+        optim.SGD([p], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError):
+        optim.SGD([p, p], lr=0.1)
+    with pytest.raises(ValueError):
+        optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
+    with pytest.raises(ValueError):
+        optim.SGD([p * 2], lr=0.1)
+    with pytest.raises(TypeError):
+        optim.SGD([{"params": {p}}], lr=0.1)
+    opt = optim.SGD([p], lr=0.1)
+    q = nn.Parameter(lucid.full((3,), 1.0))
+    opt.add_param_group({"params": q, "lr": 0.5})
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        optim.SGD([p], lr=0.1).load_state_dict(opt.state_dict())
+    other = optim.SGD([{"params": [p]}, {"params": [q, nn.Parameter(lucid.full((1,), 0.0))]}], lr=0.1)
+    with pytest.raises(ValueError, match="doesn't match the size"):
+        other.load_state_dict(opt.state_dict())
+
+
+def test_zero_grad_set_to_none():
+    p = nn.Parameter(lucid.full((2,), 1.0))
+    opt = optim.SGD([p], lr=0.1)
+    (p * p).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    assert p.grad is not None and float(p.grad.sum().item()) == 0.0
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def test_hyperparameters_read_each_step():
+    (lp, _, _), (tp, _, _) = [r for r in run("SGD", dict(lr=0.05, momentum=0.9), steps=3)]
+    params = make_params(lucid, nn.Parameter)
+    opt = optim.SGD(params, lr=0.05, momentum=0.9)
+    x, y = lucid.tensor(X), lucid.tensor(Y)
+    for i in range(6):
+        opt.zero_grad()
+        loss_fn(params, x, y).backward()
+        opt.step()
+        if i == 2:
+            snapshot = [p.detach().numpy().copy() for p in params]
+            opt.param_groups[0]["lr"] = 0.0
+    assert_params_close(snapshot, lp)
+    for a, b in zip(params, snapshot):  # lr=0 written into the group stops the updates
+        np.testing.assert_array_equal(a.detach().numpy(), b)
+
+
+def test_repr_matches_torch():
+    p = nn.Parameter(lucid.full((2,), 1.0))
+    tp = torch.nn.Parameter(torch.full((2,), 1.0))
+    assert repr(optim.SGD([p], lr=0.1, momentum=0.9)) == repr(torch.optim.SGD([tp], lr=0.1, momentum=0.9))
+
+
+_ = math
