@@ -380,3 +380,35 @@ def test_dropout_inplace():
     assert 0.3 < keep.mean() < 0.7
     x.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), keep * 2.0)
+
+
+def test_channel_dropout_zeroes_whole_channels():
+    x = lucid.ones(8, 16, 5, 5)
+    y = lucid.dropout2d(x, 0.5).numpy()
+    per_channel = y.reshape(8, 16, -1)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1))
+    assert 0.2 < (per_channel[..., 0] == 0).mean() < 0.8
+    y1 = lucid.dropout1d(lucid.ones(4, 6, 7), 0.5).numpy()
+    assert np.all((y1 == 0).all(-1) | (y1 == 2.0).all(-1))
+    x5 = x.reshape(8, 16, 5, 5, 1)
+    assert lucid.dropout3d(x5, 0.5, training=False)._is_same(x5)
+    with pytest.raises(ValueError):
+        lucid.dropout2d(lucid.ones(3, 4), 0.5)
+
+
+def test_alpha_dropout_keeps_moments():
+    x = lucid.tensor(rng.standard_normal((400, 500)))
+    y = lucid.alpha_dropout(x, 0.2, training=True).numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+    assert lucid.alpha_dropout(x, 0.2)._is_same(x)  # training=False by default, like torch
+
+
+def test_gumbel_softmax():
+    logits = L(rng.standard_normal((6, 5)), True)
+    y = lucid.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(y.detach().numpy().sum(-1), 1.0, rtol=1e-6)
+    yh = lucid.gumbel_softmax(logits, hard=True)
+    h = yh.detach().numpy()
+    assert np.all(h.sum(-1) == 1) and set(np.unique(h)) <= {0.0, 1.0}
+    (yh * L(rng.standard_normal((6, 5)))).sum().backward()
+    assert logits.grad is not None and np.any(logits.grad.numpy() != 0)

@@ -178,3 +178,24 @@ SPECS = [
     OpSpec("interpolate", ["Interpolate", "InterpolateBackward"], lambda l, x, **k: l.interpolate(x, **k),
            lambda t, x, **k: _F(t).interpolate(x, **k), _interp_samples, dtypes=FLOATS),
 ]
+
+
+def _norm_composite_samples(rng, dt):
+    return [Sample([arr(rng, (3, 4), dt)]), Sample([arr(rng, (2, 3, 4), dt)], {"p": 1.0, "dim": -1}),
+            Sample([arr(rng, (2, 3, 4), dt)], {"p": 3.0, "dim": 0})]
+
+
+SPECS += [
+    OpSpec("normalize", [], lambda l, x, **k: l.normalize(x, **k), lambda t, x, **k: _F(t).normalize(x, **k),
+           _norm_composite_samples),
+    OpSpec("cosine_similarity", [], lambda l, a, b, **k: l.cosine_similarity(a, b, **k),
+           lambda t, a, b, **k: _F(t).cosine_similarity(a, b, **k),
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)]),
+                            Sample([arr(rng, (2, 3, 4), dt), arr(rng, (3, 4), dt)], {"dim": -1})]),
+    OpSpec("pairwise_distance", [], lambda l, a, b, **k: l.pairwise_distance(a, b, **k),
+           lambda t, a, b, **k: _F(t).pairwise_distance(a, b, **k),
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)]),
+                            Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)], {"p": 1.0, "keepdim": True})]),
+    OpSpec("upsample", ["Interpolate"], lambda l, x, **k: l.upsample(x, **k), lambda t, x, **k: _F(t).upsample(x, **k),
+           lambda rng, dt: [Sample([arr(rng, (1, 2, 3, 3), dt)], {"scale_factor": 2, "mode": "bilinear"})]),
+]
