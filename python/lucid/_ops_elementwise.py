@@ -1,2 +1,68 @@
-"""Python wrappers of the elementwise ops (owned by the elementwise family)."""
-__all__ = []
+"""Python wrappers of the elementwise ops (owned by the elementwise family).
+
+Most functions are the C++ bindings themselves (lucid._C), exported under torch's names; the
+activation functions add torch.nn.functional's `inplace` flag here, so the nn package can
+re-export them as they are.
+"""
+from lucid import _C
+from lucid._C import (  # noqa: F401
+    abs, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin, cos, tanh, sigmoid, erf, sign, floor, ceil,
+    round, trunc, isnan, isinf, isfinite, logical_not, bitwise_not, maximum, minimum, remainder, floor_divide, eq, ne,
+    lt, le, gt, ge, logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, pow, add, sub, div,
+    where, clamp, clamp_min, clamp_max, masked_fill, lerp, addcmul, addcdiv, gelu, softplus,
+)
+
+__all__ = [
+    "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tanh", "sigmoid",
+    "erf", "sign", "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite", "logical_not", "bitwise_not",
+    "maximum", "minimum", "remainder", "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+    "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "pow", "add", "sub", "div", "where",
+    "clamp", "clip", "clamp_min", "clamp_max", "masked_fill", "lerp", "addcmul", "addcdiv", "relu", "relu6",
+    "leaky_relu", "elu", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "softplus", "multiply", "subtract",
+    "divide", "true_divide", "absolute", "negative", "greater", "greater_equal", "less", "less_equal", "not_equal",
+]
+
+clip = clamp
+multiply = _C.mul
+subtract = sub
+divide = div
+true_divide = div
+absolute = abs
+negative = _C.neg
+greater = gt
+greater_equal = ge
+less = lt
+less_equal = le
+not_equal = ne
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else _C.relu(input)
+
+
+def relu6(input, inplace=False):
+    return input.relu6_() if inplace else _C.relu6(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _C._leaky_relu_(input, negative_slope) if inplace else _C.leaky_relu(input, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _C._elu_(input, alpha) if inplace else _C.elu(input, alpha)
+
+
+def silu(input, inplace=False):
+    return input.silu_() if inplace else _C.silu(input)
+
+
+def hardswish(input, inplace=False):
+    return input.hardswish_() if inplace else _C.hardswish(input)
+
+
+def hardsigmoid(input, inplace=False):
+    return input.hardsigmoid_() if inplace else _C.hardsigmoid(input)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _C._hardtanh_(input, min_val, max_val) if inplace else _C.hardtanh(input, min_val, max_val)

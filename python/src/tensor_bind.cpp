@@ -212,7 +212,16 @@ static void bind_tensor(nb::module_& m) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("_same_storage", &Tensor::same_storage)
       .def("_is_same", [](const Tensor& a, const Tensor& b) { return a == b; })
-      .def("item", &item)
+      .def("item", [](const Tensor& t) -> nb::object {
+        double v = item(t);
+        if (t.dtype() == DType::Bool) return nb::bool_(v != 0);
+        if (is_integral(t.dtype())) {
+          int64_t iv = 0;
+          LUCID_DISPATCH_ALL(t.dtype(), "item", [&] { iv = static_cast<int64_t>(static_cast<compute_t<scalar_t>>(*t.data<scalar_t>())); });
+          return nb::int_(iv);
+        }
+        return nb::float_(v);
+      })
       .def("numpy", &to_numpy)
       .def("detach", &Tensor::detach)
       .def("detach_", [](Tensor& t) {

@@ -1,10 +1,15 @@
 // Builders for elementwise OpDefs from scalar functors (scalar_math.h). A functor F has
 //   template <class C> static C apply(C x)            (unary)    or
-//   template <class C> static C apply(C a, C b)       (binary),
+//   template <class C> static C apply(C a, C b)       (binary),   or
+//   template <class C> static C apply(C a, C b, C c)  (ternary: where, lerp),
 // where C is the compute type (float for 16-bit floats). From F we build one BlockFn per dtype;
 // the eager kernel runs it over a StridedIter and the compiled fused-elementwise interpreter
 // runs the same BlockFn over 1024-element blocks. That is the op's `elementwise<F>` lowering.
+// A unary functor may also define `static void vec(float* out, const float* in, int64_t n)`: a
+// vectorised (Sleef/AVX2) float32 path the block uses for contiguous rows; apply stays the
+// definition and serves every other dtype and strided rows.
 #pragma once
+#include <algorithm>
 #include <type_traits>
 
 #include "lucid/backends/cpu/loops.h"
@@ -21,19 +26,42 @@ enum class EwDType : uint8_t {
   BoolInputs,    // casts inputs to bool, writes bool (logical_and)
 };
 
+template <class F>
+concept HasVecF32 = requires(float* o, const float* a, int64_t n) { F::vec(o, a, n); };
+
 template <class F, class T, class O>
 void unary_block(char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
   if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
     O* o = reinterpret_cast<O*>(p[0]);
     const T* a = reinterpret_cast<const T*>(p[1]);
+    if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
+      F::vec(o, a, n);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
+    return;
+  }
+  if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
+    // Strided float32 row: gather, run the vector path, scatter.
+    float in[256], out[256];
+    for (int64_t b = 0; b < n; b += 256) {
+      int64_t m = std::min<int64_t>(256, n - b);
+      for (int64_t i = 0; i < m; ++i) in[i] = *reinterpret_cast<const float*>(p[1] + (b + i) * s[1]);
+      F::vec(out, in, m);
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(p[0] + (b + i) * s[0]) = out[i];
+    }
     return;
   }
   for (int64_t i = 0; i < n; ++i)
     *reinterpret_cast<O*>(p[0] + i * s[0]) =
         static_cast<O>(F::template apply<C>(static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
 }
+
+// Binary functors may define `static void vec(float* o, const float* a, const float* b, int64_t n)`
+// for contiguous float32 rows (fused activation backwards).
+template <class F>
+concept HasVec2F32 = requires(float* o, const float* a, const float* b, int64_t n) { F::vec(o, a, b, n); };
 
 template <class F, class T, class O>
 void binary_block(char** p, const int64_t* s, int64_t n) {
@@ -42,6 +70,10 @@ void binary_block(char** p, const int64_t* s, int64_t n) {
   const T* a = reinterpret_cast<const T*>(p[1]);
   const T* b = reinterpret_cast<const T*>(p[2]);
   if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+    if constexpr (HasVec2F32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
+      F::vec(o, a, b, n);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
     return;
   }
@@ -61,28 +93,65 @@ void binary_block(char** p, const int64_t* s, int64_t n) {
         static_cast<C>(*reinterpret_cast<const T*>(p[2] + i * s[2]))));
 }
 
-// Which dtypes a functor supports: by default every numeric dtype and bool.
-enum class EwDomain : uint8_t { All, Numeric, Floating };
+template <class F, class T, class O>
+void ternary_block(char** p, const int64_t* s, int64_t n) {
+  using C = compute_t<T>;
+  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == sizeof(T)) {
+    O* o = reinterpret_cast<O*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    const T* c = reinterpret_cast<const T*>(p[3]);
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
+    return;
+  }
+  auto unit = [](int64_t st) { return st == 0 || st == static_cast<int64_t>(sizeof(T)); };
+  if (s[0] == sizeof(O) && unit(s[1]) && unit(s[2]) && unit(s[3])) {
+    // Contiguous with broadcast scalars (stride 0): index multipliers 0 or 1.
+    O* o = reinterpret_cast<O*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    const T* c = reinterpret_cast<const T*>(p[3]);
+    const int64_t ka = s[1] != 0, kb = s[2] != 0, kc = s[3] != 0;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i * ka]), static_cast<C>(b[i * kb]),
+                                                 static_cast<C>(c[i * kc])));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<O*>(p[0] + i * s[0]) = static_cast<O>(F::template apply<C>(
+        static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1])),
+        static_cast<C>(*reinterpret_cast<const T*>(p[2] + i * s[2])),
+        static_cast<C>(*reinterpret_cast<const T*>(p[3] + i * s[3]))));
+}
 
-template <class F, int Arity, bool BoolOut>
-std::array<BlockFn, kNumDTypes> make_blocks(EwDomain domain) {
+// Which dtypes a functor supports: by default every numeric dtype and bool. Integral is the
+// integer dtypes and bool (bitwise ops).
+enum class EwDomain : uint8_t { All, Numeric, Floating, Integral };
+
+// Domain is a template argument so that blocks for dtypes outside it are never instantiated.
+template <class F, int Arity, bool BoolOut, EwDomain domain>
+std::array<BlockFn, kNumDTypes> make_blocks() {
   std::array<BlockFn, kNumDTypes> blocks{};
   auto put = [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<BoolOut, bool, T>;
     if constexpr (Arity == 1) blocks[static_cast<int>(dtype_of<T>::value)] = &unary_block<F, T, O>;
-    else blocks[static_cast<int>(dtype_of<T>::value)] = &binary_block<F, T, O>;
+    else if constexpr (Arity == 2) blocks[static_cast<int>(dtype_of<T>::value)] = &binary_block<F, T, O>;
+    else blocks[static_cast<int>(dtype_of<T>::value)] = &ternary_block<F, T, O>;
   };
-  put(std::type_identity<float>{});
-  put(std::type_identity<double>{});
-  put(std::type_identity<Half>{});
-  put(std::type_identity<BFloat16>{});
-  if (domain != EwDomain::Floating) {
+  if constexpr (domain != EwDomain::Integral) {
+    put(std::type_identity<float>{});
+    put(std::type_identity<double>{});
+    put(std::type_identity<Half>{});
+    put(std::type_identity<BFloat16>{});
+  }
+  if constexpr (domain != EwDomain::Floating) {
     put(std::type_identity<int64_t>{});
     put(std::type_identity<int32_t>{});
     put(std::type_identity<int8_t>{});
     put(std::type_identity<uint8_t>{});
-    if (domain == EwDomain::All) put(std::type_identity<bool>{});
+    if constexpr (domain == EwDomain::All || domain == EwDomain::Integral) put(std::type_identity<bool>{});
   }
   return blocks;
 }
@@ -97,7 +166,7 @@ OpDef elementwise_op() {
   OpDef d;
   d.num_inputs = Arity;
   d.lowering = Lowering::Elementwise;
-  d.ew_block = make_blocks<F, Arity, Rule == EwDType::Bool || Rule == EwDType::BoolInputs>(Domain);
+  d.ew_block = make_blocks<F, Arity, Rule == EwDType::Bool || Rule == EwDType::BoolInputs, Domain>();
   d.ew_rule = static_cast<uint8_t>(Rule);
   d.infer = [](const TensorList& in, const Attrs&) { return infer_elementwise(Id, Rule, in); };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) { run_elementwise(Id, Rule, in, out); };

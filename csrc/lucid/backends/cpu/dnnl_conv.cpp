@@ -1,0 +1,377 @@
+// Convolution kernels: oneDNN primitives (float32/bfloat16), float32 compute for float16, and
+// direct loops for float64. See dnnl_conv.h.
+#include "lucid/backends/cpu/dnnl_conv.h"
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "lucid/backends/cpu/dnnl_common.h"
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/core/parallel.h"
+
+namespace lucid::cpu {
+
+namespace {
+using namespace dnnl_util;
+using dnnl::memory;
+
+enum class Kind : int64_t { Fwd = 1, BwdData, BwdWeights, Deconv };
+
+// A cached primitive with, for each of its two inputs and one output, the user (plain) and
+// primitive descriptors and the reorder between them when they differ.
+struct ConvEntry {
+  dnnl::primitive prim;
+  int arg[3];
+  memory::desc user[3], impl[3];
+  std::optional<dnnl::reorder> reorder[3];
+  bool has_bias = false;
+};
+
+LruCache<ConvEntry>& conv_cache() {
+  static LruCache<ConvEntry> c(128);
+  return c;
+}
+
+memory::dims to_dims(const IntList& v) { return memory::dims(v.begin(), v.end()); }
+
+// Weight descriptor as oneDNN wants it ([G,] OC/G, IC/G, k...) over PyTorch's memory layout.
+// conv weight: [OC, IC/G, k...] contiguous; deconv weight: [IC, OC/G, k...] contiguous.
+memory::desc weight_desc(const Shape& ws, int64_t G, bool deconv, memory::data_type dt) {
+  int64_t nsp = static_cast<int64_t>(ws.size()) - 2, ks = 1;
+  for (int64_t i = 0; i < nsp; ++i) ks *= ws[2 + i];
+  int64_t OCg, ICg;
+  memory::dims st_oc, st_ic;
+  if (!deconv) { OCg = ws[0] / G; ICg = ws[1]; }
+  else { ICg = ws[0] / G; OCg = ws[1]; }
+  int64_t s_oc = deconv ? ks : ICg * ks, s_ic = deconv ? OCg * ks : ks, s_g = OCg * ICg * ks;
+  memory::dims dims, strides;
+  if (G > 1) { dims.push_back(G); strides.push_back(s_g); }
+  dims.push_back(OCg); strides.push_back(s_oc);
+  dims.push_back(ICg); strides.push_back(s_ic);
+  Strides sp = contiguous_strides(Shape(ws.begin() + 2, ws.end()));
+  for (int64_t i = 0; i < nsp; ++i) { dims.push_back(ws[2 + i]); strides.push_back(sp[i]); }
+  return memory::desc(dims, dt, strides);
+}
+
+// Builds (or fetches) the primitive for one convolution call. Shapes: a = src/diff_dst,
+// b = weights/src, c = output, per `kind`.
+std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws, const Shape& ys, bool bias,
+                                     const ConvParams& p, DType t) {
+  Key k;
+  k.add(static_cast<int64_t>(kind)).add(static_cast<int64_t>(t)).add(xs).add(ws).add(ys).add(bias);
+  k.add(p.stride).add(p.dilation).add(p.pad_l).add(p.pad_r).add(p.groups);
+  return conv_cache().get(k, [&]() -> std::shared_ptr<ConvEntry> {
+    auto dt = to_dnnl(t);
+    memory::dims strides = to_dims(p.stride), pl = to_dims(p.pad_l), pr = to_dims(p.pad_r), dil;
+    for (int64_t d : p.dilation) dil.push_back(d - 1);
+    bool deconv = kind == Kind::Deconv;
+    memory::desc x_user = plain_desc(xs, t), y_user = plain_desc(ys, t);
+    memory::desc w_user = weight_desc(ws, p.groups, deconv, dt);
+    auto any = [&](const memory::desc& md) { return memory::desc(md.dims(), dt, memory::format_tag::any); };
+    memory::desc xa = any(x_user), wa = any(w_user), ya = any(y_user);
+    // Activation layout (LUCID_CONV_LAYOUT, a tuning knob): "blocked" (nChw16c, default: cheap
+    // reorders from NCHW and oneDNN's fastest direct kernels), "any" (oneDNN's choice) or "plain".
+    static const std::string layout = [] {
+      const char* e = std::getenv("LUCID_CONV_LAYOUT");
+      return std::string(e ? e : "blocked");
+    }();
+    int64_t nsp_dims = static_cast<int64_t>(xs.size()) - 2;
+    if (layout == "plain") {
+      xa = x_user;
+      ya = y_user;
+    } else if (layout == "blocked" && xs[1] % 16 == 0 && ys[1] % 16 == 0) {
+      auto tag = nsp_dims == 1 ? memory::format_tag::nCw16c : memory::format_tag::nChw16c;
+      xa = memory::desc(x_user.dims(), dt, tag);
+      ya = memory::desc(y_user.dims(), dt, tag);
+    }
+    memory::desc b_md = bias ? memory::desc({ys[1]}, dt, memory::format_tag::a) : memory::desc();
+    auto e = std::make_shared<ConvEntry>();
+    e->has_bias = bias;
+    try {
+      if (kind == Kind::Deconv) {
+        dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                            xa, wa, b_md, ya, strides, dil, pl, pr);
+        dnnl::deconvolution_forward::primitive_desc pd(d, engine());
+        e->prim = dnnl::deconvolution_forward(pd);
+        e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
+        e->user[0] = x_user; e->user[1] = w_user; e->user[2] = y_user;
+        e->impl[0] = pd.src_desc(); e->impl[1] = pd.weights_desc(); e->impl[2] = pd.dst_desc();
+      } else if (kind == Kind::Fwd) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                          xa, wa, b_md, ya, strides, dil, pl, pr);
+        dnnl::convolution_forward::primitive_desc pd(d, engine());
+        e->prim = dnnl::convolution_forward(pd);
+        e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
+        e->user[0] = x_user; e->user[1] = w_user; e->user[2] = y_user;
+        e->impl[0] = pd.src_desc(); e->impl[1] = pd.weights_desc(); e->impl[2] = pd.dst_desc();
+      } else {
+        dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                           xa, wa, ya, strides, dil, pl, pr);
+        dnnl::convolution_forward::primitive_desc fpd(fd, engine());
+        if (kind == Kind::BwdData) {
+          dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, xa, wa, ya, strides, dil, pl, pr);
+          dnnl::convolution_backward_data::primitive_desc pd(d, engine(), fpd);
+          e->prim = dnnl::convolution_backward_data(pd);
+          e->arg[0] = DNNL_ARG_DIFF_DST; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DIFF_SRC;
+          e->user[0] = y_user; e->user[1] = w_user; e->user[2] = x_user;
+          e->impl[0] = pd.diff_dst_desc(); e->impl[1] = pd.weights_desc(); e->impl[2] = pd.diff_src_desc();
+        } else {
+          dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, xa, wa, ya, strides, dil, pl, pr);
+          dnnl::convolution_backward_weights::primitive_desc pd(d, engine(), fpd);
+          e->prim = dnnl::convolution_backward_weights(pd);
+          e->arg[0] = DNNL_ARG_DIFF_DST; e->arg[1] = DNNL_ARG_SRC; e->arg[2] = DNNL_ARG_DIFF_WEIGHTS;
+          e->user[0] = y_user; e->user[1] = x_user; e->user[2] = w_user;
+          e->impl[0] = pd.diff_dst_desc(); e->impl[1] = pd.src_desc(); e->impl[2] = pd.diff_weights_desc();
+        }
+      }
+      for (int i = 0; i < 3; ++i) {
+        if (e->user[i] == e->impl[i]) continue;
+        if (i < 2) e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->user[i], engine(), e->impl[i]));
+        else e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->impl[i], engine(), e->user[i]));
+      }
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+    return e;
+  });
+}
+
+bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void* in1, void* out, const void* bias) {
+  if (!e) return false;
+  dnnl::stream& s = stream();
+  std::unordered_map<int, memory> args;
+  const void* ins[2] = {in0, in1};
+  for (int i = 0; i < 2; ++i) {
+    memory um = mem(e->user[i], ins[i]);
+    if (e->reorder[i]) {
+      memory pm(e->impl[i], engine());
+      e->reorder[i]->execute(s, um, pm);
+      args.emplace(e->arg[i], pm);
+    } else {
+      args.emplace(e->arg[i], um);
+    }
+  }
+  memory uo = mem(e->user[2], out);
+  memory po = e->reorder[2] ? memory(e->impl[2], engine()) : uo;
+  args.emplace(e->arg[2], po);
+  if (e->has_bias) args.emplace(DNNL_ARG_BIAS, mem(memory::desc({e->user[2].dims()[1]}, e->user[2].data_type(),
+                                                                 memory::format_tag::a), bias));
+  e->prim.execute(s, args);
+  if (e->reorder[2]) e->reorder[2]->execute(s, po, uo);
+  s.wait();
+  return true;
+}
+
+// ---- direct loops (float64; 1-D convs run as 2-D with H = 1) ------------------------------
+struct Geo2 {
+  int64_t N, C, H, W, OC, OH, OW, KH, KW, G, sh, sw, dh, dw, ph, pw;
+};
+
+Geo2 geo2(const Shape& xs, const Shape& ws, const Shape& ys, const ConvParams& p, bool deconv_w) {
+  bool one = xs.size() == 3;
+  Geo2 g{};
+  g.N = xs[0]; g.C = xs[1]; g.H = one ? 1 : xs[2]; g.W = xs.back();
+  g.OC = ys[1]; g.OH = one ? 1 : ys[2]; g.OW = ys.back();
+  g.KH = one ? 1 : ws[2]; g.KW = ws.back();
+  g.G = p.groups;
+  g.sh = one ? 1 : p.stride[0]; g.sw = p.stride.back();
+  g.dh = one ? 1 : p.dilation[0]; g.dw = p.dilation.back();
+  g.ph = one ? 0 : p.pad_l[0]; g.pw = p.pad_l.back();
+  (void)deconv_w;
+  return g;
+}
+
+template <class T>
+void ref_forward(const T* x, const T* w, const T* b, T* y, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
+  parallel_for(0, g.N * g.OC, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t no = b0; no < b1; ++no) {
+      int64_t n = no / g.OC, oc = no % g.OC, grp = oc / OCg;
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          T acc = b ? b[oc] : T(0);
+          for (int64_t ic = 0; ic < ICg; ++ic) {
+            const T* xp = x + (n * g.C + grp * ICg + ic) * g.H * g.W;
+            const T* wp = w + (oc * ICg + ic) * g.KH * g.KW;
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+              if (ih < 0 || ih >= g.H) continue;
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+                if (iw < 0 || iw >= g.W) continue;
+                acc += xp[ih * g.W + iw] * wp[kh * g.KW + kw];
+              }
+            }
+          }
+          y[(no * g.OH + oh) * g.OW + ow] = acc;
+        }
+    }
+  });
+}
+
+template <class T>
+void ref_backward_data(const T* gy, const T* w, T* gx, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
+  parallel_for(0, g.N * g.C, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t nc = b0; nc < b1; ++nc) {
+      int64_t n = nc / g.C, c = nc % g.C, grp = c / ICg, ic = c % ICg;
+      for (int64_t ih = 0; ih < g.H; ++ih)
+        for (int64_t iw = 0; iw < g.W; ++iw) {
+          T acc = 0;
+          for (int64_t kh = 0; kh < g.KH; ++kh) {
+            int64_t th = ih + g.ph - kh * g.dh;
+            if (th < 0 || th % g.sh) continue;
+            int64_t oh = th / g.sh;
+            if (oh >= g.OH) continue;
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              int64_t tw = iw + g.pw - kw * g.dw;
+              if (tw < 0 || tw % g.sw) continue;
+              int64_t ow = tw / g.sw;
+              if (ow >= g.OW) continue;
+              for (int64_t o = 0; o < OCg; ++o) {
+                int64_t oc = grp * OCg + o;
+                acc += gy[((n * g.OC + oc) * g.OH + oh) * g.OW + ow] * w[((oc * ICg + ic) * g.KH + kh) * g.KW + kw];
+              }
+            }
+          }
+          gx[(nc * g.H + ih) * g.W + iw] = acc;
+        }
+    }
+  });
+}
+
+template <class T>
+void ref_backward_weights(const T* gy, const T* x, T* gw, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
+  parallel_for(0, g.OC * ICg, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t oi = b0; oi < b1; ++oi) {
+      int64_t oc = oi / ICg, ic = oi % ICg, grp = oc / OCg;
+      for (int64_t kh = 0; kh < g.KH; ++kh)
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          T acc = 0;
+          for (int64_t n = 0; n < g.N; ++n) {
+            const T* xp = x + (n * g.C + grp * ICg + ic) * g.H * g.W;
+            const T* gp = gy + (n * g.OC + oc) * g.OH * g.OW;
+            for (int64_t oh = 0; oh < g.OH; ++oh) {
+              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+              if (ih < 0 || ih >= g.H) continue;
+              for (int64_t ow = 0; ow < g.OW; ++ow) {
+                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+                if (iw < 0 || iw >= g.W) continue;
+                acc += gp[oh * g.OW + ow] * xp[ih * g.W + iw];
+              }
+            }
+          }
+          gw[(oi * g.KH + kh) * g.KW + kw] = acc;
+        }
+    }
+  });
+}
+
+Tensor contig(const Tensor& t) { return t.defined() ? t.contiguous_data() : t; }
+
+Tensor to_f32(const Tensor& t) {
+  if (!t.defined()) return t;
+  Tensor r = Tensor::empty(t.shape(), DType::Float32);
+  copy_into(r, t);
+  return r;
+}
+
+bool use_dnnl(DType t) { return t == DType::Float32 || t == DType::BFloat16; }
+
+// Runs f on float32 copies and writes the result back (float16, or a bfloat16 shape oneDNN lacks).
+template <class F>
+void via_f32(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out, F f) {
+  Tensor o = Tensor::empty(out.shape(), DType::Float32);
+  f(to_f32(a), to_f32(b), to_f32(bias), o);
+  copy_into(out, o);
+}
+
+}  // namespace
+
+void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvParams& p, const Tensor& y) {
+  if (y.numel() == 0) return;
+  Tensor x = contig(x0), w = contig(w0), b = contig(b0);
+  DType t = y.dtype();
+  if (use_dnnl(t) && x.numel() > 0 &&
+      run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t), x.data_ptr(), w.data_ptr(),
+                y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
+    return;
+  if (t == DType::Float64) {
+    ref_forward<double>(x.data<double>(), w.data<double>(), b.defined() ? b.data<double>() : nullptr, y.data<double>(),
+                        geo2(x.shape(), w.shape(), y.shape(), p, false));
+    return;
+  }
+  LUCID_CHECK(t != DType::Float32, Error, "conv: no oneDNN implementation for this configuration");
+  via_f32(x, w, b, y, [&](const Tensor& a, const Tensor& bb, const Tensor& c, const Tensor& o) { conv_forward(a, bb, c, p, o); });
+}
+
+void conv_backward_data(const Tensor& gy0, const Tensor& w0, const ConvParams& p, const Tensor& gx) {
+  if (gx.numel() == 0) return;
+  Tensor gy = contig(gy0), w = contig(w0);
+  DType t = gx.dtype();
+  if (gy.numel() == 0 || w.numel() == 0) {
+    std::memset(gx.data_ptr(), 0, gx.numel() * itemsize(t));
+    return;
+  }
+  if (use_dnnl(t) &&
+      run_entry(get_entry(Kind::BwdData, gx.shape(), w.shape(), gy.shape(), false, p, t), gy.data_ptr(), w.data_ptr(),
+                gx.data_ptr(), nullptr))
+    return;
+  if (t == DType::Float64) {
+    ref_backward_data<double>(gy.data<double>(), w.data<double>(), gx.data<double>(), geo2(gx.shape(), w.shape(), gy.shape(), p, false));
+    return;
+  }
+  LUCID_CHECK(t != DType::Float32, Error, "conv_backward_input: no oneDNN implementation for this configuration");
+  via_f32(gy, w, Tensor(), gx, [&](const Tensor& a, const Tensor& bb, const Tensor&, const Tensor& o) { conv_backward_data(a, bb, p, o); });
+}
+
+void conv_backward_weights(const Tensor& gy0, const Tensor& x0, const ConvParams& p, const Tensor& gw) {
+  if (gw.numel() == 0) return;
+  Tensor gy = contig(gy0), x = contig(x0);
+  DType t = gw.dtype();
+  if (gy.numel() == 0 || x.numel() == 0) {
+    std::memset(gw.data_ptr(), 0, gw.numel() * itemsize(t));
+    return;
+  }
+  if (use_dnnl(t) &&
+      run_entry(get_entry(Kind::BwdWeights, x.shape(), gw.shape(), gy.shape(), false, p, t), gy.data_ptr(), x.data_ptr(),
+                gw.data_ptr(), nullptr))
+    return;
+  if (t == DType::Float64) {
+    ref_backward_weights<double>(gy.data<double>(), x.data<double>(), gw.data<double>(), geo2(x.shape(), gw.shape(), gy.shape(), p, false));
+    return;
+  }
+  LUCID_CHECK(t != DType::Float32, Error, "conv_backward_weight: no oneDNN implementation for this configuration");
+  via_f32(gy, x, Tensor(), gw, [&](const Tensor& a, const Tensor& bb, const Tensor&, const Tensor& o) { conv_backward_weights(a, bb, p, o); });
+}
+
+void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvParams& p, const Tensor& y) {
+  if (y.numel() == 0) return;
+  Tensor x = contig(x0), w = contig(w0), b = contig(b0);
+  DType t = y.dtype();
+  if (use_dnnl(t) && x.numel() > 0 &&
+      run_entry(get_entry(Kind::Deconv, x.shape(), w.shape(), y.shape(), b.defined(), p, t), x.data_ptr(), w.data_ptr(),
+                y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
+    return;
+  if (t == DType::Float64) {
+    // The adjoint of conv: backward data of a conv whose output is x and whose input is y.
+    ref_backward_data<double>(x.data<double>(), w.data<double>(), y.data<double>(), geo2(y.shape(), w.shape(), x.shape(), p, true));
+    if (b.defined()) {
+      int64_t N = y.shape()[0], C = y.shape()[1], S = y.numel() / std::max<int64_t>(1, N * C);
+      double* yp = y.data<double>();
+      const double* bp = b.data<double>();
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t s = 0; s < S; ++s) yp[(n * C + c) * S + s] += bp[c];
+    }
+    return;
+  }
+  LUCID_CHECK(t != DType::Float32, Error, "conv_transpose: no oneDNN implementation for this configuration");
+  via_f32(x, w, b, y, [&](const Tensor& a, const Tensor& bb, const Tensor& c, const Tensor& o) { deconv_forward(a, bb, c, p, o); });
+}
+
+size_t conv_cache_size() { return conv_cache().size(); }
+
+}  // namespace lucid::cpu

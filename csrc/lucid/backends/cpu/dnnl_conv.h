@@ -1,0 +1,31 @@
+// Convolution kernels for the Conv / ConvBackwardInput / ConvBackwardWeight / ConvTranspose ops.
+// float32 and bfloat16 run on oneDNN convolution (forward, backward data, backward weights) and
+// deconvolution primitives with format_tag::any (oneDNN picks its blocked layouts; we reorder
+// from/to plain NC[H]W), cached per geometry in an LRU. float16 computes in float32; float64
+// uses direct loops (oneDNN has no f64 on CPU). Tensors are batched [N, C, spatial...] with one
+// or two spatial dims; conv weights are [OC, IC/G, k...], transposed-conv weights
+// [IC, OC/G, k...] as in PyTorch. Dilation is PyTorch's (1 = dense).
+#pragma once
+#include "lucid/core/tensor.h"
+#include "lucid/ops/attrs.h"
+
+namespace lucid::cpu {
+
+struct ConvParams {
+  IntList stride, dilation, pad_l, pad_r;
+  int64_t groups = 1;
+};
+
+// y = conv(x, w) + bias (bias undefined or [OC]).
+void conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvParams& p, const Tensor& y);
+// gx (allocated with the input's shape) = gradient of conv wrt x.
+void conv_backward_data(const Tensor& gy, const Tensor& w, const ConvParams& p, const Tensor& gx);
+// gw (allocated with the weight's shape) = gradient of conv wrt w.
+void conv_backward_weights(const Tensor& gy, const Tensor& x, const ConvParams& p, const Tensor& gw);
+// y = conv_transpose(x, w) + bias: the adjoint of conv (w is [IC, OC/G, k...]); pads symmetric
+// (pad_l == pad_r); y's spatial size carries PyTorch's output_padding.
+void deconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvParams& p, const Tensor& y);
+
+size_t conv_cache_size();
+
+}  // namespace lucid::cpu

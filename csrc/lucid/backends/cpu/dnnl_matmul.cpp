@@ -1,0 +1,382 @@
+// dnnl_matmul: oneDNN matmul primitives for float32/bfloat16 (float16 when oneDNN has a kernel),
+// a blocked C++ GEMM for float64/integers and as the fallback. See dnnl_matmul.h.
+#include "lucid/backends/cpu/dnnl_matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "lucid/backends/cpu/dnnl_common.h"
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/core/parallel.h"
+
+namespace lucid::cpu {
+
+namespace {
+using namespace dnnl_util;
+
+struct Geometry {
+  Shape dims;
+  Strides strides;
+};
+
+// Makes the strides of an r x c matrix BLAS-like: row-major (sc == 1, sr >= c) or column-major
+// (sr == 1, sc >= r); size-1 dims get a canonical stride. False when neither fits (copy needed).
+bool normalize_matrix(int64_t r, int64_t c, int64_t& sr, int64_t& sc) {
+  if ((sc == 1 || c == 1) && (r == 1 || sr >= c)) {
+    sc = 1;
+    if (r == 1) sr = c;
+    return true;
+  }
+  if ((sr == 1 || r == 1) && (c == 1 || sc >= r)) {
+    sr = 1;
+    if (c == 1) sc = r;
+    return true;
+  }
+  return false;
+}
+
+// Strides for size-1 dims: the extent of everything inside them (oneDNN wants sane values).
+void fix_unit_strides(Geometry& g) {
+  int64_t nd = static_cast<int64_t>(g.dims.size());
+  for (int64_t d = nd - 3; d >= 0; --d) {
+    if (g.dims[d] != 1) continue;
+    int64_t ext = 1;
+    for (int64_t j = d + 1; j < nd; ++j) ext = std::max(ext, (g.dims[j] - 1) * g.strides[j] + 1);
+    g.strides[d] = ext;
+  }
+}
+
+struct MatmulPrim {
+  dnnl::matmul prim;
+  dnnl::memory::desc src, wei, dst, bias;
+};
+
+LruCache<MatmulPrim>& prim_cache() {
+  static LruCache<MatmulPrim> c(256);
+  return c;
+}
+
+dnnl::algorithm eltwise_alg(MatmulPostOp::Kind k) {
+  switch (k) {
+    case MatmulPostOp::Relu: return dnnl::algorithm::eltwise_relu;
+    case MatmulPostOp::Gelu: return dnnl::algorithm::eltwise_gelu_erf;
+    case MatmulPostOp::GeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    default: return dnnl::algorithm::undef;
+  }
+}
+
+// One oneDNN matmul call; false when oneDNN has no implementation for these descriptors.
+bool run_dnnl(const Geometry& A, const void* pa, const Geometry& B, const void* pb, const Tensor& bias,
+              const Geometry& D, void* pd, DType dt, const MatmulEpilogue& ep) {
+  int64_t nd = static_cast<int64_t>(D.dims.size());
+  int64_t N = D.dims[nd - 1];
+  Key k;
+  k.add(1).add(static_cast<int64_t>(dt)).add(A.dims).add(A.strides).add(B.dims).add(B.strides).add(D.dims).add(D.strides);
+  k.add(bias.defined() ? bias.strides()[0] : -1).addf(ep.alpha);
+  for (auto& p : ep.post_ops) k.add(p.kind).addf(p.scale);
+  auto prim = prim_cache().get(k, [&]() -> std::shared_ptr<MatmulPrim> {
+    try {
+      auto amd = strided_desc(A.dims, A.strides, dt);
+      auto bmd = strided_desc(B.dims, B.strides, dt);
+      auto dmd = strided_desc(D.dims, D.strides, dt);
+      dnnl::primitive_attr attr;
+      if (ep.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(ep.alpha)});
+      dnnl::post_ops po;
+      for (auto& p : ep.post_ops) {
+        if (p.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(p.scale));
+        else po.append_eltwise(1.f, eltwise_alg(p.kind), 0.f, 0.f);
+      }
+      attr.set_post_ops(po);
+      if (bias.defined()) {
+        Shape bd(nd, 1);
+        bd[nd - 1] = N;
+        int64_t bs = bias.strides()[0];
+        Strides bst(nd, (N - 1) * bs + 1);
+        bst[nd - 1] = bs;
+        auto biasmd = strided_desc(bd, bst, dt);
+        dnnl::matmul::primitive_desc pdesc(dnnl::matmul::desc(amd, bmd, biasmd, dmd), attr, engine());
+        return std::make_shared<MatmulPrim>(MatmulPrim{dnnl::matmul(pdesc), amd, bmd, dmd, biasmd});
+      }
+      dnnl::matmul::primitive_desc pdesc(dnnl::matmul::desc(amd, bmd, dmd), attr, engine());
+      return std::make_shared<MatmulPrim>(MatmulPrim{dnnl::matmul(pdesc), amd, bmd, dmd, {}});
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  });
+  if (!prim) return false;
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, mem(prim->src, pa)}, {DNNL_ARG_WEIGHTS, mem(prim->wei, pb)}, {DNNL_ARG_DST, mem(prim->dst, pd)}};
+  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, mem(prim->bias, bias.data_ptr()));
+  prim->prim.execute(stream(), args);
+  stream().wait();
+  return true;
+}
+
+// Tries to express a as a single [B*M, K] matrix (batch dims folded into rows).
+bool fold_rows(const Tensor& a, int64_t& rows, int64_t& sr) {
+  int64_t nd = a.ndim();
+  rows = 1;
+  sr = -1;
+  int64_t inner_stride = -1, inner_size = 1;
+  for (int64_t d = nd - 2; d >= 0; --d) {
+    int64_t s = a.shape()[d];
+    if (s == 1) continue;
+    if (inner_stride < 0) { sr = a.strides()[d]; }
+    else if (a.strides()[d] != inner_stride * inner_size) return false;
+    inner_stride = a.strides()[d];
+    inner_size = s;
+    rows *= s;
+  }
+  if (sr < 0) sr = a.shape().back();
+  return true;
+}
+
+// Matrix operand geometry at rank nd (batch dims right-aligned; missing or stride-0 dims -> 1).
+bool operand_geometry(const Tensor& t, const Shape& batch, Geometry& g) {
+  int64_t nb = static_cast<int64_t>(batch.size()), off = nb - (t.ndim() - 2);
+  g.dims.assign(nb + 2, 1);
+  g.strides.assign(nb + 2, 0);
+  for (int64_t d = 0; d < nb; ++d) {
+    int64_t td = d - off;
+    if (td < 0) continue;
+    int64_t s = t.shape()[td], st = t.strides()[td];
+    if (s == 1 || st == 0) continue;
+    if (st < 0) return false;
+    g.dims[d] = s;
+    g.strides[d] = st;
+  }
+  int64_t r = t.shape()[t.ndim() - 2], c = t.shape().back();
+  int64_t sr = t.strides()[t.ndim() - 2], sc = t.strides().back();
+  if (sr < 0 || sc < 0 || !normalize_matrix(r, c, sr, sc)) return false;
+  g.dims[nb] = r;
+  g.dims[nb + 1] = c;
+  g.strides[nb] = sr;
+  g.strides[nb + 1] = sc;
+  fix_unit_strides(g);
+  return true;
+}
+
+bool try_dnnl(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out,
+              const Shape& batch_full) {
+  DType dt = out.dtype();
+  int64_t M = a.shape()[a.ndim() - 2], K = a.shape().back(), N = b.shape().back();
+  // Batch dims of size 1 are dropped everywhere (they only shift the pointer by zero).
+  Shape batch;
+  for (int64_t s : batch_full) if (s != 1) batch.push_back(s);
+  if (batch.size() + 2 > 12) return false;
+  Tensor bb = bias;
+  if (bb.defined() && bb.strides()[0] <= 0 && N > 1) bb = bb.contiguous_data();
+  Geometry D;
+  // Fold a's batch into rows when b has no batch: one large GEMM instead of many small ones.
+  int64_t bbatch = numel_of(Shape(b.shape().begin(), b.shape().end() - 2));
+  int64_t rows, sr;
+  if (!batch.empty() && bbatch == 1 && fold_rows(a, rows, sr)) {
+    int64_t sc = a.strides().back();
+    Geometry A{{rows, K}, {sr, sc}}, B;
+    if (normalize_matrix(rows, K, A.strides[0], A.strides[1]) && operand_geometry(b, {}, B)) {
+      D = {{rows, N}, {N, 1}};
+      if (run_dnnl(A, a.data_ptr(), B, b.data_ptr(), bb, D, out.data_ptr(), dt, ep)) return true;
+    }
+  }
+  Shape dshape = batch;
+  dshape.push_back(M);
+  dshape.push_back(N);
+  D = {dshape, contiguous_strides(dshape)};
+  Geometry A, B;
+  Tensor ac = a, bc = b;
+  if (!operand_geometry(ac, batch, A)) { ac = a.contiguous_data(); operand_geometry(ac, batch, A); }
+  if (!operand_geometry(bc, batch, B)) { bc = b.contiguous_data(); operand_geometry(bc, batch, B); }
+  if (run_dnnl(A, ac.data_ptr(), B, bc.data_ptr(), bb, D, out.data_ptr(), dt, ep)) return true;
+  // Last resort: fully materialised, contiguous, batch-expanded operands.
+  Shape as = batch_full, bs = batch_full, ds = batch_full;
+  as.push_back(M); as.push_back(K);
+  bs.push_back(K); bs.push_back(N);
+  ds.push_back(M); ds.push_back(N);
+  Tensor af = Tensor::empty(as, dt), bf = Tensor::empty(bs, dt);
+  copy_into(af, a);
+  copy_into(bf, b);
+  if (!operand_geometry(af, batch_full, A) || !operand_geometry(bf, batch_full, B)) return false;
+  D = {ds, contiguous_strides(ds)};
+  return run_dnnl(A, af.data_ptr(), B, bf.data_ptr(), bb, D, out.data_ptr(), dt, ep);
+}
+
+// ---- Generic blocked GEMM (float64, integers, and the fallback) ----------------------------
+
+template <class Acc>
+Acc apply_post(Acc v, const MatmulEpilogue& ep, Acc prev) {
+  for (auto& p : ep.post_ops) {
+    switch (p.kind) {
+      case MatmulPostOp::Sum: v = v + static_cast<Acc>(p.scale) * prev; break;
+      case MatmulPostOp::Relu: v = v > Acc(0) ? v : Acc(0); break;
+      case MatmulPostOp::Gelu: {
+        double x = static_cast<double>(v);
+        v = static_cast<Acc>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
+        break;
+      }
+      case MatmulPostOp::GeluTanh: {
+        double x = static_cast<double>(v);
+        v = static_cast<Acc>(0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))));
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+template <class T, class Acc>
+void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out,
+                  const Shape& batch) {
+  const int64_t M = a.shape()[a.ndim() - 2], K = a.shape().back(), N = b.shape().back();
+  const int64_t nb = numel_of(batch), nbd = static_cast<int64_t>(batch.size());
+  // Per-batch element offsets of a and b (broadcast dims advance by 0).
+  std::vector<int64_t> aoff(nb, 0), boff(nb, 0);
+  auto batch_stride = [&](const Tensor& t, int64_t d) {
+    int64_t td = d - (nbd - (t.ndim() - 2));
+    return (td < 0 || t.shape()[td] == 1) ? int64_t(0) : t.strides()[td];
+  };
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t r = i;
+    for (int64_t d = nbd - 1; d >= 0; --d) {
+      int64_t idx = r % batch[d];
+      r /= batch[d];
+      aoff[i] += idx * batch_stride(a, d);
+      boff[i] += idx * batch_stride(b, d);
+    }
+  }
+  const T* A = a.data<T>();
+  const T* B = b.data<T>();
+  T* C = out.data<T>();
+  const int64_t sar = a.strides()[a.ndim() - 2], sac = a.strides().back();
+  const int64_t sbr = b.strides()[b.ndim() - 2], sbc = b.strides().back();
+  const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
+  const int64_t sbias = bias.defined() ? bias.strides()[0] : 0;
+  constexpr int64_t RB = 16, KB = 128;
+  const int64_t row_blocks = (M + RB - 1) / RB, tasks = nb * row_blocks;
+  const int64_t work = RB * std::max<int64_t>(N, 1) * std::max<int64_t>(K, 1);
+  parallel_for(0, tasks, std::max<int64_t>(1, 2 * kParallelGrain / work), [&](int64_t t0, int64_t t1) {
+    std::vector<Acc> acc(RB * N), pack(KB * N);
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t bi = t / row_blocks, i0 = (t % row_blocks) * RB, i1 = std::min(M, i0 + RB);
+      const T* Ab = A + aoff[bi];
+      const T* Bb = B + boff[bi];
+      T* Cb = C + bi * M * N;
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for (int64_t k0 = 0; k0 < K; k0 += KB) {
+        int64_t k1 = std::min(K, k0 + KB);
+        for (int64_t k = k0; k < k1; ++k) {
+          Acc* pr = pack.data() + (k - k0) * N;
+          const T* br = Bb + k * sbr;
+          for (int64_t j = 0; j < N; ++j) pr[j] = static_cast<Acc>(static_cast<compute_t<T>>(br[j * sbc]));
+        }
+        auto a_at = [&](int64_t i, int64_t k) { return static_cast<Acc>(static_cast<compute_t<T>>(Ab[i * sar + k * sac])); };
+        int64_t i = i0;
+        for (; i + 4 <= i1; i += 4) {  // 4 rows share each load of the packed B row
+          Acc* __restrict c0 = acc.data() + (i - i0) * N;
+          Acc* __restrict c1 = c0 + N;
+          Acc* __restrict c2 = c1 + N;
+          Acc* __restrict c3 = c2 + N;
+          for (int64_t k = k0; k < k1; ++k) {
+            const Acc a0 = a_at(i, k), a1 = a_at(i + 1, k), a2 = a_at(i + 2, k), a3 = a_at(i + 3, k);
+            const Acc* __restrict pr = pack.data() + (k - k0) * N;
+            for (int64_t j = 0; j < N; ++j) {
+              const Acc pv = pr[j];
+              c0[j] += a0 * pv;
+              c1[j] += a1 * pv;
+              c2[j] += a2 * pv;
+              c3[j] += a3 * pv;
+            }
+          }
+        }
+        for (; i < i1; ++i) {
+          Acc* __restrict cr = acc.data() + (i - i0) * N;
+          for (int64_t k = k0; k < k1; ++k) {
+            const Acc av = a_at(i, k);
+            const Acc* __restrict pr = pack.data() + (k - k0) * N;
+            for (int64_t j = 0; j < N; ++j) cr[j] += av * pr[j];
+          }
+        }
+      }
+      const Acc alpha = static_cast<Acc>(ep.alpha);
+      for (int64_t i = i0; i < i1; ++i) {
+        const Acc* cr = acc.data() + (i - i0) * N;
+        T* orow = Cb + i * N;
+        for (int64_t j = 0; j < N; ++j) {
+          Acc v = ep.alpha == 1.0 ? cr[j] : alpha * cr[j];
+          if (bias_p) v += static_cast<Acc>(static_cast<compute_t<T>>(bias_p[j * sbias]));
+          Acc prev = ep.post_ops.empty() ? Acc(0) : static_cast<Acc>(static_cast<compute_t<T>>(orow[j]));
+          if (!ep.post_ops.empty()) v = apply_post<Acc>(v, ep, prev);
+          orow[j] = static_cast<T>(static_cast<compute_t<T>>(v));
+        }
+      }
+    }
+  });
+}
+
+// Whether oneDNN has a matmul kernel for this dtype on this CPU (probed once).
+bool dnnl_has_matmul(DType dt) {
+  auto probe = [](DType t) {
+    try {
+      auto md = plain_desc({16, 16}, t);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  };
+  static const bool bf16 = probe(DType::BFloat16), f16 = probe(DType::Float16);
+  return dt == DType::Float32 || (dt == DType::BFloat16 && bf16) || (dt == DType::Float16 && f16);
+}
+
+}  // namespace
+
+void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out) {
+  LUCID_CHECK(a.ndim() >= 2 && b.ndim() >= 2, Error, "dnnl_matmul: operands must have at least 2 dims");
+  LUCID_CHECK(!bias.defined() || ep.alpha == 1.0, Error, "dnnl_matmul: alpha must be 1 when a bias is given");
+  if (out.numel() == 0) return;
+  Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                                 Shape(b.shape().begin(), b.shape().end() - 2), "matmul");
+  DType dt = out.dtype();
+  const int64_t K = a.shape().back();
+  // Tiny products (<= 16^3 multiply-adds) are faster in the plain loop than through a oneDNN call.
+  constexpr int64_t kSmallGemm = 4096;
+  if (dnnl_has_matmul(dt) && K > 0 && out.is_contiguous() && out.numel() * K > kSmallGemm &&
+      try_dnnl(a, b, bias, ep, out, batch))
+    return;
+  switch (dt) {
+    case DType::Float64: gemm_generic<double, double>(a, b, bias, ep, out, batch); return;
+    case DType::Float32: gemm_generic<float, float>(a, b, bias, ep, out, batch); return;
+    case DType::Int64: gemm_generic<int64_t, int64_t>(a, b, bias, ep, out, batch); return;
+    case DType::Int32: gemm_generic<int32_t, int64_t>(a, b, bias, ep, out, batch); return;
+    case DType::Int8: gemm_generic<int8_t, int64_t>(a, b, bias, ep, out, batch); return;
+    case DType::UInt8: gemm_generic<uint8_t, int64_t>(a, b, bias, ep, out, batch); return;
+    case DType::Float16: case DType::BFloat16: {
+      // No oneDNN kernel for this dtype: compute in float32 (oneDNN) and round once.
+      auto f32 = [](const Tensor& t) {
+        if (!t.defined()) return t;
+        Tensor r = Tensor::empty(t.shape(), DType::Float32);
+        copy_into(r, t);
+        return r;
+      };
+      Tensor o32 = Tensor::empty(out.shape(), DType::Float32);
+      if (ep.has_sum()) copy_into(o32, out);
+      dnnl_matmul(f32(a), f32(b), f32(bias), ep, o32);
+      copy_into(out, o32);
+      return;
+    }
+    default: throw TypeError(str("matmul: dtype ", dtype_name(dt), " is not supported"));
+  }
+}
+
+size_t matmul_cache_size() { return prim_cache().size(); }
+
+bool activation_post_op(const std::string& name, MatmulPostOp& op) {
+  if (name == "none" || name.empty()) return false;
+  if (name == "relu") op.kind = MatmulPostOp::Relu;
+  else if (name == "gelu") op.kind = MatmulPostOp::Gelu;
+  else if (name == "gelu_tanh") op.kind = MatmulPostOp::GeluTanh;
+  else throw ValueError(str("linear_fused: argument 'activation' expected one of none, relu, gelu, gelu_tanh, got '", name, "'"));
+  return true;
+}
+
+}  // namespace lucid::cpu

@@ -1,0 +1,46 @@
+// Matrix-multiply kernel entry point shared by every matmul-like op (Matmul, Addmm, Linear,
+// LinearFused) and, later, by the compiler's fused GEMM epilogues:
+//
+//   dnnl_matmul(a, b, bias, epilogue, out):
+//     out[..., m, n] = post_ops( alpha * sum_k a[..., m, k] * b[..., k, n] + bias[n] )
+//
+// a: [..., M, K], b: [..., K, N] with any strides (transposed views are consumed without a copy)
+// and batch dims broadcast against each other; out: contiguous [batch..., M, N]. float32 and
+// bfloat16 run on oneDNN matmul primitives (cached per shape/strides/dtype/epilogue in an LRU);
+// float16 tries oneDNN and otherwise computes in float32; float64 and integers use a blocked C++
+// loop. Post-ops run in order: Sum adds scale * (the value `out` held before the call: the caller
+// pre-fills it with the residual), Relu/Gelu/GeluTanh apply the activation.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+
+namespace lucid::cpu {
+
+struct MatmulPostOp {
+  enum Kind : uint8_t { Sum, Relu, Gelu, GeluTanh };
+  Kind kind = Relu;
+  double scale = 1.0;  // Sum only: out = value + scale * out_before
+};
+
+struct MatmulEpilogue {
+  double alpha = 1.0;  // scales the product; must be 1 when a bias is given
+  std::vector<MatmulPostOp> post_ops;
+  bool has_sum() const {
+    for (auto& p : post_ops) if (p.kind == MatmulPostOp::Sum) return true;
+    return false;
+  }
+};
+
+// bias: undefined, or 1-D [N] of out's dtype.
+void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out);
+
+// Number of primitives in the matmul cache (tests and benchmarks read it).
+size_t matmul_cache_size();
+
+// Parses "relu" / "gelu" / "gelu_tanh" / "none" into a post-op list entry (false for "none").
+bool activation_post_op(const std::string& name, MatmulPostOp& op);
+
+}  // namespace lucid::cpu

@@ -1,0 +1,216 @@
+// Unary elementwise math ops: abs, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin,
+// cos, tanh, sigmoid, erf, sign, floor, ceil, round, trunc, isnan, isinf, logical_not,
+// bitwise_not. Each is one functor (scalar_math.h) + the elementwise_op builder + a VJP written
+// with ops. Transcendental ops take floating inputs only; integer inputs promote to the default
+// float (EwDType::Float), as in PyTorch.
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/ops/elementwise.h"
+#include "lucid/ops/elementwise_util.h"
+#include "lucid/ops/scalar_math.h"
+
+namespace lucid {
+
+static Tensor sc(double v) { return scalar_tensor(v); }
+
+#define EW_UNARY(Name, Functor, Rule, Domain) \
+  elementwise_op<OpId::Name, sm::Functor, 1, EwDType::Rule, EwDomain::Domain>()
+
+// Ops whose derivative is zero almost everywhere (sign, floor, ...): PyTorch returns zeros.
+static TensorList zero_grad(const VjpContext& c) { return TensorList{zeros_like(c.grads[0])}; }
+
+LUCID_REGISTER_OP(Abs, [] {
+  OpDef d = EW_UNARY(Abs, Abs, Same, Numeric);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], sign(c.inputs[0]))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Exp, [] {
+  OpDef d = EW_UNARY(Exp, Exp, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], c.outputs[0])}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Log, [] {
+  OpDef d = EW_UNARY(Log, Log, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], c.inputs[0])}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Log1p, [] {
+  OpDef d = EW_UNARY(Log1p, Log1p, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], add(c.inputs[0], sc(1.0)))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Expm1, [] {
+  OpDef d = EW_UNARY(Expm1, Expm1, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], add(c.outputs[0], sc(1.0)))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Sqrt, [] {
+  OpDef d = EW_UNARY(Sqrt, Sqrt, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.outputs[0], sc(2.0)))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Rsqrt, [] {
+  OpDef d = EW_UNARY(Rsqrt, Rsqrt, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) {
+    const Tensor& o = c.outputs[0];
+    return TensorList{mul(c.grads[0], mul(mul(o, mul(o, o)), sc(-0.5)))};
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Reciprocal, [] {
+  OpDef d = EW_UNARY(Reciprocal, Reciprocal, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) {
+    const Tensor& o = c.outputs[0];
+    return TensorList{neg(mul(c.grads[0], mul(o, o)))};
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Square, [] {
+  OpDef d = EW_UNARY(Square, Square, Same, Numeric);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], mul(c.inputs[0], sc(2.0)))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Sin, [] {
+  OpDef d = EW_UNARY(Sin, Sin, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], cos(c.inputs[0]))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Cos, [] {
+  OpDef d = EW_UNARY(Cos, Cos, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{neg(mul(c.grads[0], sin(c.inputs[0])))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Tanh, [] {
+  OpDef d = EW_UNARY(Tanh, Tanh, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) {
+    const Tensor& o = c.outputs[0];
+    // Fused one-pass backward unless a higher-order graph is being built (create_graph).
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::TanhBackward, {c.grads[0], o})};
+    return TensorList{mul(c.grads[0], sub(sc(1.0), mul(o, o)))};
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Sigmoid, [] {
+  OpDef d = EW_UNARY(Sigmoid, Sigmoid, Float, Floating);
+  d.save = kSaveOutputs;
+  d.vjp = [](const VjpContext& c) {
+    const Tensor& o = c.outputs[0];
+    if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::SigmoidBackward, {c.grads[0], o})};
+    return TensorList{mul(c.grads[0], mul(o, sub(sc(1.0), o)))};
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Erf, [] {
+  OpDef d = EW_UNARY(Erf, Erf, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) {
+    const Tensor& x = c.inputs[0];
+    // d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
+    return TensorList{mul(c.grads[0], mul(exp(neg(mul(x, x))), sc(1.1283791670955126)))};
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Sign, [] {
+  OpDef d = EW_UNARY(Sign, Sign, Same, All);
+  d.vjp = zero_grad;
+  return d;
+}());
+
+LUCID_REGISTER_OP(Floor, [] {
+  OpDef d = EW_UNARY(Floor, Floor, Same, Numeric);
+  d.vjp = zero_grad;
+  return d;
+}());
+
+LUCID_REGISTER_OP(Ceil, [] {
+  OpDef d = EW_UNARY(Ceil, Ceil, Same, Numeric);
+  d.vjp = zero_grad;
+  return d;
+}());
+
+LUCID_REGISTER_OP(Round, [] {
+  OpDef d = EW_UNARY(Round, Round, Same, Numeric);
+  d.vjp = zero_grad;
+  return d;
+}());
+
+LUCID_REGISTER_OP(Trunc, [] {
+  OpDef d = EW_UNARY(Trunc, Trunc, Same, Numeric);
+  d.vjp = zero_grad;
+  return d;
+}());
+
+LUCID_REGISTER_OP(IsNan, [] {
+  OpDef d = EW_UNARY(IsNan, IsNan, Bool, All);
+  d.differentiable = false;
+  return d;
+}());
+
+LUCID_REGISTER_OP(IsInf, [] {
+  OpDef d = EW_UNARY(IsInf, IsInf, Bool, All);
+  d.differentiable = false;
+  return d;
+}());
+
+LUCID_REGISTER_OP(LogicalNot, [] {
+  OpDef d = EW_UNARY(LogicalNot, LogicalNot, BoolInputs, All);
+  d.differentiable = false;
+  return d;
+}());
+
+LUCID_REGISTER_OP(BitwiseNot, [] {
+  OpDef d = EW_UNARY(BitwiseNot, BitwiseNot, Same, Integral);
+  d.differentiable = false;
+  return d;
+}());
+
+Tensor abs(const Tensor& x) { return dispatch1(OpId::Abs, {x}); }
+Tensor exp(const Tensor& x) { return dispatch1(OpId::Exp, {x}); }
+Tensor log(const Tensor& x) { return dispatch1(OpId::Log, {x}); }
+Tensor log1p(const Tensor& x) { return dispatch1(OpId::Log1p, {x}); }
+Tensor expm1(const Tensor& x) { return dispatch1(OpId::Expm1, {x}); }
+Tensor sqrt(const Tensor& x) { return dispatch1(OpId::Sqrt, {x}); }
+Tensor rsqrt(const Tensor& x) { return dispatch1(OpId::Rsqrt, {x}); }
+Tensor reciprocal(const Tensor& x) { return dispatch1(OpId::Reciprocal, {x}); }
+Tensor square(const Tensor& x) { return dispatch1(OpId::Square, {x}); }
+Tensor sin(const Tensor& x) { return dispatch1(OpId::Sin, {x}); }
+Tensor cos(const Tensor& x) { return dispatch1(OpId::Cos, {x}); }
+Tensor tanh(const Tensor& x) { return dispatch1(OpId::Tanh, {x}); }
+Tensor sigmoid(const Tensor& x) { return dispatch1(OpId::Sigmoid, {x}); }
+Tensor erf(const Tensor& x) { return dispatch1(OpId::Erf, {x}); }
+Tensor sign(const Tensor& x) { return dispatch1(OpId::Sign, {x}); }
+Tensor floor(const Tensor& x) { return dispatch1(OpId::Floor, {x}); }
+Tensor ceil(const Tensor& x) { return dispatch1(OpId::Ceil, {x}); }
+Tensor round(const Tensor& x) { return dispatch1(OpId::Round, {x}); }
+Tensor trunc(const Tensor& x) { return dispatch1(OpId::Trunc, {x}); }
+Tensor isnan(const Tensor& x) { return dispatch1(OpId::IsNan, {x}); }
+Tensor isinf(const Tensor& x) { return dispatch1(OpId::IsInf, {x}); }
+Tensor logical_not(const Tensor& x) { return dispatch1(OpId::LogicalNot, {x}); }
+Tensor bitwise_not(const Tensor& x) { return dispatch1(OpId::BitwiseNot, {x}); }
+
+}  // namespace lucid

@@ -1,0 +1,145 @@
+// Bindings of the linalg family: matrix products (lucid.matmul/mm/bmm/mv/dot/addmm, Tensor
+// @ and .matmul), and the functional conv/pool/linear entry points that
+// python/lucid/_ops_linalg.py wraps with torch.nn.functional signatures.
+#include "bind.h"
+#include "lucid/backends/cpu/dnnl_matmul.h"
+#include "lucid/ops/linalg.h"
+
+namespace lucid::py {
+
+namespace {
+
+Tensor opt_tensor(nb::handle h, const char* op, const char* arg) {
+  if (h.is_none()) return Tensor();
+  if (!is_tensor(h))
+    throw TypeError(str(op, ": argument '", arg, "' expected a Tensor or None, got ",
+                        nb::cast<std::string>(nb::str(h.type().attr("__name__")))));
+  return nb::cast<Tensor>(h);
+}
+
+Tensor as_tensor_arg(nb::handle h, const char* op, const char* arg) {
+  if (!is_tensor(h))
+    throw TypeError(str(op, ": argument '", arg, "' expected a Tensor, got ",
+                        nb::cast<std::string>(nb::str(h.type().attr("__name__")))));
+  return nb::cast<Tensor>(h);
+}
+
+// An int or a sequence of `n` ints (torch's _pair/_single).
+IntList int_tuple(nb::handle h, int n, const char* op, const char* arg) {
+  if (PyLong_Check(h.ptr()) || (nb::hasattr(h, "__index__") && !nb::isinstance<nb::str>(h) && !nb::hasattr(h, "__len__")))
+    return IntList(n, nb::cast<int64_t>(h.attr("__index__")()));
+  IntList v = to_shape(h, op, arg);
+  if (static_cast<int>(v.size()) == 1 && n > 1) return IntList(n, v[0]);
+  LUCID_CHECK(static_cast<int>(v.size()) == n, ValueError, op, ": argument '", arg, "' expected an int or ", n,
+              " ints, got ", v.size());
+  return v;
+}
+
+}  // namespace
+
+LUCID_BINDER(linalg) {
+  m.def("matmul", [](nb::handle a, nb::handle b) {
+    return matmul(as_tensor_arg(a, "matmul", "input"), as_tensor_arg(b, "matmul", "other"));
+  }, nb::arg("input"), nb::arg("other"));
+  m.def("mm", [](const Tensor& a, const Tensor& b) { return mm(a, b); }, nb::arg("input"), nb::arg("mat2"));
+  m.def("bmm", [](const Tensor& a, const Tensor& b) { return bmm(a, b); }, nb::arg("input"), nb::arg("mat2"));
+  m.def("mv", [](const Tensor& a, const Tensor& v) { return mv(a, v); }, nb::arg("input"), nb::arg("vec"));
+  m.def("dot", [](const Tensor& a, const Tensor& b) { return dot(a, b); }, nb::arg("input"), nb::arg("tensor"));
+  m.def("addmm", [](const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
+    return addmm(bias, a, b, beta, alpha);
+  }, nb::arg("input"), nb::arg("mat1"), nb::arg("mat2"), nb::kw_only(), nb::arg("beta") = 1.0, nb::arg("alpha") = 1.0);
+  m.def("_linear", [](const Tensor& x, const Tensor& w, nb::handle b) {
+    return linear(x, w, opt_tensor(b, "linear", "bias"));
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none() = nb::none());
+  m.def("_linear_fused", [](const Tensor& x, const Tensor& w, nb::handle b, nb::handle residual,
+                            const std::string& act, bool residual_first) {
+    return linear_fused(x, w, opt_tensor(b, "linear_fused", "bias"), opt_tensor(residual, "linear_fused", "residual"),
+                        act, residual_first);
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("residual").none() = nb::none(),
+     nb::arg("activation") = "none", nb::arg("residual_first") = false);
+  m.def("_matmul_cache_size", &cpu::matmul_cache_size);
+
+  def_method(m, "matmul", [](const Tensor& a, nb::handle b) { return matmul(a, as_tensor_arg(b, "matmul", "other")); },
+             nb::arg("other"));
+  def_method(m, "__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!is_tensor(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(matmul(a, nb::cast<Tensor>(b)));
+  }, nb::arg("other"));
+  def_method(m, "__rmatmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!is_tensor(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(matmul(nb::cast<Tensor>(b), a));
+  }, nb::arg("other"));
+  def_method(m, "mm", [](const Tensor& a, const Tensor& b) { return mm(a, b); }, nb::arg("mat2"));
+  def_method(m, "bmm", [](const Tensor& a, const Tensor& b) { return bmm(a, b); }, nb::arg("mat2"));
+  def_method(m, "mv", [](const Tensor& a, const Tensor& b) { return mv(a, b); }, nb::arg("vec"));
+  def_method(m, "dot", [](const Tensor& a, const Tensor& b) { return dot(a, b); }, nb::arg("tensor"));
+  def_method(m, "addmm", [](const Tensor& bias, const Tensor& a, const Tensor& b, double beta, double alpha) {
+    return addmm(bias, a, b, beta, alpha);
+  }, nb::arg("mat1"), nb::arg("mat2"), nb::kw_only(), nb::arg("beta") = 1.0, nb::arg("alpha") = 1.0);
+
+  // ---- convolutions ----
+  m.def("_conv", [](int nsp, const Tensor& x, const Tensor& w, nb::handle b, nb::handle stride, nb::handle padding,
+                    nb::handle dilation, int64_t groups) {
+    const char* op = nsp == 1 ? "conv1d" : "conv2d";
+    std::string mode;
+    IntList pad(nsp, 0);
+    if (nb::isinstance<nb::str>(padding)) {
+      mode = nb::cast<std::string>(padding);
+      LUCID_CHECK(mode == "same" || mode == "valid", ValueError, op,
+                  ": argument 'padding' expected 'same', 'valid' or ints, got '", mode, "'");
+    } else {
+      pad = int_tuple(padding, nsp, op, "padding");
+    }
+    return conv_nd(nsp, x, w, opt_tensor(b, op, "bias"), int_tuple(stride, nsp, op, "stride"), pad, mode,
+                   int_tuple(dilation, nsp, op, "dilation"), groups);
+  }, nb::arg("nsp"), nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"), nb::arg("padding"),
+     nb::arg("dilation"), nb::arg("groups"));
+  m.def("_conv_transpose", [](int nsp, const Tensor& x, const Tensor& w, nb::handle b, nb::handle stride,
+                              nb::handle padding, nb::handle output_padding, int64_t groups, nb::handle dilation) {
+    const char* op = nsp == 1 ? "conv_transpose1d" : "conv_transpose2d";
+    return conv_transpose_nd(nsp, x, w, opt_tensor(b, op, "bias"), int_tuple(stride, nsp, op, "stride"),
+                             int_tuple(padding, nsp, op, "padding"), int_tuple(output_padding, nsp, op, "output_padding"),
+                             groups, int_tuple(dilation, nsp, op, "dilation"));
+  }, nb::arg("nsp"), nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"), nb::arg("padding"),
+     nb::arg("output_padding"), nb::arg("groups"), nb::arg("dilation"));
+
+  // ---- pooling ----
+  m.def("_max_pool2d", [](const Tensor& x, nb::handle kernel, nb::handle stride, nb::handle padding,
+                          nb::handle dilation, bool ceil_mode) {
+    const char* op = "max_pool2d";
+    IntList k = int_tuple(kernel, 2, op, "kernel_size");
+    IntList s = stride.is_none() || (nb::hasattr(stride, "__len__") && nb::len(stride) == 0) ? k : int_tuple(stride, 2, op, "stride");
+    auto r = max_pool2d_with_indices(x, k, s, int_tuple(padding, 2, op, "padding"), int_tuple(dilation, 2, op, "dilation"),
+                                     ceil_mode);
+    return nb::make_tuple(r.first, r.second);
+  }, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"), nb::arg("dilation"),
+     nb::arg("ceil_mode"));
+  m.def("_avg_pool2d", [](const Tensor& x, nb::handle kernel, nb::handle stride, nb::handle padding, bool ceil_mode,
+                          bool count_include_pad, nb::handle divisor_override) {
+    const char* op = "avg_pool2d";
+    IntList k = int_tuple(kernel, 2, op, "kernel_size");
+    IntList s = stride.is_none() || (nb::hasattr(stride, "__len__") && nb::len(stride) == 0) ? k : int_tuple(stride, 2, op, "stride");
+    int64_t div = divisor_override.is_none() ? 0 : nb::cast<int64_t>(divisor_override);
+    LUCID_CHECK(divisor_override.is_none() || div != 0, ValueError, op, ": argument 'divisor_override' must be non-zero");
+    return avg_pool2d(x, k, s, int_tuple(padding, 2, op, "padding"), ceil_mode, count_include_pad, div);
+  }, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"), nb::arg("ceil_mode"),
+     nb::arg("count_include_pad"), nb::arg("divisor_override").none());
+  m.def("_adaptive_avg_pool2d", [](const Tensor& x, nb::handle output_size) {
+    IntList o(2, 0);
+    if (PyLong_Check(output_size.ptr())) {
+      o = IntList(2, nb::cast<int64_t>(output_size));
+    } else {
+      size_t n = nb::len(output_size);
+      LUCID_CHECK(n == 2, ValueError, "adaptive_avg_pool2d: argument 'output_size' expected an int or 2 values, got ", n);
+      for (size_t i = 0; i < 2; ++i) {
+        nb::handle e = output_size[i];
+        o[i] = e.is_none() ? 0 : nb::cast<int64_t>(e);
+        LUCID_CHECK(e.is_none() || o[i] > 0, ValueError,
+                    "adaptive_avg_pool2d: argument 'output_size' expected positive sizes or None, got ", o[i]);
+      }
+    }
+    return adaptive_avg_pool2d(x, o);
+  });
+}
+
+}  // namespace lucid::py
