@@ -97,6 +97,18 @@ def compare(lm, tm, inputs, dtype="float64", int_inputs=(), train=True, rtol=Non
 
 
 LAYERS = [
+    ("Linear", (5, 4), {}, [(3, 5)]),
+    ("Linear", (5, 4), {"bias": False}, [(2, 3, 5)]),
+    ("Bilinear", (3, 4, 2), {}, [(5, 3), (5, 4)]),
+    ("Conv1d", (3, 4, 3), {"stride": 2, "padding": 1}, [(2, 3, 9)]),
+    ("Conv2d", (3, 4, 3), {"padding": 1}, [(2, 3, 6, 5)]),
+    ("Conv2d", (4, 6, (3, 2)), {"stride": (2, 1), "dilation": (1, 2), "groups": 2, "bias": False}, [(2, 4, 7, 8)]),
+    ("Conv2d", (2, 3, 3), {"padding": "same"}, [(1, 2, 5, 5)]),
+    ("ConvTranspose2d", (4, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1}, [(2, 4, 4, 5)]),
+    ("MaxPool2d", (2,), {}, [(2, 3, 6, 6)]),
+    ("MaxPool2d", (3,), {"stride": 2, "padding": 1}, [(2, 3, 7, 7)]),
+    ("AvgPool2d", (2,), {}, [(2, 3, 6, 6)]),
+    ("AdaptiveAvgPool2d", ((2, 3),), {}, [(2, 3, 7, 8)]),
     ("LayerNorm", (6,), {}, [(3, 4, 6)]),
     ("LayerNorm", ((4, 6),), {"elementwise_affine": False}, [(3, 4, 6)]),
     ("GroupNorm", (2, 4), {}, [(3, 4, 5)]),
@@ -104,6 +116,18 @@ LAYERS = [
     ("Flatten", (), {}, [(2, 3, 4)]),
     ("Unflatten", (1, (2, 6)), {}, [(3, 12)]),
     ("Identity", (), {}, [(3, 4)]),
+    ("ReLU", (), {}, [(3, 4)]),
+    ("ReLU6", (), {}, [(3, 4)]),
+    ("LeakyReLU", (0.1,), {}, [(3, 4)]),
+    ("ELU", (0.7,), {}, [(3, 4)]),
+    ("GELU", (), {}, [(3, 4)]),
+    ("GELU", ("tanh",), {}, [(3, 4)]),
+    ("SiLU", (), {}, [(3, 4)]),
+    ("Hardswish", (), {}, [(3, 4)]),
+    ("Hardsigmoid", (), {}, [(3, 4)]),
+    ("Softplus", (), {"beta": 2.0, "threshold": 5.0}, [(3, 4)]),
+    ("Sigmoid", (), {}, [(3, 4)]),
+    ("Tanh", (), {}, [(3, 4)]),
     ("Softmax", (1,), {}, [(3, 4)]),
     ("LogSoftmax", (-1,), {}, [(3, 4)]),
 ]
@@ -186,3 +210,62 @@ def test_cross_entropy_with_class_weights():
     lm = nn.CrossEntropyLoss(weight=lucid.tensor(w))
     assert list(lm.state_dict().keys()) == list(tm.state_dict().keys()) == ["weight"]
     compare(lm, tm, [randn(6, 4), RNG.integers(0, 4, (6,)).astype(np.int64)], int_inputs=(1,))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_attention(batch_first, need_weights):
+    lm, tm = twin("MultiheadAttention", (8, 2), {"batch_first": batch_first})
+    shape = (3, 5, 8) if batch_first else (5, 3, 8)
+    q, k = randn(*shape), randn(*shape[:-1], 8)
+    compare(lm, tm, [q, k, k], train=False, call_kwargs={"need_weights": need_weights})
+
+
+def test_multihead_attention_masks():
+    lm, tm = twin("MultiheadAttention", (8, 4), {"batch_first": True})
+    q = randn(2, 5, 8)
+    kv = randn(2, 6, 8)
+    attn_mask = np.triu(np.ones((5, 6), dtype=bool), k=2)
+    kpm = np.zeros((2, 6), dtype=bool)
+    kpm[1, -2:] = True
+    compare(lm, tm, [q, kv, kv], train=False, call_kwargs={"attn_mask": attn_mask, "key_padding_mask": kpm})
+    compare(lm, tm, [q, kv, kv], train=False,
+            call_kwargs={"attn_mask": np.where(attn_mask, -1e9, 0.0), "need_weights": False})
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_transformer_encoder_layer(norm_first, activation, batch_first):
+    lm, tm = twin("TransformerEncoderLayer", (8, 2), {"dim_feedforward": 16, "dropout": 0.0,
+                                                      "activation": activation, "norm_first": norm_first,
+                                                      "batch_first": batch_first})
+    compare(lm, tm, [randn(3, 4, 8)], train=True, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("num_layers,bidirectional,batch_first", [(1, False, False), (2, True, True),
+                                                                  (2, False, True)])
+def test_recurrent(name, num_layers, bidirectional, batch_first):
+    lm, tm = twin(name, (4, 5), {"num_layers": num_layers, "bidirectional": bidirectional,
+                                 "batch_first": batch_first})
+    x = randn(3, 6, 4)
+    compare(lm, tm, [x], rtol=1e-6, atol=1e-8)
+
+
+def test_lstm_with_initial_state_and_unbatched():
+    lm, tm = twin("LSTM", (3, 4), {"num_layers": 2})
+    h0, c0 = randn(2, 2, 4), randn(2, 2, 4)
+    lo = lm(lucid.tensor(randn(5, 2, 3) * 0), (lucid.tensor(h0), lucid.tensor(c0)))
+    to_ = tm(torch.zeros(5, 2, 3, dtype=torch.float64), (torch.from_numpy(h0), torch.from_numpy(c0)))
+    np.testing.assert_allclose(lo[0].detach().numpy(), to_[0].detach().numpy(), rtol=1e-7)
+    np.testing.assert_allclose(lo[1][1].detach().numpy(), to_[1][1].detach().numpy(), rtol=1e-7)
+    x = randn(5, 3)
+    compare(lm, tm, [x], rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_cells(name):
+    lm, tm = twin(name, (4, 3))
+    compare(lm, tm, [randn(5, 4)])
+    compare(lm, tm, [randn(4)])
