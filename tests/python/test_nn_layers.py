@@ -130,6 +130,22 @@ LAYERS = [
     ("Tanh", (), {}, [(3, 4)]),
     ("Softmax", (1,), {}, [(3, 4)]),
     ("LogSoftmax", (-1,), {}, [(3, 4)]),
+    ("Softmin", (1,), {}, [(3, 4)]),
+    ("SELU", (), {}, [(3, 4)]),
+    ("CELU", (0.5,), {}, [(3, 4)]),
+    ("Mish", (), {}, [(3, 4)]),
+    ("Softsign", (), {}, [(3, 4)]),
+    ("LogSigmoid", (), {}, [(3, 4)]),
+    ("Hardtanh", (-0.5, 0.8), {}, [(3, 4)]),
+    ("GLU", (1,), {}, [(3, 6)]),
+    ("PReLU", (3,), {"init": 0.1}, [(2, 3, 5)]),
+    ("PReLU", (), {}, [(4, 5)]),
+    ("Conv1d", (2, 3, 3), {"padding": 2, "padding_mode": "reflect"}, [(2, 2, 7)]),
+    ("Conv2d", (2, 3, 3), {"padding": 1, "padding_mode": "circular"}, [(1, 2, 5, 6)]),
+    ("ConvTranspose1d", (3, 2, 4), {"stride": 2}, [(2, 3, 5)]),
+    ("MaxPool1d", (3,), {"stride": 2, "padding": 1}, [(2, 3, 9)]),
+    ("AvgPool1d", (2,), {}, [(2, 3, 8)]),
+    ("AdaptiveAvgPool1d", (3,), {}, [(2, 3, 8)]),
 ]
 
 
@@ -184,6 +200,9 @@ LOSSES = [
     ("NLLLoss", {"reduction": "sum"}, "logprob"),
     ("BCELoss", {}, "prob"),
     ("BCEWithLogitsLoss", {}, "float01"),
+    ("HuberLoss", {"delta": 0.7}, "float"),
+    ("KLDivLoss", {"reduction": "batchmean"}, "logprob_prob"),
+    ("KLDivLoss", {"reduction": "sum", "log_target": True}, "logprob_logprob"),
 ]
 
 
@@ -200,6 +219,13 @@ def test_loss_modules(name, kwargs, kind):
         compare(lm, tm, [lp, RNG.integers(0, 4, (5,)).astype(np.int64)], int_inputs=(1,))
     elif kind == "prob":
         compare(lm, tm, [1 / (1 + np.exp(-x)), RNG.uniform(0, 1, (5, 4))])
+    elif kind == "logprob_prob":
+        lp = x - np.log(np.exp(x).sum(1, keepdims=True))
+        t = RNG.uniform(0, 1, (5, 4))
+        compare(lm, tm, [lp, t / t.sum(1, keepdims=True)])
+    elif kind == "logprob_logprob":
+        lp = x - np.log(np.exp(x).sum(1, keepdims=True))
+        compare(lm, tm, [lp, np.log(RNG.uniform(0.1, 1, (5, 4)))])
     else:
         compare(lm, tm, [x, RNG.uniform(0, 1, (5, 4))])
 
@@ -269,3 +295,67 @@ def test_cells(name):
     lm, tm = twin(name, (4, 3))
     compare(lm, tm, [randn(5, 4)])
     compare(lm, tm, [randn(4)])
+
+
+@pytest.mark.parametrize("name", ["Dropout1d", "Dropout2d", "Dropout3d"])
+def test_feature_dropout_zeroes_whole_channels(name):
+    shape = {"Dropout1d": (20, 30, 5), "Dropout2d": (20, 30, 4, 4), "Dropout3d": (20, 30, 2, 2, 2)}[name]
+    d = getattr(nn, name)(0.4)
+    y = d(lucid.full(shape, 1.0)).numpy().reshape(20, 30, -1)
+    assert np.all(y.min(-1) == y.max(-1))  # constant per channel
+    assert np.all(np.isclose(y, 0.0) | np.isclose(y, 1 / 0.6)) and 0.3 < (y[..., 0] == 0).mean() < 0.5
+    d.eval()
+    np.testing.assert_array_equal(d(lucid.full(shape, 1.0)).numpy(), np.ones(shape, np.float32))
+
+
+FUNCTIONAL = [
+    ("normalize", lambda T, F, x, y: F.normalize(x, p=2.0, dim=1)),
+    ("normalize-p1", lambda T, F, x, y: F.normalize(x, p=1.0, dim=0)),
+    ("cosine_similarity", lambda T, F, x, y: F.cosine_similarity(x, y, dim=1)),
+    ("pairwise_distance", lambda T, F, x, y: F.pairwise_distance(x, y)),
+    ("pairwise_distance-p3", lambda T, F, x, y: F.pairwise_distance(x, y, p=3.0, keepdim=True)),
+    ("softmin", lambda T, F, x, y: F.softmin(x, dim=0)),
+    ("tanhshrink", lambda T, F, x, y: F.tanhshrink(x)),
+    ("kl_div-mean", lambda T, F, x, y: F.kl_div(F.log_softmax(x, 1), F.softmax(y, 1), reduction="mean")),
+    ("relu_", lambda T, F, x, y: F.relu_(x * 1.0)),
+    ("leaky_relu_", lambda T, F, x, y: F.leaky_relu_(x * 1.0, 0.2)),
+]
+
+
+@pytest.mark.parametrize("name,fn", FUNCTIONAL, ids=[f[0] for f in FUNCTIONAL])
+def test_functional_composites(name, fn):
+    import lucid.nn.functional as LF
+    import torch.nn.functional as TF
+    a, b = randn(4, 5), randn(4, 5)
+    la, lb = lucid.tensor(a).requires_grad_(True), lucid.tensor(b).requires_grad_(True)
+    ta, tb = torch.from_numpy(a).requires_grad_(True), torch.from_numpy(b).requires_grad_(True)
+    lo, to = fn(lucid, LF, la, lb), fn(torch, TF, ta, tb)
+    np.testing.assert_allclose(lo.detach().numpy(), to.detach().numpy(), rtol=1e-7, atol=1e-10)
+    g = randn(*tuple(to.shape))
+    (lo * lucid.tensor(g)).sum().backward()
+    (to * torch.from_numpy(g)).sum().backward()
+    for lx, tx in ((la, ta), (lb, tb)):
+        if tx.grad is not None:
+            np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_one_hot():
+    import lucid.nn.functional as LF
+    idx = np.array([[0, 3], [2, 1]], dtype=np.int64)
+    for k in (-1, 6):
+        lo = LF.one_hot(lucid.tensor(idx), k)
+        to = torch.nn.functional.one_hot(torch.from_numpy(idx), k)
+        assert lo.dtype == lucid.int64
+        np.testing.assert_array_equal(lo.numpy(), to.numpy())
+
+
+def test_kl_div_zero_targets_forward():
+    import lucid.nn.functional as LF
+    x = randn(3, 4)
+    lp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    t = RNG.uniform(0, 1, (3, 4))
+    t[0, 1] = 0.0
+    for red in ("none", "sum", "batchmean"):
+        lo = LF.kl_div(lucid.tensor(lp), lucid.tensor(t), reduction=red)
+        to = torch.nn.functional.kl_div(torch.from_numpy(lp), torch.from_numpy(t), reduction=red)
+        np.testing.assert_allclose(lo.numpy(), to.numpy(), rtol=1e-12)
