@@ -120,3 +120,16 @@ def test_embedding_and_rnn_default_init():
     r = nn.LSTM(6, 10)
     for _, p in r.named_parameters():
         assert np.abs(p.detach().numpy()).max() <= 1 / math.sqrt(10) + 1e-6
+
+
+def test_orthogonal_and_eye():
+    for shape in ((6, 4), (3, 8), (4, 2, 3)):
+        t = lucid.full(shape, 0.0)
+        init.orthogonal_(t, gain=2.0)
+        a = t.numpy().reshape(shape[0], -1)
+        small = min(a.shape)
+        gram = a @ a.T if a.shape[0] == small else a.T @ a
+        np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-5)
+    e = lucid.full((3, 5), 7.0)
+    init.eye_(e)
+    np.testing.assert_array_equal(e.numpy(), torch.nn.init.eye_(torch.empty(3, 5)).numpy())

@@ -89,19 +89,11 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         if hasattr(tensor, "erfinv_"):
             tensor.erfinv_()
         else:
-            _copy(tensor, _erfinv(tensor))
+            tensor.copy_(_erfinv(tensor))
         tensor.mul_(std * math.sqrt(2.0))
         tensor.add_(mean)
         tensor.clamp_(min=a, max=b)
         return tensor
-
-
-def _copy(dst, src):
-    if hasattr(dst, "copy_"):
-        dst.copy_(src)
-    else:
-        dst.zero_()
-        dst.add_(src)
 
 
 def _erfinv(x):
@@ -144,8 +136,7 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with lucid.no_grad():
-        tensor.zero_()
-        tensor.add_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+        tensor.copy_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
     return tensor
 
 
@@ -203,6 +194,5 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.T
     with lucid.no_grad():
-        tensor.zero_()
-        tensor.add_(lucid.tensor(np.ascontiguousarray(q * gain)).reshape(tensor.shape))
+        tensor.copy_(lucid.tensor(np.ascontiguousarray(q * gain)).reshape(tensor.shape))
     return tensor
