@@ -1,5 +1,5 @@
 """Top-level functional ops (lucid.add, lucid.zeros, ...), gathered from each family's module."""
-from lucid._C import add, mul, neg, empty, full, cast  # noqa: F401
+from lucid._C import add, mul, neg, empty, full, cast, as_strided, as_strided_scatter  # noqa: F401
 from lucid._ops_elementwise import *  # noqa: F401,F403
 from lucid._ops_reduce import *  # noqa: F401,F403
 from lucid._ops_creation import *  # noqa: F401,F403

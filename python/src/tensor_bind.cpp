@@ -2,6 +2,7 @@
 // NumPy interop, and the operators of the core ops. Other families attach their methods with
 // def_method from their own binder files.
 #include <nanobind/ndarray.h>
+#include <omp.h>
 
 #include "bind.h"
 #include "lucid/autograd/engine.h"
@@ -163,6 +164,11 @@ static void bind_tensor(nb::module_& m) {
   });
   m.def("get_default_dtype", &default_float_dtype);
   m.def("set_default_dtype", [](nb::handle d) { set_default_float_dtype(to_dtype(d, "set_default_dtype")); });
+  m.def("set_num_threads", [](int n) {
+    LUCID_CHECK(n >= 1, ValueError, "set_num_threads: expected a positive number of threads, got ", n);
+    omp_set_num_threads(n);
+  }, nb::arg("num_threads"));
+  m.def("get_num_threads", [] { return omp_get_max_threads(); });
   m.def("_parse_device", [](const std::string& s) { return parse_device(s).str(); });
 
   nb::class_<Node>(m, "Node")
@@ -300,6 +306,13 @@ static void bind_tensor(nb::module_& m) {
     DType dt = dtype.is_none() ? (v.dtype() == DType::Float64 ? default_float_dtype() : v.dtype()) : to_dtype(dtype, "full");
     return full(to_shape(shape, "full", "size"), item(v), dt);
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none());
+  m.def("as_strided", [](const Tensor& t, nb::handle size, nb::handle stride, int64_t offset) {
+    return as_strided(t, to_shape(size, "as_strided", "size"), to_shape(stride, "as_strided", "stride"), offset);
+  }, nb::arg("input"), nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = 0);
+  m.def("as_strided_scatter", [](const Tensor& t, const Tensor& src, nb::handle size, nb::handle stride, int64_t offset) {
+    return as_strided_scatter(t, src, to_shape(size, "as_strided_scatter", "size"),
+                              to_shape(stride, "as_strided_scatter", "stride"), offset);
+  }, nb::arg("input"), nb::arg("src"), nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = 0);
   m.def("cast", [](const Tensor& t, nb::handle d) { return cast(t, to_dtype(d, "cast")); });
   m.def("add", [](nb::handle a, nb::handle b) { return add(to_tensor(a, "add", "input"), to_tensor(b, "add", "other")); });
   m.def("mul", [](nb::handle a, nb::handle b) { return mul(to_tensor(a, "mul", "input"), to_tensor(b, "mul", "other")); });

@@ -191,3 +191,42 @@ def test_dlpack_roundtrip_with_torch():
     np.testing.assert_array_equal(l.numpy(), t.numpy())
     back = torch.from_dlpack(l)
     np.testing.assert_array_equal(back.numpy(), t.numpy())
+
+
+def test_inplace_through_view_of_nonleaf_matches_torch():
+    (la, ta) = pair(np.arange(12.0).reshape(3, 4) / 7)
+    (lb, tb) = pair([1.0, 2.0, 3.0])
+    lz, tz = la * 2, ta * 2
+    lz[:, 1] += lb
+    tz[:, 1] += tb
+    lz[0].mul_(lb[0])
+    tz[0].mul_(tb[0])
+    lv, tv = lz[1:, 2:], tz[1:, 2:]
+    lv.mul_(3.0)
+    tv.mul_(3.0)
+    w = np.random.default_rng(0).standard_normal((3, 4))
+    (lz * lucid.tensor(w)).sum().backward()
+    (tz * torch.tensor(w)).sum().backward()
+    close(lz, tz)
+    close(la.grad, ta.grad)
+    close(lb.grad, tb.grad)
+
+
+def test_inplace_through_view_of_leaf_requiring_grad_raises():
+    la, _ = pair([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="view of a leaf"):
+        la[1:].add_(1.0)
+
+
+def test_as_strided_scatter_input_gradient_is_zero_on_the_overwritten_region():
+    # Reference computed independently: d/d(input) keeps the upstream gradient outside the
+    # region written by src and is zero inside it (torch 2.13 gets this one backwards).
+    a = lucid.tensor(np.zeros((3, 4)), requires_grad=True)
+    b = lucid.tensor(np.ones((2, 2)), requires_grad=True)
+    y = lucid.as_strided_scatter(a, b, (2, 2), (4, 2), 1)
+    g = np.arange(12.0).reshape(3, 4)
+    y.backward(lucid.tensor(g))
+    expected = g.copy().reshape(-1)
+    expected[[1, 3, 5, 7]] = 0
+    np.testing.assert_array_equal(a.grad.numpy(), expected.reshape(3, 4))
+    np.testing.assert_array_equal(b.grad.numpy(), [[1.0, 3.0], [5.0, 7.0]])

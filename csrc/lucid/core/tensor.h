@@ -33,6 +33,7 @@ struct TensorImpl {
   DType dtype = DType::Float32;
   bool is_wrapped_number = false;  // a Python scalar turned into a 0-d tensor
   bool is_view = false;            // produced by a view op (aliases another tensor's storage)
+  std::shared_ptr<TensorImpl> view_base;  // for views: the non-view tensor owning the storage
   std::unique_ptr<AutogradMeta> autograd;
 
   AutogradMeta& meta() {

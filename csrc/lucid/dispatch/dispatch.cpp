@@ -6,6 +6,7 @@
 #include "lucid/autograd/node.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/trace/trace_hook.h"
+#include "lucid/ops/core.h"
 
 namespace lucid {
 
@@ -138,7 +139,12 @@ static const OpDef& checked_def(OpId id) {
 static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   if (def.view) {
     TensorList outs = def.view(inputs, attrs);
-    for (Tensor& o : outs) o.impl()->is_view = true;
+    for (Tensor& o : outs) {
+      if (inputs.empty() || !o.same_storage(inputs[0])) continue;  // e.g. reshape that had to copy
+      o.impl()->is_view = true;
+      const Tensor& in = inputs[0];
+      o.impl()->view_base = in.impl()->view_base ? in.impl()->view_base : in.impl_ptr();
+    }
     return outs;
   }
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
@@ -174,9 +180,14 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
     LUCID_CHECK(!(dst.is_leaf() && dst.requires_grad()), Error, def.api_name,
                 "_: a leaf tensor that requires grad is being used in an in-place operation; "
                 "wrap it in lucid.no_grad() or use the out-of-place form");
-    LUCID_CHECK(!dst.impl()->is_view, NotImplementedError, def.api_name,
-                "_: in-place operations on views of tensors that require grad are not supported yet; "
-                "use the out-of-place form");
+    if (dst.impl()->is_view) {
+      Tensor base(dst.impl()->view_base);
+      LUCID_CHECK(!(base.is_leaf() && base.requires_grad()), Error, def.api_name,
+                  "_: a view of a leaf tensor that requires grad is being used in an in-place operation; "
+                  "wrap it in lucid.no_grad() or clone the tensor first");
+      LUCID_CHECK(base.is_contiguous(), NotImplementedError, def.api_name,
+                  "_: in-place operation with autograd on a view of a non-contiguous tensor is not supported");
+    }
   }
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
   LUCID_CHECK(metas.size() == 1, Error, def.api_name, "_: only single-output ops have an in-place form");
@@ -204,12 +215,37 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
       if (r.dtype() != dst.dtype()) r = dispatch1(OpId::Copy, {r}, {{"dtype", dst.dtype()}});
       tl_trace_hook = h;
     }
-    cpu::copy_into(dst, r);
-    dst.bump_version();
-    AutogradMeta& m = dst.impl()->meta();
-    m.requires_grad = true;
-    m.grad_fn = r.grad_fn();
-    m.output_nr = r.impl()->autograd ? r.impl()->autograd->output_nr : 0;
+    if (dst.impl()->is_view) {
+      // Write through the view: the base becomes as_strided_scatter(base, r) (PyTorch's
+      // CopySlices), and the view's history becomes a view of the new base.
+      Tensor base(dst.impl()->view_base);
+      int64_t off = dst.offset() - base.offset();
+      Tensor base_new, view_new;
+      {
+        TraceHook* h = tl_trace_hook;
+        tl_trace_hook = nullptr;
+        base_new = as_strided_scatter(base, r, dst.shape(), dst.strides(), off);
+        cpu::copy_into(dst, r);
+        dst.bump_version();
+        AutogradMeta& bm = base.impl()->meta();
+        bm.requires_grad = true;
+        bm.grad_fn = base_new.grad_fn();
+        bm.output_nr = 0;
+        view_new = as_strided(base, dst.shape(), dst.strides(), off);
+        tl_trace_hook = h;
+      }
+      AutogradMeta& m = dst.impl()->meta();
+      m.requires_grad = true;
+      m.grad_fn = view_new.grad_fn();
+      m.output_nr = 0;
+    } else {
+      cpu::copy_into(dst, r);
+      dst.bump_version();
+      AutogradMeta& m = dst.impl()->meta();
+      m.requires_grad = true;
+      m.grad_fn = r.grad_fn();
+      m.output_nr = r.impl()->autograd ? r.impl()->autograd->output_nr : 0;
+    }
   } else if (metas[0].dtype == dst.dtype()) {
     def.cpu_kernel(inputs, {dst}, attrs);
     dst.bump_version();

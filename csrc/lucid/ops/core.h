@@ -31,3 +31,9 @@ Shape reduced_shape(const Shape& s, const IntList& dims, bool keepdim);
 // Moves `dims` of x to the end and returns a contiguous [outer, inner] view of it.
 Tensor reduction_rows(const Tensor& x, const IntList& dims, int64_t& outer, int64_t& inner);
 }  // namespace lucid
+
+namespace lucid {
+// View of `base` (contiguous) by geometry relative to base's first element, and its scatter.
+Tensor as_strided(const Tensor& base, const Shape& shape, const Strides& strides, int64_t offset);
+Tensor as_strided_scatter(const Tensor& base, const Tensor& src, const Shape& shape, const Strides& strides, int64_t offset);
+}  // namespace lucid

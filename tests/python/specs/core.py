@@ -35,6 +35,13 @@ SPECS = [
            lambda rng, dt: [Sample([arr(rng, (3, 4, 5), dt)]), Sample([arr(rng, (3, 4, 5), dt)], {"dim": 1}),
                             Sample([arr(rng, (3, 4, 5), dt)], {"dim": (0, 2), "keepdim": True})],
            dtypes=("float32", "float64", "int64")),
+    OpSpec("as_strided", ["AsStrided"], lambda l, a: l.as_strided(a, (2, 3), (4, 1), 1) * 1.0,
+           lambda t, a: t.as_strided(a, (2, 3), (4, 1), 1) * 1.0, lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])]),
+    OpSpec("as_strided_scatter", ["AsStridedScatter"], lambda l, a, b: l.as_strided_scatter(a, b, (2, 2), (4, 2), 1),
+           lambda t, a, b: t.as_strided_scatter(a, b, (2, 2), (4, 2), 1),
+           # torch 2.13's gradient for `input` is wrong (it keeps the overwritten region and zeroes
+           # the rest); input 0's gradient is checked by test_autograd.py instead.
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt), arr(rng, (2, 2), dt)], grad_args=[1])]),
     OpSpec("full", ["Fill"], lambda l: l.full((2, 3), 1.5), lambda t: t.full((2, 3), 1.5),
            lambda rng, dt: [Sample([])], dtypes=("float32",), grad=False),
 ]
