@@ -112,10 +112,21 @@ def test_copy_broadcasts_and_converts_dtype():
 
 def test_functional_inplace_flag_returns_input():
     for name, kw in (("relu", {}), ("relu6", {}), ("leaky_relu", {"negative_slope": 0.2}), ("elu", {"alpha": 0.5}),
-                     ("silu", {}), ("hardswish", {}), ("hardsigmoid", {}), ("hardtanh", {"min_val": -0.5})):
+                     ("silu", {}), ("hardswish", {}), ("hardsigmoid", {}), ("hardtanh", {"min_val": -0.5}),
+                     ("selu", {}), ("celu", {"alpha": 0.7}), ("mish", {})):
         lx, tx = _pair(X)
         r = getattr(lucid, name)(lx, inplace=True, **kw)
         getattr(torch.nn.functional, name)(tx, inplace=True, **kw)
+        assert r is lx
+        assert_close(lx, tx, 1e-6, 1e-6, name)
+
+
+def test_functional_underscore_forms():
+    for name, tname, args in (("relu_", "relu_", ()), ("leaky_relu_", "leaky_relu_", (0.2,)), ("elu_", "elu_", (0.5,)),
+                              ("hardtanh_", "hardtanh_", (-0.3, 0.4)), ("threshold_", "threshold_", (0.1, 5.0))):
+        lx, tx = _pair(X)
+        r = getattr(lucid, name)(lx, *args)
+        getattr(torch.nn.functional, tname)(tx, *args)
         assert r is lx
         assert_close(lx, tx, 1e-6, 1e-6, name)
 
