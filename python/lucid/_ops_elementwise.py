@@ -22,7 +22,7 @@ __all__ = [
     "leaky_relu", "elu", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "softplus", "multiply", "subtract",
     "divide", "true_divide", "absolute", "negative", "greater", "greater_equal", "less", "less_equal", "not_equal",
     "relu_", "leaky_relu_", "elu_", "hardtanh_", "selu", "celu", "mish", "softsign", "logsigmoid", "tanhshrink",
-    "softshrink", "hardshrink", "threshold", "threshold_", "prelu", "selu_", "celu_",
+    "softshrink", "hardshrink", "threshold", "threshold_", "prelu", "selu_", "celu_", "glu", "softmin",
 ]
 
 clip = clamp
@@ -127,3 +127,21 @@ def prelu(input, weight):
         if input.ndim >= 2:
             weight = weight.reshape([channels] + [1] * (input.ndim - 2))
     return _C.where(input > 0, input, weight * input)
+
+
+def glu(input, dim=-1):
+    """First half of `input` along dim times sigmoid of the second half (torch.nn.functional.glu)."""
+    if input.ndim == 0:
+        raise ValueError("glu: does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise ValueError(f"glu: halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * _C.sigmoid(b)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-input), as torch.nn.functional.softmin."""
+    import lucid
+    return lucid.softmax(-input, dim=dim, dtype=dtype) if dim is not None else lucid.nn.functional.softmax(
+        -input, dtype=dtype)
