@@ -344,6 +344,22 @@ LUCID_BINDER(elementwise) {
         nb::arg("min_val") = -1.0, nb::arg("max_val") = 1.0);
   m.def("softplus", [](const Tensor& x, double b, double t) { return softplus(x, b, t); }, nb::arg("input"),
         nb::arg("beta") = 1.0, nb::arg("threshold") = 20.0);
+  EW_UNARY_BIND(selu, selu, Selu);
+  EW_UNARY_BIND(mish, mish, Mish);
+  EW_UNARY_BIND_NOINPLACE(softsign, softsign);
+  EW_UNARY_BIND_NOINPLACE(logsigmoid, logsigmoid);
+  EW_UNARY_BIND_NOINPLACE(tanhshrink, tanhshrink);
+  m.def("celu", [](const Tensor& x, double a) { return celu(x, a); }, nb::arg("input"), nb::arg("alpha") = 1.0);
+  m.def("softshrink", [](const Tensor& x, double l) { return softshrink(x, l); }, nb::arg("input"), nb::arg("lambd") = 0.5);
+  m.def("hardshrink", [](const Tensor& x, double l) { return hardshrink(x, l); }, nb::arg("input"), nb::arg("lambd") = 0.5);
+  redef(m, "softshrink", [](const Tensor& x, double l) { return softshrink(x, l); }, nb::arg("lambd") = 0.5);
+  redef(m, "hardshrink", [](const Tensor& x, double l) { return hardshrink(x, l); }, nb::arg("lambd") = 0.5);
+  m.def("threshold", [](const Tensor& x, double t, double v) { return threshold(x, t, v); }, nb::arg("input"),
+        nb::arg("threshold"), nb::arg("value"));
+  m.def("_celu_", [](H self, double a) { return inplace(self, OpId::Celu, {}, {{"alpha", a}}); });
+  m.def("_threshold_", [](H self, double t, double v) {
+    return inplace(self, OpId::Threshold, {}, {{"threshold", t}, {"value", v}});
+  });
   m.def("_leaky_relu_", [](H self, double s) { return inplace(self, OpId::LeakyRelu, {}, {{"negative_slope", s}}); });
   m.def("_elu_", [](H self, double a) { return inplace(self, OpId::Elu, {}, {{"alpha", a}}); });
   m.def("_hardtanh_", [](H self, double lo, double hi) { return inplace(self, OpId::Hardtanh, {}, {{"min_val", lo}, {"max_val", hi}}); });

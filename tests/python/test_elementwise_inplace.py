@@ -112,10 +112,21 @@ def test_copy_broadcasts_and_converts_dtype():
 
 def test_functional_inplace_flag_returns_input():
     for name, kw in (("relu", {}), ("relu6", {}), ("leaky_relu", {"negative_slope": 0.2}), ("elu", {"alpha": 0.5}),
-                     ("silu", {}), ("hardswish", {}), ("hardsigmoid", {}), ("hardtanh", {"min_val": -0.5})):
+                     ("silu", {}), ("hardswish", {}), ("hardsigmoid", {}), ("hardtanh", {"min_val": -0.5}),
+                     ("selu", {}), ("celu", {"alpha": 0.7}), ("mish", {})):
         lx, tx = _pair(X)
         r = getattr(lucid, name)(lx, inplace=True, **kw)
         getattr(torch.nn.functional, name)(tx, inplace=True, **kw)
+        assert r is lx
+        assert_close(lx, tx, 1e-6, 1e-6, name)
+
+
+def test_functional_underscore_forms():
+    for name, tname, args in (("relu_", "relu_", ()), ("leaky_relu_", "leaky_relu_", (0.2,)), ("elu_", "elu_", (0.5,)),
+                              ("hardtanh_", "hardtanh_", (-0.3, 0.4)), ("threshold_", "threshold_", (0.1, 5.0))):
+        lx, tx = _pair(X)
+        r = getattr(lucid, name)(lx, *args)
+        getattr(torch.nn.functional, tname)(tx, *args)
         assert r is lx
         assert_close(lx, tx, 1e-6, 1e-6, name)
 
@@ -200,6 +211,7 @@ def test_inplace_shape_mismatch_raises():
     (lambda l: l.exp("a"), TypeError),
     (lambda l: l.add(l.tensor([1.0]), "a"), TypeError),
     (lambda l: l.div(l.tensor([1.0]), 2, rounding_mode="up"), ValueError),
+    (lambda l: l.tensor([1, 2]) ** -1, ValueError),
 ])
 def test_bad_inputs_raise(f, kind):
     with pytest.raises(kind):
@@ -267,6 +279,21 @@ def test_float32_vector_paths_large_and_extreme(name):
         with np.errstate(invalid="ignore", over="ignore"):
             np.testing.assert_allclose(as_numpy(lo), as_numpy(to).astype(np.float32), rtol=2e-6, atol=1e-6,
                                        equal_nan=True, err_msg=name)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_precision_vector_paths_match_torch(dt):
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-6, 6, size=(67, 33)).astype(np.float32)
+    for name in ("exp", "tanh", "sigmoid", "erf", "sin", "cos", "expm1"):
+        for arr in (a, a.T):  # contiguous and strided rows
+            lx = lucid.tensor(np.ascontiguousarray(arr) if arr is a else a).to(getattr(lucid, dt))
+            tx = torch.from_numpy(a.copy()).to(getattr(torch, dt))
+            if arr is not a:
+                lx, tx = lx.permute(1, 0), tx.permute(1, 0)
+            lo, to = getattr(lucid, name)(lx), getattr(torch, name)(tx)
+            assert str(lo.dtype).split(".")[-1] == dt
+            assert_close(lo, to, 1e-2, 1e-2, f"{name} {dt}")
 
 
 def test_float32_vector_path_matches_float64_definition():

@@ -74,5 +74,14 @@ Tensor hardswish(const Tensor& x);
 Tensor hardsigmoid(const Tensor& x);
 Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+Tensor selu(const Tensor& x);
+Tensor celu(const Tensor& x, double alpha = 1.0);
+Tensor mish(const Tensor& x);
+Tensor softsign(const Tensor& x);
+Tensor logsigmoid(const Tensor& x);
+Tensor tanhshrink(const Tensor& x);
+Tensor softshrink(const Tensor& x, double lambd = 0.5);
+Tensor hardshrink(const Tensor& x, double lambd = 0.5);
+Tensor threshold(const Tensor& x, double threshold, double value);
 
 }  // namespace lucid

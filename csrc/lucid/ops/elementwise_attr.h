@@ -95,7 +95,7 @@ OpDef elementwise_attr_op() {
   d.num_inputs = Arity;
   d.lowering = Lowering::Kernel;
   d.infer = [](const TensorList& in, const Attrs& a) {
-    const char* name = op_def(Id).name;
+    const char* name = op_def(Id).api_name;
     Shape shape = in[0].shape();
     for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), name);
     DType c = ew_attr_compute_dtype<F>(Rule, in, a);
@@ -104,7 +104,7 @@ OpDef elementwise_attr_op() {
     return std::vector<TensorMeta>{{shape, kBoolOut ? DType::Bool : c}};
   };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const char* name = op_def(Id).name;
+    const char* name = op_def(Id).api_name;
     DType c = ew_attr_compute_dtype<F>(Rule, in, a);
     TensorList cast;
     for (const Tensor& t : in) {

@@ -23,6 +23,13 @@ static bool wrapped_value(const Tensor& t, double& v) {
 // ---- pow ----------------------------------------------------------------------------------
 LUCID_REGISTER_OP(Pow, [] {
   OpDef d = EW_BINARY(Pow, Pow, Same, Numeric);
+  d.infer = [](const TensorList& in, const Attrs&) {
+    std::vector<TensorMeta> m = infer_elementwise(OpId::Pow, EwDType::Same, in);
+    double e;
+    LUCID_CHECK(!(is_integral(m[0].dtype) && wrapped_value(in[1], e) && e < 0), ValueError,
+                "pow: integers to negative integer powers are not allowed");
+    return m;
+  };
   d.save = kSaveInputs | kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];

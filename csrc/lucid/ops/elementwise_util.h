@@ -39,7 +39,20 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
       F::vec(o, a, n);
       return;
     }
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
+    if constexpr (!(HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
+      return;
+    }
+  }
+  if constexpr (HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>) {
+    // 16-bit floats compute in float: widen 256 at a time, run the float32 vector path, round back.
+    float in[256], out[256];
+    for (int64_t b = 0; b < n; b += 256) {
+      int64_t m = std::min<int64_t>(256, n - b);
+      for (int64_t i = 0; i < m; ++i) in[i] = static_cast<float>(*reinterpret_cast<const T*>(p[1] + (b + i) * s[1]));
+      F::vec(out, in, m);
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
+    }
     return;
   }
   if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {

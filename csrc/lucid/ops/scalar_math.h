@@ -490,4 +490,60 @@ struct GeluBackward {
   }
 };
 
+// ---- more activations (elementwise_activation2.cpp) ----
+struct Selu {
+  template <class C> static C apply(C x) {
+    const C alpha = static_cast<C>(1.6732632423543772848170429916717), scale = static_cast<C>(1.0507009873554804934193349852946);
+    return x > C(0) ? scale * x : scale * alpha * std::expm1(x);
+  }
+};
+struct Mish {
+  template <class C> static C apply(C x) { return x * std::tanh(std::log1p(std::exp(x))); }
+};
+struct Softsign { template <class C> static C apply(C x) { return x / (C(1) + std::fabs(x)); } };
+// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x|.
+struct LogSigmoid {
+  template <class C> static C apply(C x) { return (x < C(0) ? x : C(0)) - std::log1p(std::exp(-std::fabs(x))); }
+};
+struct Tanhshrink { template <class C> static C apply(C x) { return x - std::tanh(x); } };
+struct Celu {
+  double alpha = 1.0;
+  static Celu make(const Attrs& a) {
+    Celu c{a.f("alpha")};
+    LUCID_CHECK(c.alpha != 0.0, ValueError, "celu: argument 'alpha' must not be zero");
+    return c;
+  }
+  template <class C> C apply(C x) const {
+    C al = static_cast<C>(alpha);
+    return x > C(0) ? x : al * std::expm1(x / al);
+  }
+};
+struct Softshrink {
+  double lambd = 0.5;
+  static Softshrink make(const Attrs& a) {
+    Softshrink s{a.f("lambd")};
+    LUCID_CHECK(s.lambd >= 0.0, ValueError, "softshrink: argument 'lambd' must be non-negative, got ", s.lambd);
+    return s;
+  }
+  template <class C> C apply(C x) const {
+    C l = static_cast<C>(lambd);
+    C up = x - l, dn = x + l;
+    C r = x > l ? up : C(0);
+    return x < -l ? dn : r;
+  }
+};
+struct Hardshrink {
+  double lambd = 0.5;
+  static Hardshrink make(const Attrs& a) { return {a.f("lambd")}; }
+  template <class C> C apply(C x) const {
+    C l = static_cast<C>(lambd);
+    return (x > l || x < -l) ? x : C(0);
+  }
+};
+struct Threshold {
+  double threshold = 0, value = 0;
+  static Threshold make(const Attrs& a) { return {a.f("threshold"), a.f("value")}; }
+  template <class C> C apply(C x) const { return x > static_cast<C>(threshold) ? x : static_cast<C>(value); }
+};
+
 }  // namespace lucid::sm
