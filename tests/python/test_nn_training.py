@@ -11,8 +11,11 @@ import lucid.optim as optim
 
 
 def build(N):
+    # The first conv has no bias: BatchNorm removes any per-channel shift, so that bias would get
+    # a true gradient of 0 and only rounding noise (~1e-8), which AdamW turns into full-size steps
+    # of arbitrary sign; no two implementations could agree on it (or on the running mean it feeds).
     return N.Sequential(
-        N.Conv2d(1, 4, 3, padding=1), N.BatchNorm2d(4), N.ReLU(), N.MaxPool2d(2),
+        N.Conv2d(1, 4, 3, padding=1, bias=False), N.BatchNorm2d(4), N.ReLU(), N.MaxPool2d(2),
         N.Conv2d(4, 6, 3), N.GELU(), N.AdaptiveAvgPool2d((2, 2)), N.Flatten(),
         N.Linear(24, 16), N.LayerNorm(16), N.SiLU(), N.Dropout(0.0), N.Linear(16, 5))
 
