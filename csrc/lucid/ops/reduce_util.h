@@ -30,19 +30,15 @@ struct RowLayout {
   IntList perm;  // permutation applied to x (empty when data is x's own layout)
 };
 
+// `dims` sorted and normalised (reduce_dims). A 0-d tensor (dims empty) is one row of one element.
 inline RowLayout row_layout(const Tensor& x, const IntList& dims) {
   RowLayout L;
-  bool adjacent = dims.empty() || dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
   if (x.ndim() == 0 || dims.empty()) {
     L.data = x.contiguous_data();
-    L.r = 1;
     L.outer = x.numel();
-    if (x.ndim() == 0) return L;
-    // dims empty on a dimensioned tensor means "reduce nothing" is never asked for: callers
-    // normalise with reduce_dims, which turns empty into all dims.
     return L;
   }
-  if (adjacent) {
+  if (dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size())) {  // adjacent dims
     L.data = x.contiguous_data();
     for (int64_t i = 0; i < x.ndim(); ++i) {
       int64_t s = x.shape()[i];
