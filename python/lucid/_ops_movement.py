@@ -85,6 +85,13 @@ def column_stack(tensors):
     return cat([x.reshape(-1, 1) if x.ndim <= 1 else x for x in tensors], 1)
 
 
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
+Tensor.__iter__ = _iter
 Tensor.view = Tensor._mv_view
 Tensor.view_as = Tensor._mv_view_as
 Tensor.t = Tensor._mv_t

@@ -465,3 +465,16 @@ def test_nonzero_argwhere_and_repeat_interleave_index_form():
     assert_close(lucid.repeat_interleave(lucid.tensor(r)), torch.repeat_interleave(torch.tensor(r)), 0, 0)
     assert lucid.broadcast_shapes((3, 1), (2, 1, 4)) == tuple(torch.broadcast_shapes((3, 1), (2, 1, 4)))
     assert lucid.diagonal(x)._same_storage(x)
+
+
+def test_iteration_yields_views_of_rows():
+    a = np.arange(6.0).reshape(3, 2)
+    x = lucid.tensor(a)
+    rows = list(x)
+    assert len(rows) == 3 and all(r._same_storage(x) for r in rows)
+    for r, tr in zip(rows, torch.tensor(a)):
+        assert_close(r, tr, 0, 0)
+    a0, b0 = x[0]
+    assert float(a0) == 0.0 and float(b0) == 1.0
+    with pytest.raises(TypeError, match="0-d"):
+        iter(lucid.tensor(np.ones(2))[0])
