@@ -19,8 +19,7 @@ def both(idx):
         if isinstance(e, np.ndarray):
             if lib == "t":
                 return torch.from_numpy(e.copy())
-            # lucid.tensor of a 0-d array currently gives shape [1] (np.ascontiguousarray): build 0-d by select.
-            return lucid.tensor(e) if e.ndim else lucid.tensor(e.reshape(1))[0]
+            return lucid.tensor(e)
         if isinstance(e, tuple):
             return tuple(conv(x, lib) for x in e)
         return e
@@ -103,7 +102,7 @@ def test_setitem_forward_and_grad(idx, vshape):
     v = rng.standard_normal(vshape)
     x = lucid.tensor(A, requires_grad=True)
     tx = torch.tensor(A, requires_grad=True)
-    lv = (lucid.tensor(v) if v.ndim else lucid.tensor(v.reshape(1)).reshape(())).detach().requires_grad_()
+    lv = lucid.tensor(v, requires_grad=True)
     tv = torch.tensor(v, requires_grad=True)
     ly = x * 1.0
     ty = tx * 1.0
