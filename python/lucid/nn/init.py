@@ -86,11 +86,32 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         lo = norm_cdf((a - mean) / std)
         up = norm_cdf((b - mean) / std)
         tensor.uniform_(2 * lo - 1, 2 * up - 1, **_gen_kw(generator))
-        tensor.erfinv_()
+        if hasattr(tensor, "erfinv_"):
+            tensor.erfinv_()
+        else:
+            tensor.copy_(_erfinv(tensor))
         tensor.mul_(std * math.sqrt(2.0))
         tensor.add_(mean)
         tensor.clamp_(min=a, max=b)
         return tensor
+
+
+def _erfinv(x):
+    """erfinv for |x| < 1 (Giles 2010, single-precision polynomial), computed in float64; used by
+    trunc_normal_ when the elementwise family has no erfinv."""
+    xd = x.to(lucid.float64)
+    w = -lucid.log((1.0 - xd) * (1.0 + xd))
+    w1 = w - 2.5
+    p1 = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+              0.246640727, 1.50140941):
+        p1 = c + p1 * w1
+    w2 = lucid.sqrt(lucid.clamp(w, min=5.0)) - 3.0
+    p2 = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+              1.00167406, 2.83297682):
+        p2 = c + p2 * w2
+    return (lucid.where(w < 5.0, p1, p2) * xd).to(x.dtype)
 
 
 def constant_(tensor, val):
@@ -115,8 +136,7 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with lucid.no_grad():
-        tensor.zero_()
-        tensor.add_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+        tensor.copy_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
     return tensor
 
 
@@ -174,6 +194,5 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.T
     with lucid.no_grad():
-        tensor.zero_()
-        tensor.add_(lucid.tensor(np.ascontiguousarray(q * gain)).reshape(tensor.shape))
+        tensor.copy_(lucid.tensor(np.ascontiguousarray(q * gain)).reshape(tensor.shape))
     return tensor

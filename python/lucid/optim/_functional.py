@@ -1,38 +1,35 @@
-"""Small in-place building blocks shared by the optimizers, written with plain tensor arithmetic so
-they only need the core ops (+ - * /, add_, mul_, copy_) and keep torch's evaluation order
-(addcmul: self + value*t1*t2, addcdiv: self + value*(t1/t2), lerp: torch's two-branch formula)."""
+"""Small in-place building blocks shared by the optimizers. They call the elementwise family's
+native in-place ops (add_(alpha=), addcmul_, addcdiv_, lerp_, copy_), which evaluate torch's
+formulas (addcmul: self + value*t1*t2, addcdiv: self + value*t1/t2, lerp's two-branch form);
+`value`/`alpha` may be a 0-d tensor so step-dependent factors stay on the device."""
 import lucid
 
 
 def zeros_like(p):
-    return lucid.full(tuple(p.shape), 0.0, dtype=p.dtype)
+    return lucid.zeros_like(p)
 
 
 def copy_(dst, src):
-    if hasattr(dst, "copy_"):
-        return dst.copy_(src)
-    dst.zero_()
-    return dst.add_(src)
+    return dst.copy_(src)
 
 
 def add_(x, y, alpha=1.0):
     """x += alpha * y."""
-    return x.add_(y if (not isinstance(alpha, lucid.Tensor) and alpha == 1) else y * alpha)
+    if not isinstance(alpha, lucid.Tensor) and alpha == 1:
+        return x.add_(y)
+    return x.add_(y, alpha=alpha)
 
 
 def addcmul_(x, t1, t2, value=1.0):
-    return x.add_((t1 * value) * t2 if (isinstance(value, lucid.Tensor) or value != 1) else t1 * t2)
+    return x.addcmul_(t1, t2, value=value)
 
 
 def addcdiv_(x, t1, t2, value=1.0):
-    return x.add_((t1 / t2) * value if (isinstance(value, lucid.Tensor) or value != 1) else t1 / t2)
+    return x.addcdiv_(t1, t2, value=value)
 
 
 def lerp_(x, end, weight):
-    """x = lerp(x, end, weight) with a Python-number weight (torch's formula)."""
-    if abs(weight) < 0.5:
-        return x.add_((end - x) * weight)
-    return copy_(x, end - (end - x) * (1.0 - weight))
+    return x.lerp_(end, weight)
 
 
 def as_scalar_tensor(step_t):

@@ -7,7 +7,7 @@ from lucid.nn import init
 from lucid.nn.modules.module import Module
 from lucid.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _ntuple(x, n):
@@ -117,10 +117,6 @@ class Conv1d(_ConvNd):
 
 class Conv2d(_ConvNd):
     _n = 2
-
-
-class Conv3d(_ConvNd):
-    _n = 3
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -573,8 +573,4 @@ def _shape_str(shape):
 
 def _copy_into(dst, src):
     """dst[...] = src (same shape), casting to dst's dtype, in place (so optimizers keep their references)."""
-    if hasattr(dst, "copy_"):
-        dst.copy_(src)
-    else:  # composite fallback while Tensor.copy_ is not bound
-        dst.zero_()
-        dst.add_(src.detach())
+    dst.copy_(src)

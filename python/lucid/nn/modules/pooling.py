@@ -2,8 +2,7 @@
 from lucid.nn import functional as F
 from lucid.nn.modules.module import Module
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d"]
 
 
 class _MaxPoolNd(Module):
@@ -104,6 +103,3 @@ class AdaptiveAvgPool2d(_AdaptivePool):
     def __init__(self, output_size):
         super().__init__(output_size)
 
-
-class AdaptiveMaxPool2d(_AdaptivePool):
-    _fn = "adaptive_max_pool2d"

@@ -14,6 +14,5 @@ def vector_to_parameters(vec, parameters):
         for param in parameters:
             n = param.numel()
             chunk = vec[pointer:pointer + n].reshape(param.shape)
-            param.zero_()
-            param.add_(chunk)
+            param.copy_(chunk)
             pointer += n
