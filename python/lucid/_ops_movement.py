@@ -7,7 +7,7 @@ from lucid._C import (cat, stack, split, chunk, unbind, squeeze, unsqueeze, flat
                       select, transpose, permute, reshape, t, movedim, gather, index_select, scatter_add, scatter,
                       flip, roll, tril, triu, tile, masked_select, index_put, tensor_split, rot90, take_along_dim,
                       index_add, diagonal, diag, diag_embed, repeat_interleave, nonzero, argwhere, take, broadcast_to,
-                      broadcast_shapes, broadcast_tensors)
+                      broadcast_shapes, broadcast_tensors, index_fill, select_scatter)
 from lucid._C import Tensor
 
 concat = cat
@@ -85,6 +85,13 @@ def column_stack(tensors):
     return cat([x.reshape(-1, 1) if x.ndim <= 1 else x for x in tensors], 1)
 
 
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
+Tensor.__iter__ = _iter
 Tensor.view = Tensor._mv_view
 Tensor.view_as = Tensor._mv_view_as
 Tensor.t = Tensor._mv_t
@@ -99,4 +106,4 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "split",
            "tril", "triu", "tile", "masked_select", "index_put", "slice_scatter", "tensor_split", "rot90", "pad",
            "take_along_dim", "index_add", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d", "dstack",
            "column_stack", "diagonal", "diag", "diag_embed", "repeat_interleave", "nonzero", "argwhere", "take",
-           "broadcast_to", "broadcast_shapes", "broadcast_tensors"]
+           "broadcast_to", "broadcast_shapes", "broadcast_tensors", "index_fill", "select_scatter"]

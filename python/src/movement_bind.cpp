@@ -108,6 +108,23 @@ Shape broadcast_all(const std::vector<Shape>& shapes) {
   return out;
 }
 
+// index_fill: x[..., index, ...] = value along dim (an IndexPut with one index tensor).
+Tensor index_fill_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle value, bool inplace) {
+  LUCID_CHECK(index.ndim() <= 1, ValueError, "index_fill: argument 'index' must be 0-D or 1-D, got ", index.ndim(), "-D");
+  Tensor v = to_tensor(value, "index_fill", "value");
+  LUCID_CHECK(v.ndim() == 0, ValueError, "index_fill: value must be a number or a 0-dim tensor, got shape ",
+              shape_str(v.shape()));
+  Tensor t = x.ndim() == 0 ? reshape(x, {1}) : x;
+  int64_t d = wrap_dim(dim, t.ndim(), "index_fill");
+  Tensor i = reshape(index, {-1});
+  if (inplace) {
+    index_put_(t, {d}, {i}, v, false);
+    return x;
+  }
+  Tensor r = index_put(t, {d}, {i}, v, false);
+  return x.ndim() == 0 ? reshape(r, {}) : r;
+}
+
 Tensor tile(const Tensor& x, IntList dims) {
   while (static_cast<int64_t>(dims.size()) < x.ndim()) dims.insert(dims.begin(), 1);
   return repeat(x, dims);
@@ -491,7 +508,28 @@ LUCID_BINDER(movement) {
     return to_tuple(out);
   });
 
+  m.def("index_fill", [](const Tensor& x, int64_t d, const Tensor& i, nb::handle v) { return index_fill_any(x, d, i, v, false); },
+        nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("value"));
+  m.def("select_scatter", [](const Tensor& x, const Tensor& src, int64_t dim, int64_t index) {
+    int64_t d = wrap_dim(dim, x.ndim(), "select_scatter");
+    int64_t size = x.shape()[d];
+    LUCID_CHECK(index >= -size && index < size, IndexError, "select_scatter: index ", index,
+                " is out of bounds for dimension ", d, " with size ", size);
+    if (index < 0) index += size;
+    Shape want = x.shape();
+    want.erase(want.begin() + d);
+    LUCID_CHECK(src.shape() == want, ValueError, "select_scatter: argument 'src' expected shape ", shape_str(want),
+                ", got ", shape_str(src.shape()));
+    return slice_scatter(x, unsqueeze(src, d), IntList{d}, IntList{index}, IntList{index + 1}, IntList{1});
+  }, nb::arg("input"), nb::arg("src"), nb::arg("dim"), nb::arg("index"));
+
   // ---- Tensor methods ----
+  def_method(m, "index_fill", [](const Tensor& x, int64_t d, const Tensor& i, nb::handle v) {
+    return index_fill_any(x, d, i, v, false);
+  }, nb::arg("dim"), nb::arg("index"), nb::arg("value"));
+  def_method(m, "index_fill_", [](const Tensor& x, int64_t d, const Tensor& i, nb::handle v) {
+    return index_fill_any(x, d, i, v, true);
+  }, nb::arg("dim"), nb::arg("index"), nb::arg("value"));
   def_method(m, "diagonal", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diagonal(x, o, a, b); },
              nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
   def_method(m, "diag", [](const Tensor& x, int64_t k) { return diag(x, k); }, nb::arg("diagonal") = 0);

@@ -19,8 +19,7 @@ def both(idx):
         if isinstance(e, np.ndarray):
             if lib == "t":
                 return torch.from_numpy(e.copy())
-            # lucid.tensor of a 0-d array currently gives shape [1] (np.ascontiguousarray): build 0-d by select.
-            return lucid.tensor(e) if e.ndim else lucid.tensor(e.reshape(1))[0]
+            return lucid.tensor(e)
         if isinstance(e, tuple):
             return tuple(conv(x, lib) for x in e)
         return e
@@ -103,7 +102,7 @@ def test_setitem_forward_and_grad(idx, vshape):
     v = rng.standard_normal(vshape)
     x = lucid.tensor(A, requires_grad=True)
     tx = torch.tensor(A, requires_grad=True)
-    lv = (lucid.tensor(v) if v.ndim else lucid.tensor(v.reshape(1)).reshape(())).detach().requires_grad_()
+    lv = lucid.tensor(v, requires_grad=True)
     tv = torch.tensor(v, requires_grad=True)
     ly = x * 1.0
     ty = tx * 1.0
@@ -465,3 +464,16 @@ def test_nonzero_argwhere_and_repeat_interleave_index_form():
     assert_close(lucid.repeat_interleave(lucid.tensor(r)), torch.repeat_interleave(torch.tensor(r)), 0, 0)
     assert lucid.broadcast_shapes((3, 1), (2, 1, 4)) == tuple(torch.broadcast_shapes((3, 1), (2, 1, 4)))
     assert lucid.diagonal(x)._same_storage(x)
+
+
+def test_iteration_yields_views_of_rows():
+    a = np.arange(6.0).reshape(3, 2)
+    x = lucid.tensor(a)
+    rows = list(x)
+    assert len(rows) == 3 and all(r._same_storage(x) for r in rows)
+    for r, tr in zip(rows, torch.tensor(a)):
+        assert_close(r, tr, 0, 0)
+    a0, b0 = x[0]
+    assert float(a0) == 0.0 and float(b0) == 1.0
+    with pytest.raises(TypeError, match="0-d"):
+        iter(lucid.tensor(np.ones(2))[0])

@@ -128,7 +128,7 @@ LUCID_REGISTER_OP(Gather, [] {
   };
   d.vjp = [](const VjpContext& c) {
     const TensorMeta& m = c.input_meta[0];
-    Tensor zero = full(m.shape, 0.0, c.grads[0].dtype());
+    Tensor zero = expand(full({}, 0.0, c.grads[0].dtype()), m.shape);  // filled once, by the kernel
     return TensorList{scatter_add(zero, c.attrs.i("dim"), c.inputs[1], c.grads[0]), Tensor()};
   };
   return d;
@@ -369,7 +369,7 @@ LUCID_REGISTER_OP(IndexGather, [] {
   };
   d.vjp = [](const VjpContext& c) {
     TensorList idx(c.inputs.begin() + 1, c.inputs.end());
-    Tensor zero = full(c.input_meta[0].shape, 0.0, c.grads[0].dtype());
+    Tensor zero = expand(full({}, 0.0, c.grads[0].dtype()), c.input_meta[0].shape);
     TensorList r(c.inputs.size());
     r[0] = index_put(zero, c.attrs.ints("dims"), idx, c.grads[0], true);
     return r;
