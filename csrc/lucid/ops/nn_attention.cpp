@@ -4,8 +4,8 @@
 // sees q (B, L, E), k (B, S, E), v (B, S, Ev), an optional mask (B, L, S) (bool: True keeps;
 // float: added to the scores) and an optional dropout keep-mask (B, L, S) drawn by the caller.
 // Outputs (out, probabilities). SdpaBackward is the fused backward (dq, dk, dv, dscores); the
-// dscores output is the gradient of a float mask. Small-GEMM loops are written out here because
-// the linalg family's matmul is not a dependency of this file.
+// dscores output is the gradient of a float mask. The fused kernels use the small register-tiled
+// GEMM of nn_vec.h; the create_graph VJP (sdpa_vjp_with_ops) uses matmul and softmax ops.
 #include <cmath>
 #include <limits>
 #include <vector>
