@@ -412,3 +412,53 @@ def test_gumbel_softmax():
     assert np.all(h.sum(-1) == 1) and set(np.unique(h)) <= {0.0, 1.0}
     (yh * L(rng.standard_normal((6, 5)))).sum().backward()
     assert logits.grad is not None and np.any(logits.grad.numpy() != 0)
+
+
+@pytest.mark.parametrize("kind", ["plain", "causal", "bool", "float", "dropout"])
+def test_sdpa_double_backward(kind):
+    q, k, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 3))
+    bm = rng.random((3, 5)) > 0.4
+    bm[:, 0] = True
+    fm = rng.standard_normal((2, 3, 5))
+    dmask = rng.random((2, 3, 5)) > 0.3
+    wout = rng.standard_normal((2, 3, 3))
+
+    def torch_ref(tq, tk, tv, tm):
+        s = tq @ tk.transpose(-1, -2) / 2.0
+        if kind == "causal":
+            s = s.masked_fill(~torch.ones(3, 5, dtype=torch.bool).tril(), float("-inf"))
+        if kind == "bool":
+            s = s.masked_fill(~T(bm), float("-inf"))
+        if kind == "float":
+            s = s + tm
+        pr = torch.softmax(s, -1)
+        if kind == "dropout":
+            pr = pr * T(dmask).double() / 0.7
+        return pr @ tv
+
+    res = []
+    for lib in ("lucid", "torch"):
+        mk, grad = (L, lucid.autograd.grad) if lib == "lucid" else (T, torch.autograd.grad)
+        xs = [mk(q, True), mk(k, True), mk(v, True), mk(fm, True)]
+        if lib == "lucid":
+            mask = {"bool": lucid.tensor(bm), "float": xs[3]}.get(kind)
+            out = lucid._C._nn_sdpa(xs[0], xs[1], xs[2], mask, lucid.tensor(dmask) if kind == "dropout" else None,
+                                    0.3 if kind == "dropout" else 0.0, kind == "causal", None)
+        else:
+            out = torch_ref(*xs)
+        ins = xs if kind == "float" else xs[:3]
+        gs = grad([(out * mk(wout)).sum()], ins, create_graph=True)
+        z = sum((g * g).sum() for g in gs)
+        res.append(list(gs) + list(grad([z], ins)))
+    for a, b in zip(*res):
+        close(a, b, 1e-8)
+
+
+def test_sdpa_double_backward_fully_masked_row_is_finite():
+    q = L(rng.standard_normal((1, 3, 4)), True)
+    m = np.ones((3, 3), bool)
+    m[1] = False
+    out = lucid.scaled_dot_product_attention(q, q, q, attn_mask=lucid.tensor(m))
+    (g,) = lucid.autograd.grad([(out * out).sum()], [q], create_graph=True)
+    (gg,) = lucid.autograd.grad([(g * g).sum()], [q])
+    assert np.all(np.isfinite(gg.numpy()))

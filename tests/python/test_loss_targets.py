@@ -151,13 +151,34 @@ def test_pointwise_losses_large():
         close(lx.grad, tx.grad, 1e-7)
 
 
-def test_bce_double_backward_raises():
-    x = L(rng.random((3, 4)) * 0.8 + 0.1, True)
-    (g,) = lucid.autograd.grad([lucid.binary_cross_entropy(x, L(rng.random((3, 4))))], [x], create_graph=True)
-    with pytest.raises(NotImplementedError):
-        lucid.autograd.grad([g.sum()], [x])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bce_double_backward(reduction, weighted):
+    x, t = rng.random((3, 4)) * 0.8 + 0.1, rng.random((3, 4))
+    w = rng.random(4) + 0.5
+    kw_l = {"weight": L(w)} if weighted else {}
+    kw_t = {"weight": T(w)} if weighted else {}
+    _double_backward(lambda a, b, **k: lucid.binary_cross_entropy(a, b, **kw_l, **k),
+                     lambda a, b, **k: F.binary_cross_entropy(a, b, **kw_t, **k), x, t_grad=t, reduction=reduction)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("pos", [False, True])
+def test_bce_with_logits_double_backward(reduction, pos):
+    x, t = rng.standard_normal((3, 4)), rng.random((3, 4))
+    pw, w = rng.random(4) + 0.5, rng.random((3, 4)) + 0.5
+    kw_l = {"pos_weight": L(pw), "weight": L(w)} if pos else {}
+    kw_t = {"pos_weight": T(pw), "weight": T(w)} if pos else {}
+    _double_backward(lambda a, b, **k: lucid.binary_cross_entropy_with_logits(a, b, **kw_l, **k),
+                     lambda a, b, **k: F.binary_cross_entropy_with_logits(a, b, **kw_t, **k), x, t_grad=t,
+                     reduction=reduction)
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_double_backward(log_target):
+    x = np.log(rng.random((3, 4)) + 0.1)
+    t = np.log(rng.random((3, 4)) + 0.1) if log_target else rng.random((3, 4)) + 0.1
+    _double_backward(lucid.kl_div, F.kl_div, x, t_grad=t, reduction="sum", log_target=log_target)
 def _double_backward(fn_l, fn_t, x, extra_l=(), extra_t=(), t_grad=None, **kw):
     """Second-order gradients of sum(grad_x(loss)^2) (+ target grads) vs torch."""
     res = []

@@ -10,6 +10,7 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/elementwise.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
 
@@ -218,6 +219,42 @@ OpDef loss_op(int num_inputs) {
     TensorList r(c.inputs.size());
     Attrs a = c.attrs;
     a.set("kind", Kind);
+    if ((Kind == kBce || Kind == kBceLogits || Kind == kKlDiv) && GradMode::is_enabled()) {
+      // Building a graph of the backward: the same gradients written with ops.
+      const Tensor &x = c.inputs[0], &t = c.inputs[1];
+      Tensor w = c.inputs.size() > 2 ? c.inputs[2] : Tensor();
+      Tensor pw = c.inputs.size() > 3 ? c.inputs[3] : Tensor();
+      double scale = a.i("reduction") == nnutil::kMean ? 1.0 / static_cast<double>(x.numel()) : 1.0;
+      Tensor g = mul_scalar(c.grads[0], scale), one = scalar_tensor(1.0);
+      Tensor gx, gt;
+      if (Kind == kBce) {
+        gx = div(sub(x, t), clamp(mul(sub(one, x), x), 1e-12, std::nullopt));
+        gt = sub(clamp(log1p(neg(x)), -100.0, std::nullopt), clamp(log(x), -100.0, std::nullopt));
+      } else if (Kind == kBceLogits) {
+        Tensor sig = sigmoid(x);
+        if (pw.defined()) {
+          gx = sub(mul(add(one, mul(sub(pw, one), t)), sig), mul(pw, t));
+          gt = add(neg(softplus(x)), mul(pw, softplus(neg(x))));  // logsigmoid(-x) - pw * logsigmoid(x)
+        } else {
+          gx = sub(sig, t);
+          gt = neg(x);
+        }
+      } else if (a.f("beta", 0.0) != 0.0) {  // kl_div, log_target
+        Tensor et = exp(t);
+        gx = neg(et);
+        gt = mul(et, add(sub(t, x), one));
+      } else {
+        gx = neg(t);
+        gt = sub(add(log(t), one), x);
+      }
+      if (w.defined()) {
+        gx = mul(gx, w);
+        gt = mul(gt, w);
+      }
+      if (c.needs_grad[0]) r[0] = mul(gx, g);
+      if (c.needs_grad[1]) r[1] = mul(gt, g);
+      return r;
+    }
     if (Kind == kBce || Kind == kBceLogits || Kind == kKlDiv) {
       TensorList in{c.grads[0]};
       for (const Tensor& t : c.inputs) in.push_back(t);

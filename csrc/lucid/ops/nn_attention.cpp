@@ -4,13 +4,15 @@
 // sees q (B, L, E), k (B, S, E), v (B, S, Ev), an optional mask (B, L, S) (bool: True keeps;
 // float: added to the scores) and an optional dropout keep-mask (B, L, S) drawn by the caller.
 // Outputs (out, probabilities). SdpaBackward is the fused backward (dq, dk, dv, dscores); the
-// dscores output is the gradient of a float mask. Small-GEMM loops are written out here because
-// the linalg family's matmul is not a dependency of this file.
+// dscores output is the gradient of a float mask. The fused kernels use the small register-tiled
+// GEMM of nn_vec.h; the create_graph VJP (sdpa_vjp_with_ops) uses matmul and softmax ops.
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
+#include "lucid/ops/linalg.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
@@ -191,6 +193,55 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   });
 }
 
+// VJP written with ops (matmul, softmax, ...) for create_graph=True: the probabilities are
+// recomputed from q and k so every path differentiates again. Causal and bool masks become a
+// constant additive mask (a large negative number, not -inf, with fully masked rows zeroed by
+// a constant row mask, matching the forward's zeros).
+TensorList sdpa_vjp_with_ops(const VjpContext& c) {
+  const Tensor &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &m = c.inputs[3], &dm = c.inputs[4];
+  int64_t B = q.shape()[0], L = q.shape()[1], S = k.shape()[1];
+  double scale = c.attrs.f("scale"), p = c.attrs.f("dropout_p");
+  bool causal = c.attrs.b("is_causal");
+  Tensor scores = mul_scalar(matmul(q, transpose(k, 1, 2)), scale);
+  if (m.defined() && is_floating(m.dtype())) scores = add(scores, m);
+  Tensor P;
+  bool bool_mask = m.defined() && m.dtype() == DType::Bool;
+  if (causal || bool_mask) {
+    const double neg = q.dtype() == DType::Float16 ? -60000.0 : -1e30;
+    Tensor add_m = Tensor::empty({B, L, S}, DType::Float64), valid = Tensor::empty({B, L, 1}, DType::Float64);
+    Tensor mb = bool_mask ? nnutil::contig_as(m, DType::Bool) : Tensor();
+    double* ap = add_m.data<double>();
+    double* vp = valid.data<double>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t l = 0; l < L; ++l) {
+        bool any = false;
+        for (int64_t s_ = 0; s_ < S; ++s_) {
+          int64_t i = (b * L + l) * S + s_;
+          bool keep = !(causal && s_ > l) && !(bool_mask && !mb.data<bool>()[i]);
+          ap[i] = keep ? 0.0 : neg;
+          any |= keep;
+        }
+        vp[b * L + l] = any ? 1.0 : 0.0;
+      }
+    P = mul(softmax(add(scores, nnutil::contig_as(add_m, q.dtype())), -1), nnutil::contig_as(valid, q.dtype()));
+  } else {
+    P = softmax(scores, -1);
+  }
+  Tensor drop;
+  if (dm.defined()) drop = mul_scalar(nnutil::contig_as(dm, q.dtype()), p < 1.0 ? 1.0 / (1.0 - p) : 0.0);
+  const Tensor& g = c.grads[0];
+  Tensor Pd = drop.defined() ? mul(P, drop) : P;
+  Tensor dP = matmul(g, transpose(v, 1, 2));
+  if (drop.defined()) dP = mul(dP, drop);
+  Tensor dS = mul(P, sub(dP, sum(mul(P, dP), {2}, true)));
+  TensorList r(5);
+  if (c.needs_grad[0]) r[0] = mul_scalar(matmul(dS, k), scale);
+  if (c.needs_grad[1]) r[1] = mul_scalar(matmul(transpose(dS, 1, 2), q), scale);
+  if (c.needs_grad[2]) r[2] = matmul(transpose(Pd, 1, 2), g);
+  if (c.needs_grad[3] && m.defined() && is_floating(m.dtype())) r[3] = dS;
+  return r;
+}
+
 void check_mask(const Tensor& m, const Tensor& q, int64_t B, int64_t L, int64_t S, const char* arg) {
   if (!m.defined()) return;
   LUCID_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), TypeError, "scaled_dot_product_attention: argument '", arg,
@@ -228,6 +279,7 @@ LUCID_REGISTER_OP(ScaledDotProductAttention, [] {
   d.vjp = [](const VjpContext& c) {
     TensorList r(5);
     if (!c.grads[0].defined()) return r;
+    if (GradMode::is_enabled()) return sdpa_vjp_with_ops(c);
     TensorList g = dispatch(OpId::SdpaBackward, {c.grads[0], c.inputs[0], c.inputs[1], c.inputs[2], c.outputs[1], c.inputs[4]},
                             {{"scale", c.attrs.f("scale")}, {"dropout_p", c.attrs.f("dropout_p")}});
     for (int i = 0; i < 3; ++i)

@@ -8,8 +8,10 @@
 //   layer_norm  x (*, K...):  P=1, Q=rows, S=K;      param index s
 //   group_norm  x (N, C, *):  P=1, Q=N*G, S=C/G*HW;  param index (q % G) * C/G + s / HW
 //   rms_norm    like layer_norm, not centered (mean output is zero)
-// Each forward op outputs (y, mean, rstd); the Python API returns y. The backward is a fused
-// kernel (not differentiable again): gx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
+// Each forward op outputs (y, mean, rstd); the Python API returns y. The backward is the fused
+// NormBackward kernel, gx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)); when a graph of
+// the backward is built (create_graph=True) the same VJP is written with core ops instead, so
+// the norms differentiate to any order.
 #include <cmath>
 #include <vector>
 

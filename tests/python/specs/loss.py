@@ -59,6 +59,7 @@ def _ce(rng, dt):
     out.append(Sample([arr(rng, (4, 5, 3), dt), t3, None], {"label_smoothing": 0.1, "reduction": "none"}, grad_args=[0]))
     out.append(Sample([arr(rng, (4, 5, 3), dt), t3, positive(rng, (5,), dt)], {"label_smoothing": 0.3, "reduction": "sum"},
                       grad_args=[0]))
+    out.append(Sample([arr(rng, (5,), dt), np.array(2)], {"label_smoothing": 0.1}, grad_args=[0]))  # unbatched
     return out
 
 
@@ -80,6 +81,7 @@ def _nll(rng, dt):
     out.append(Sample([arr(rng, (3, 4, 2, 2), dt), t, positive(rng, (4,), dt)], {"ignore_index": 3}, grad_args=[0]))
     out.append(Sample([arr(rng, (3, 4, 2), dt), _targets(rng, (3, 2), 4), positive(rng, (4,), dt)],
                       {"reduction": "none"}, grad_args=[0]))
+    out.append(Sample([arr(rng, (5,), dt), np.array(1)], {"reduction": "sum"}, grad_args=[0]))  # unbatched
     return out
 
 

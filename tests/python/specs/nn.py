@@ -66,7 +66,8 @@ def _rms_samples(rng, dt):
 def _emb_samples(rng, dt):
     return [Sample([rng.integers(0, 7, (3, 4)), arr(rng, (7, 5), dt)]),
             Sample([rng.integers(0, 7, (10,)), arr(rng, (7, 3), dt)], {"padding_idx": 2}),
-            Sample([np.array([[1, 6], [6, 0]]), arr(rng, (7, 3), dt)], {"padding_idx": -1})]
+            Sample([np.array([[1, 6], [6, 0]]), arr(rng, (7, 3), dt)], {"padding_idx": -1}),
+            Sample([np.array(3), arr(rng, (7, 3), dt)])]
 
 
 def _sdpa_samples(rng, dt):
