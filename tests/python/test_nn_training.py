@@ -11,8 +11,9 @@ import lucid.optim as optim
 
 
 def build(N):
+    # (no bias before BatchNorm: its gradient is rounding noise that Adam would amplify into real steps)
     return N.Sequential(
-        N.Conv2d(1, 4, 3, padding=1), N.BatchNorm2d(4), N.ReLU(), N.MaxPool2d(2),
+        N.Conv2d(1, 4, 3, padding=1, bias=False), N.BatchNorm2d(4), N.ReLU(), N.MaxPool2d(2),
         N.Conv2d(4, 6, 3), N.GELU(), N.AdaptiveAvgPool2d((2, 2)), N.Flatten(),
         N.Linear(24, 16), N.LayerNorm(16), N.SiLU(), N.Dropout(0.0), N.Linear(16, 5))
 
