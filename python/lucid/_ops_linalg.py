@@ -9,7 +9,8 @@ from lucid import _C
 from lucid._C import matmul, mm, bmm, mv, dot, addmm  # noqa: F401
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+           "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool1d", "avg_pool1d",
+           "adaptive_avg_pool1d"]
 
 
 def linear(input, weight, bias=None):
@@ -52,3 +53,47 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def adaptive_avg_pool2d(input, output_size):
     """torch.nn.functional.adaptive_avg_pool2d; output_size is an int or a pair (None keeps a size)."""
     return _C._adaptive_avg_pool2d(input, output_size)
+
+
+# ---- 1-D pooling: the 2-D ops over a unit height (indices then index the length, as in PyTorch) ----
+def _single(v, name):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise ValueError(f"{name}: expected an int or 1 value, got {len(v)}")
+        return int(v[0])
+    return int(v)
+
+
+def _unit_height(input, name):
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{name}: argument 'input' expected a 2-D (unbatched) or 3-D (batched) tensor, "
+                         f"got {input.ndim}-D {list(input.shape)}")
+    return input.reshape(*input.shape[:-1], 1, input.shape[-1])
+
+
+def _drop_height(t):
+    return t.reshape(*t.shape[:-2], t.shape[-1])
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool1d."""
+    k = _single(kernel_size, "max_pool1d")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _single(stride, "max_pool1d")
+    out, idx = _C._max_pool2d(_unit_height(input, "max_pool1d"), (1, k), (1, s), (0, _single(padding, "max_pool1d")),
+                              (1, _single(dilation, "max_pool1d")), ceil_mode)
+    out, idx = _drop_height(out), _drop_height(idx)
+    return (out, idx) if return_indices else out
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """torch.nn.functional.avg_pool1d."""
+    k = _single(kernel_size, "avg_pool1d")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _single(stride, "avg_pool1d")
+    return _drop_height(_C._avg_pool2d(_unit_height(input, "avg_pool1d"), (1, k), (1, s),
+                                       (0, _single(padding, "avg_pool1d")), ceil_mode, count_include_pad, None))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool1d."""
+    return _drop_height(_C._adaptive_avg_pool2d(_unit_height(input, "adaptive_avg_pool1d"),
+                                                (1, _single(output_size, "adaptive_avg_pool1d"))))

@@ -5,6 +5,8 @@ from lucid import _C
 mean = _C.mean
 var = _C.var
 std = _C.std
+var_mean = _C.var_mean
+std_mean = _C.std_mean
 prod = _C.prod
 logsumexp = _C.logsumexp
 cumsum = _C.cumsum
@@ -17,5 +19,5 @@ argmin = _C.argmin
 all = _C.all  # noqa: A001
 any = _C.any  # noqa: A001
 
-__all__ = ["mean", "var", "std", "prod", "logsumexp", "cumsum", "amax", "amin", "max", "min", "argmax", "argmin",
+__all__ = ["mean", "var", "std", "var_mean", "std_mean", "prod", "logsumexp", "cumsum", "amax", "amin", "max", "min", "argmax", "argmin",
            "all", "any"]

@@ -65,15 +65,21 @@ Opts parse_kwargs(const nb::kwargs& kw, const char* op, bool allow_gen, bool all
 }
 
 // Sizes from positional args[start:] (*ints or one sequence) or the 'size' keyword.
+Shape checked_size(Shape s, const char* op) {
+  for (int64_t d : s)
+    LUCID_CHECK(d >= 0, ValueError, op, ": argument 'size' expected non-negative sizes, got ", shape_str(s));
+  return s;
+}
+
 Shape shape_from(const nb::args& args, size_t start, const Opts& o, const char* op) {
   if (o.size.is_valid()) {
     LUCID_CHECK(args.size() == start, TypeError, op, "(): 'size' given both positionally and as a keyword");
-    return to_shape(o.size, op, "size");
+    return checked_size(to_shape(o.size, op, "size"), op);
   }
-  if (args.size() == start + 1 && !PyLong_Check(args[start].ptr())) return to_shape(args[start], op, "size");
+  if (args.size() == start + 1 && !PyLong_Check(args[start].ptr())) return checked_size(to_shape(args[start], op, "size"), op);
   nb::list l;
   for (size_t i = start; i < args.size(); ++i) l.append(args[i]);
-  return to_shape(l, op, "size");
+  return checked_size(to_shape(l, op, "size"), op);
 }
 
 Tensor finish(Tensor t, const Opts& o) {
@@ -225,7 +231,7 @@ LUCID_BINDER(creation) {
   });
   m.def("_full_factory", [](nb::handle size, nb::handle value, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "full", false, false);
-    return finish(full(to_shape(size, "full", "size"), number(value, "full", "fill_value").first, fill_dtype(value, o, "full")), o);
+    return finish(full(checked_size(to_shape(size, "full", "size"), "full"), number(value, "full", "fill_value").first, fill_dtype(value, o, "full")), o);
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("kwargs"));
   m.def("arange", &arange_f);
   m.def("linspace", [](nb::handle start, nb::handle end, nb::handle steps, nb::kwargs kw) {
@@ -279,7 +285,7 @@ LUCID_BINDER(creation) {
     Opts o = parse_kwargs(kw, "normal", true, false);
     if (!is_tensor(mean) && !is_tensor(std)) {
       LUCID_CHECK(!size.is_none(), TypeError, "normal(mean: float, std: float): argument 'size' is required");
-      Tensor t = empty(to_shape(size, "normal", "size"), float_dtype(o, "normal"));
+      Tensor t = empty(checked_size(to_shape(size, "normal", "size"), "normal"), float_dtype(o, "normal"));
       normal_(t, number(mean, "normal", "mean").first, number(std, "normal", "std").first, o.gen);
       return finish(t, o);
     }

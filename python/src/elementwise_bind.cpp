@@ -107,6 +107,17 @@ static Tensor div_mode(const Tensor& a, const Tensor& b, H mode) {
   throw ValueError(str("div: expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", m, "'"));
 }
 
+// torch.round(x, decimals=d): round(x * 10^d) / 10^d (x / 10^-d ... * 10^-d for d < 0).
+static Tensor round_decimals(const Tensor& x, int64_t d) {
+  if (d == 0) return round(x);
+  LUCID_CHECK(is_floating(x.dtype()), TypeError, "round: decimals is only supported for floating point tensors, got ",
+              dtype_name(x.dtype()));
+  double p = 1.0;
+  for (int64_t i = 0; i < (d < 0 ? -d : d); ++i) p *= 10.0;
+  if (d > 0) return div(round(mul(x, scalar_tensor(p))), scalar_tensor(p));
+  return mul(round(div(x, scalar_tensor(p))), scalar_tensor(p));
+}
+
 #define EW_UNARY_BIND(name, fn, id)                                                                 \
   m.def(#name, [](const Tensor& x) { return fn(x); }, nb::arg("input"));                           \
   redef(m, #name, [](const Tensor& x) { return fn(x); });                                     \
@@ -155,9 +166,17 @@ LUCID_BINDER(elementwise) {
   EW_UNARY_BIND_NOINPLACE(isnan, isnan);
   EW_UNARY_BIND_NOINPLACE(isinf, isinf);
   EW_UNARY_BIND_NOINPLACE(logical_not, logical_not);
-  m.def("round", [](const Tensor& x) { return round(x); }, nb::arg("input"));
-  redef(m, "round", [](const Tensor& x) { return round(x); });
-  redef(m, "round_", [](H self) { return inplace(self, OpId::Round, {}); });
+  m.def("round", [](const Tensor& x, int64_t d) { return round_decimals(x, d); }, nb::arg("input"), nb::kw_only(),
+        nb::arg("decimals") = 0);
+  redef(m, "round", [](const Tensor& x, int64_t d) { return round_decimals(x, d); }, nb::kw_only(), nb::arg("decimals") = 0);
+  redef(m, "round_", [](H self, int64_t d) -> nb::object {
+    if (d == 0) return inplace(self, OpId::Round, {});
+    Tensor x = nb::cast<Tensor>(self);
+    return assign(self, round_decimals(cast(x, x.dtype()), d));
+  }, nb::kw_only(), nb::arg("decimals") = 0);
+  redef(m, "neg", [](const Tensor& x) { return neg(x); });
+  redef(m, "negative", [](const Tensor& x) { return neg(x); });
+  redef(m, "__pos__", [](const Tensor& x) { return x; });
   m.def("isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); }, nb::arg("input"));
   redef(m, "isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); });
   redef(m, "__abs__", [](const Tensor& x) { return abs(x); });
@@ -204,6 +223,10 @@ LUCID_BINDER(elementwise) {
   EW_OPERATOR("__rfloordiv__", floor_divide(o, a));
   EW_OPERATOR("__mod__", remainder(a, o));
   EW_OPERATOR("__rmod__", remainder(o, a));
+  // In-place operators return self (so `p += g` keeps a Parameter a Parameter).
+  redef(m, "__iadd__", [](H self, H b) { return inplace(self, OpId::Add, {TT(b, "add_", "other")}); });
+  redef(m, "__imul__", [](H self, H b) { return inplace(self, OpId::Mul, {TT(b, "mul_", "other")}); });
+  redef(m, "mul_", [](H self, H b) { return inplace(self, OpId::Mul, {TT(b, "mul_", "other")}); }, nb::arg("other"));
   redef(m, "__ipow__", [](H self, H b) { return inplace(self, OpId::Pow, {TT(b, "pow_", "exponent")}); });
   redef(m, "__isub__", [](H self, H b) { return inplace(self, OpId::Sub, {TT(b, "sub_", "other")}); });
   redef(m, "__itruediv__", [](H self, H b) { return inplace(self, OpId::Div, {TT(b, "div_", "other")}); });
@@ -262,6 +285,9 @@ LUCID_BINDER(elementwise) {
     return inplace(self, OpId::Clamp, {}, clamp_attrs(lo, hi));
   };
   redef(m, "clamp_", clamp_, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
+  redef(m, "clip", [](const Tensor& x, H lo, H hi) { return clamp_any(x, lo, hi); },
+        nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
+  redef(m, "clip_", clamp_, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
   redef(m, "clamp_min_", [clamp_](H self, H lo) { return clamp_(self, lo, nb::none()); }, nb::arg("min"));
   redef(m, "clamp_max_", [clamp_](H self, H hi) { return clamp_(self, nb::none(), hi); }, nb::arg("max"));
 

@@ -2,6 +2,7 @@
 // @ and .matmul), and the functional conv/pool/linear entry points that
 // python/lucid/_ops_linalg.py wraps with torch.nn.functional signatures.
 #include "bind.h"
+#include "lucid/backends/cpu/dnnl_conv.h"
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/ops/linalg.h"
 
@@ -94,6 +95,22 @@ LUCID_BINDER(linalg) {
                    int_tuple(dilation, nsp, op, "dilation"), groups);
   }, nb::arg("nsp"), nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"), nb::arg("padding"),
      nb::arg("dilation"), nb::arg("groups"));
+  m.def("_conv_fused", [](const Tensor& x, const Tensor& w, nb::handle b, nb::handle residual, nb::handle stride,
+                          nb::handle padding, nb::handle dilation, int64_t groups, const std::string& act,
+                          bool residual_first) {
+    int nsp = static_cast<int>(w.ndim()) - 2;
+    LUCID_CHECK(nsp == 1 || nsp == 2, ValueError, "conv_fused: argument 'weight' expected 3 or 4 dims, got ", w.ndim());
+    const char* op = "conv_fused";
+    ConvOptions o;
+    o.stride = int_tuple(stride, nsp, op, "stride");
+    o.padding_l = o.padding_r = int_tuple(padding, nsp, op, "padding");
+    o.dilation = int_tuple(dilation, nsp, op, "dilation");
+    o.groups = groups;
+    return conv_fused(x, w, opt_tensor(b, op, "bias"), opt_tensor(residual, op, "residual"), o, act, residual_first);
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("residual").none() = nb::none(),
+     nb::arg("stride") = 1, nb::arg("padding") = 0, nb::arg("dilation") = 1, nb::arg("groups") = 1,
+     nb::arg("activation") = "none", nb::arg("residual_first") = false);
+  m.def("_conv_cache_size", &cpu::conv_cache_size);
   m.def("_conv_transpose", [](int nsp, const Tensor& x, const Tensor& w, nb::handle b, nb::handle stride,
                               nb::handle padding, nb::handle output_padding, int64_t groups, nb::handle dilation) {
     const char* op = nsp == 1 ? "conv_transpose1d" : "conv_transpose2d";

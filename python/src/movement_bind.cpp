@@ -7,6 +7,7 @@
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/movement.h"
+#include "lucid/ops/movement_util.h"
 
 namespace lucid::py {
 
@@ -64,6 +65,49 @@ Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle
   return add ? scatter_add(x, dim, index, filled) : scatter(x, dim, index, filled);
 }
 
+TensorList tensor_split_any(const Tensor& x, nb::handle s, int64_t dim) {
+  if (is_tensor(s)) {
+    Tensor t = nb::cast<Tensor>(s);
+    if (t.ndim() == 0) return tensor_split(x, static_cast<int64_t>(*cast(t, DType::Int64).data<int64_t>()), dim);
+    Tensor c = cast(t, DType::Int64);
+    return tensor_split_at(x, IntList(c.data<int64_t>(), c.data<int64_t>() + c.numel()), dim);
+  }
+  if (PyLong_Check(s.ptr())) return tensor_split(x, nb::cast<int64_t>(s), dim);
+  return tensor_split_at(x, to_shape(s, "tensor_split", "indices_or_sections"), dim);
+}
+
+Tensor take_along_dim_any(const Tensor& x, const Tensor& i, nb::handle dim) {
+  return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, nb::cast<int64_t>(dim), false);
+}
+
+Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim) {
+  bool flat = dim.is_none();
+  int64_t d = flat ? 0 : nb::cast<int64_t>(dim);
+  if (repeats.is_none()) {  // repeat_interleave(repeats): indices 0..n-1 repeated
+    LUCID_CHECK(x.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", x.ndim(), "-D");
+    Tensor n = Tensor::empty({x.numel()}, DType::Int64);
+    for (int64_t i = 0; i < x.numel(); ++i) n.data<int64_t>()[i] = i;
+    return repeat_interleave(n, x, 0, true);
+  }
+  if (is_tensor(repeats)) return repeat_interleave(x, nb::cast<Tensor>(repeats), d, flat);
+  return repeat_interleave(x, nb::cast<int64_t>(repeats.attr("__index__")()), d, flat);
+}
+
+nb::object nonzero_any(const Tensor& x, bool as_tuple) {
+  Tensor nz = nonzero(x);
+  if (!as_tuple) return nb::cast(nz);
+  nb::list l;
+  int64_t nd = std::max<int64_t>(x.ndim(), 1);
+  for (int64_t d = 0; d < nd; ++d) l.append(nb::cast(x.ndim() == 0 ? reshape(nz, {-1}) : cast(select(nz, 1, d), DType::Int64)));
+  return nb::tuple(l);
+}
+
+Shape broadcast_all(const std::vector<Shape>& shapes) {
+  Shape out;
+  for (const Shape& s : shapes) out = broadcast_shapes(out, s, "broadcast_tensors");
+  return out;
+}
+
 Tensor tile(const Tensor& x, IntList dims) {
   while (static_cast<int64_t>(dims.size()) < x.ndim()) dims.insert(dims.begin(), 1);
   return repeat(x, dims);
@@ -86,7 +130,14 @@ const char* py_type_name(nb::handle h) {
   return s.c_str();
 }
 
+bool is_ndarray(nb::handle h) {
+  return !is_tensor(h) && nb::hasattr(h, "__array_interface__") && nb::hasattr(h, "ndim");
+}
+
 Tensor list_to_index(nb::handle h) {
+  // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+  static nb::object& tensor_fn = *new nb::object(nb::module_::import_("lucid").attr("tensor"));
+  if (is_ndarray(h)) return nb::cast<Tensor>(tensor_fn(h));
   size_t n = nb::len(h);
   if (n == 0) return Tensor::empty({0}, DType::Int64);
   // Flat lists of ints or of bools without a round trip through NumPy.
@@ -105,7 +156,6 @@ Tensor list_to_index(nb::handle h) {
     }
     return t;
   }
-  static nb::object tensor_fn = nb::module_::import_("lucid").attr("tensor");
   return nb::cast<Tensor>(tensor_fn(h));
 }
 
@@ -137,7 +187,8 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
     nb::handle h = items[k];
     if (is_tensor(h)) {
       tens[k] = nb::cast<Tensor>(h);
-    } else if (nb::isinstance<nb::list>(h) || (nb::isinstance<nb::tuple>(h))) {
+    } else if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) ||
+               (is_ndarray(h) && nb::cast<int64_t>(h.attr("ndim")) > 0)) {
       tens[k] = list_to_index(h);
     }
     if (tens[k].defined()) {
@@ -289,14 +340,6 @@ Region basic_region(const Tensor& x, const ParsedIndex& P) {
   return R;
 }
 
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  size_t off = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && from[i] != to[i + off]) return false;
-  return true;
-}
-
 void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   Tensor v = to_tensor(value, "index_put", "value");
   ParsedIndex P = parse_index(x, index);
@@ -306,7 +349,7 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
     if (v.ndim() > 0) {
       Shape view_shape = apply_basic(x.detach(), P).shape();
       v = strip_value(v, static_cast<int64_t>(view_shape.size()));
-      LUCID_CHECK(broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
+      LUCID_CHECK(mv::broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
                   shape_str(v.shape()), " cannot be broadcast to indexing result of shape ", shape_str(view_shape));
       v = reshape(expand(v, view_shape), R.shape);
     }
@@ -408,7 +451,73 @@ LUCID_BINDER(movement) {
   }, nb::arg("input"), nb::arg("src"), nb::arg("dim") = 0, nb::arg("start").none() = nb::none(),
      nb::arg("end").none() = nb::none(), nb::arg("step") = 1);
 
+  m.def("tensor_split", [](const Tensor& x, nb::handle s, int64_t dim) { return to_tuple(tensor_split_any(x, s, dim)); },
+        nb::arg("input"), nb::arg("indices_or_sections"), nb::arg("dim") = 0);
+  m.def("rot90", [](const Tensor& x, int64_t k, nb::handle dims) { return rot90(x, k, to_shape(dims, "rot90", "dims")); },
+        nb::arg("input"), nb::arg("k") = 1, nb::arg("dims") = nb::make_tuple(0, 1));
+  m.def("take_along_dim", &take_along_dim_any, nb::arg("input"), nb::arg("indices"), nb::arg("dim").none() = nb::none());
+  m.def("index_add", [](const Tensor& x, int64_t d, const Tensor& i, const Tensor& s, double alpha) {
+    return index_add(x, d, i, s, alpha);
+  }, nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
+
+  m.def("diagonal", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diagonal(x, o, a, b); },
+        nb::arg("input"), nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
+  m.def("diag", [](const Tensor& x, int64_t k) { return diag(x, k); }, nb::arg("input"), nb::arg("diagonal") = 0);
+  m.def("diag_embed", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diag_embed(x, o, a, b); },
+        nb::arg("input"), nb::arg("offset") = 0, nb::arg("dim1") = -2, nb::arg("dim2") = -1);
+  m.def("repeat_interleave", [](const Tensor& x, nb::handle r, nb::handle dim, nb::handle) {
+    return repeat_interleave_any(x, r, dim);
+  }, nb::arg("input"), nb::arg("repeats").none() = nb::none(), nb::arg("dim").none() = nb::none(), nb::kw_only(),
+     nb::arg("output_size").none() = nb::none());
+  m.def("nonzero", &nonzero_any, nb::arg("input"), nb::kw_only(), nb::arg("as_tuple") = false);
+  m.def("argwhere", [](const Tensor& x) { return nonzero(x); }, nb::arg("input"));
+  m.def("take", [](const Tensor& x, const Tensor& i) { return take(x, i); }, nb::arg("input"), nb::arg("index"));
+  m.def("broadcast_to", [](const Tensor& x, nb::handle s) { return expand(x, to_shape(s, "broadcast_to", "size")); },
+        nb::arg("input"), nb::arg("size"));
+  m.def("broadcast_shapes", [](nb::args shapes) {
+    std::vector<Shape> ss;
+    for (nb::handle h : shapes) ss.push_back(to_shape(h, "broadcast_shapes", "shapes"));
+    nb::list l;
+    for (int64_t d : broadcast_all(ss)) l.append(d);
+    return nb::tuple(l);
+  });
+  m.def("broadcast_tensors", [](nb::args ts) {
+    TensorList xs = ts.size() == 1 && !is_tensor(ts[0]) ? tensor_list(ts[0], "broadcast_tensors") : tensor_list(ts, "broadcast_tensors");
+    std::vector<Shape> ss;
+    for (const Tensor& t : xs) ss.push_back(t.shape());
+    Shape b = broadcast_all(ss);
+    TensorList out;
+    for (const Tensor& t : xs) out.push_back(expand(t, b));
+    return to_tuple(out);
+  });
+
   // ---- Tensor methods ----
+  def_method(m, "diagonal", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diagonal(x, o, a, b); },
+             nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
+  def_method(m, "diag", [](const Tensor& x, int64_t k) { return diag(x, k); }, nb::arg("diagonal") = 0);
+  def_method(m, "diag_embed", [](const Tensor& x, int64_t o, int64_t a, int64_t b) { return diag_embed(x, o, a, b); },
+             nb::arg("offset") = 0, nb::arg("dim1") = -2, nb::arg("dim2") = -1);
+  def_method(m, "repeat_interleave", [](const Tensor& x, nb::handle r, nb::handle dim, nb::handle) {
+    return repeat_interleave_any(x, r, dim);
+  }, nb::arg("repeats").none() = nb::none(), nb::arg("dim").none() = nb::none(), nb::kw_only(),
+     nb::arg("output_size").none() = nb::none());
+  def_method(m, "nonzero", &nonzero_any, nb::kw_only(), nb::arg("as_tuple") = false);
+  def_method(m, "argwhere", [](const Tensor& x) { return nonzero(x); });
+  def_method(m, "take", [](const Tensor& x, const Tensor& i) { return take(x, i); }, nb::arg("index"));
+  def_method(m, "broadcast_to", [](const Tensor& x, nb::handle s) { return expand(x, to_shape(s, "broadcast_to", "size")); },
+             nb::arg("size"));
+  def_method(m, "tensor_split", [](const Tensor& x, nb::handle s, int64_t dim) { return to_tuple(tensor_split_any(x, s, dim)); },
+             nb::arg("indices_or_sections"), nb::arg("dim") = 0);
+  def_method(m, "rot90", [](const Tensor& x, int64_t k, nb::handle dims) { return rot90(x, k, to_shape(dims, "rot90", "dims")); },
+             nb::arg("k") = 1, nb::arg("dims") = nb::make_tuple(0, 1));
+  def_method(m, "take_along_dim", &take_along_dim_any, nb::arg("indices"), nb::arg("dim").none() = nb::none());
+  def_method(m, "index_add", [](const Tensor& x, int64_t d, const Tensor& i, const Tensor& s, double alpha) {
+    return index_add(x, d, i, s, alpha);
+  }, nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
+  def_method(m, "index_add_", [](Tensor& x, int64_t d, const Tensor& i, const Tensor& s, double alpha) {
+    index_add_(x, d, i, s, alpha);
+    return x;
+  }, nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1.0);
   def_method(m, "_mv_view", [](const Tensor& x, nb::args s) { return view(x, sizes_arg(s, "view", "size")); });
   def_method(m, "_mv_view_as", [](const Tensor& x, const Tensor& o) { return view(x, o.shape()); });
   def_method(m, "_mv_t", [](const Tensor& x) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bind.h"
+#include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
 
 namespace lucid::py {
@@ -18,8 +19,12 @@ static Tensor opt(nb::handle h, const char* op, const char* arg) {
 LUCID_BINDER(nn) {
   m.def("_nn_softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); });
   m.def("_nn_log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); });
-  def_method(m, "softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); }, nb::arg("dim"));
-  def_method(m, "log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); }, nb::arg("dim"));
+  def_method(m, "softmax", [](const Tensor& x, int64_t dim, nb::handle dtype) {
+    return softmax(dtype.is_none() ? x : cast(x, to_dtype(dtype, "softmax")), dim);
+  }, nb::arg("dim"), nb::arg("dtype").none() = nb::none());
+  def_method(m, "log_softmax", [](const Tensor& x, int64_t dim, nb::handle dtype) {
+    return log_softmax(dtype.is_none() ? x : cast(x, to_dtype(dtype, "log_softmax")), dim);
+  }, nb::arg("dim"), nb::arg("dtype").none() = nb::none());
   m.def("_nn_dropout", [](const Tensor& x, const Tensor& mask, double p) { return dropout_with_mask(x, mask, p); });
   m.def("_nn_batch_norm", [](const Tensor& x, nb::handle rm, nb::handle rv, nb::handle w, nb::handle b, bool training,
                              double momentum, double eps) {
@@ -58,6 +63,13 @@ LUCID_BINDER(nn) {
   });
   m.def("_nn_huber_loss", [](const Tensor& x, const Tensor& t, const std::string& r, double delta) {
     return huber_loss(x, t, r, delta);
+  });
+  m.def("_nn_kl_div", [](const Tensor& x, const Tensor& t, const std::string& r, bool log_target) {
+    return kl_div(x, t, r, log_target);
+  });
+  m.def("_nn_dropout_", [](Tensor& x, const Tensor& mask, double p) {
+    dispatch_inplace(OpId::Dropout, x, {x, mask}, {{"p", p}});
+    return x;
   });
   m.def("_nn_binary_cross_entropy", [](const Tensor& x, const Tensor& t, nb::handle w, const std::string& r) {
     return binary_cross_entropy(x, t, opt(w, "binary_cross_entropy", "weight"), r);

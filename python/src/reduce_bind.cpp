@@ -97,6 +97,20 @@ LUCID_BINDER(reduce) {
   def_method(m, "std", std_f, nb::arg("dim").none() = nb::none(), nb::arg("unbiased").none() = nb::none(),
              nb::arg("keepdim") = false, nb::arg("correction").none() = nb::none());
 
+  // var_mean / std_mean: (var or std, mean) over the same dims.
+  auto var_mean_f = [](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim, nb::handle correction) {
+    Tensor v = var_std(false, x, dim, unbiased, keepdim, correction);
+    return nb::make_tuple(v, mean(x, dims_arg(PyBool_Check(dim.ptr()) ? nb::none() : dim, "var_mean"), keepdim));
+  };
+  auto std_mean_f = [](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim, nb::handle correction) {
+    Tensor v = var_std(true, x, dim, unbiased, keepdim, correction);
+    return nb::make_tuple(v, mean(x, dims_arg(PyBool_Check(dim.ptr()) ? nb::none() : dim, "std_mean"), keepdim));
+  };
+  m.def("var_mean", var_mean_f, nb::arg("input"), nb::arg("dim").none() = nb::none(), nb::arg("unbiased").none() = nb::none(),
+        nb::arg("keepdim") = false, nb::arg("correction").none() = nb::none());
+  m.def("std_mean", std_mean_f, nb::arg("input"), nb::arg("dim").none() = nb::none(), nb::arg("unbiased").none() = nb::none(),
+        nb::arg("keepdim") = false, nb::arg("correction").none() = nb::none());
+
   auto prod_f = [](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype) {
     return prod(x, dims_arg(dim, "prod"), keepdim, opt_dtype(dtype, "prod"));
   };

@@ -159,6 +159,8 @@ def test_bernoulli_statistics():
     y = lucid.bernoulli(p).numpy()
     np.testing.assert_allclose(y.mean(1), [0.1, 0.9], atol=0.01)
     assert lucid.bernoulli(p, 0.5).numpy().mean() == pytest.approx(0.5, abs=0.01)
+    mask = lucid.empty(N, dtype=lucid.bool).bernoulli_(0.8)  # a dropout keep-mask
+    assert mask.dtype == lucid.bool and abs(mask.numpy().mean() - 0.8) < 0.01
     assert lucid.zeros(10).bernoulli_(0.0).numpy().sum() == 0
     assert lucid.zeros(10).bernoulli_(1.0).numpy().sum() == 10
     with pytest.raises(ValueError, match="bernoulli"):
@@ -246,8 +248,13 @@ def test_factory_sizes_and_dtypes_match_torch():
     assert lucid.ones(2, dtype=lucid.float64).new_full((2,), 4).dtype == lucid.float64
     assert lucid.ones(2, dtype=lucid.float16).new_ones((1, 2)).shape == (1, 2)
     assert lucid.ones(2).new_empty(5).shape == (5,)
-    with pytest.raises(ValueError, match="empty: argument 'size'"):
-        lucid.zeros(-1, 2)
+    for name in ("zeros", "ones", "empty", "rand", "randn"):
+        with pytest.raises(ValueError, match=f"{name}: argument 'size'"):
+            getattr(lucid, name)(-1, 2)
+    with pytest.raises(ValueError, match="full: argument 'size'"):
+        lucid.full((2, -3), 1.0)
+    with pytest.raises(ValueError, match="randint: argument 'size'"):
+        lucid.randint(3, (-1,))
     with pytest.raises(TypeError, match="zeros"):
         lucid.zeros(2.5)
     with pytest.raises(TypeError, match="requires_grad_"):
@@ -299,3 +306,22 @@ def test_bernoulli_in_place_with_probability_tensor():
     np.testing.assert_allclose(x.numpy().mean(1), [0.2, 0.7], atol=0.01)
     with pytest.raises(ValueError, match="bernoulli"):
         lucid.zeros(3).bernoulli_(lucid.tensor([0.5, 0.5]))
+
+
+def test_random_ops_are_non_differentiable_random_lowering_ops():
+    reg = {o["name"]: o for o in lucid._C._op_registry()}
+    for name in ("Uniform", "Normal", "RandInt", "Bernoulli", "RandPerm"):
+        assert reg[name]["lowering"] == 4, name  # Lowering::Random
+        assert not reg[name]["differentiable"], name
+    for name in ("Empty", "Arange", "Linspace", "Eye", "Argmax", "Argmin", "All", "Any"):
+        assert not reg[name]["differentiable"], name
+
+
+def test_random_ops_under_grad_mode_do_not_record_history():
+    w = lucid.zeros(3, 3, requires_grad=True)
+    with lucid.no_grad():
+        w.normal_()
+        w.uniform_(-1, 1)
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None
+    x = lucid.rand(3, requires_grad=True)
+    assert x.grad_fn is None and x.requires_grad

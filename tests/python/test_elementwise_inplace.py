@@ -70,6 +70,25 @@ def test_inplace_matches_torch(name, f, src):
     assert_close(lx, tx, 1e-6, 1e-6, name)
 
 
+def test_inplace_operators_keep_the_python_object():
+    x = lucid.tensor(X.copy())
+    ids = id(x)
+    x += 1
+    x *= 2
+    x -= 0.5
+    x /= 3
+    x **= 2
+    t = torch.from_numpy(X.copy())
+    t += 1
+    t *= 2
+    t -= 0.5
+    t /= 3
+    t **= 2
+    assert id(x) == ids
+    assert x.mul_(1.0) is x
+    assert_close(x, t, 1e-6, 1e-6)
+
+
 def test_inplace_on_transposed_view_writes_base():
     lb, tb = _pair(X)
     lb.permute(1, 0).exp_()

@@ -132,12 +132,38 @@ def test_norm_argument_errors():
         lucid.layer_norm(lucid.tensor(np.ones((2, 3), np.int64)), (3,))
 
 
-def test_norm_double_backward_raises():
-    x = L(rng.standard_normal((3, 4)), True)
-    y = lucid.layer_norm(x, (4,))
-    (g,) = lucid.autograd.grad([(y * y).sum()], [x], create_graph=True)
-    with pytest.raises(NotImplementedError):
-        lucid.autograd.grad([g.sum()], [x])
+def _norm_case(name, lib):
+    Fn = lucid if lib is lucid else F
+    if name == "bn_train":
+        return lambda x, w, b: Fn.batch_norm(x, None, None, w, b, training=True), (4, 3, 5), (3,)
+    if name == "bn_eval":
+        rm, rv = np.linspace(-1, 1, 3), np.linspace(0.5, 2, 3)
+        mk = L if lib is lucid else T
+        return lambda x, w, b: Fn.batch_norm(x, mk(rm), mk(rv), w, b, training=False), (4, 3, 5), (3,)
+    if name == "layer_norm":
+        return lambda x, w, b: Fn.layer_norm(x, (2, 5), w, b), (3, 2, 5), (2, 5)
+    if name == "group_norm":
+        return lambda x, w, b: Fn.group_norm(x, 2, w, b), (2, 6, 3), (6,)
+    return lambda x, w, b: Fn.rms_norm(x, (5,), w, 1e-5) * 1.0 + 0.0 * b.sum(), (3, 4, 5), (5,)
+
+
+@pytest.mark.parametrize("name", ["bn_train", "bn_eval", "layer_norm", "group_norm", "rms_norm"])
+def test_norm_double_backward_matches_torch(name):
+    res = []
+    for lib, mk, grad in ((lucid, L, lucid.autograd.grad), (torch, T, torch.autograd.grad)):
+        f, xs, ws = _norm_case(name, lib)
+        r = np.random.default_rng(5)
+        x, w, b = mk(r.standard_normal(xs), True), mk(r.standard_normal(ws), True), mk(r.standard_normal(ws), True)
+        y = f(x, w, b)
+        wy = mk(r.standard_normal(xs))
+        gx, gw = grad([(y * wy).sum()], [x, w], create_graph=True)
+        z = (gx * gx).sum() + (gw * gw * gw).sum()
+        res.append((gx, gw) + tuple(grad([z], [x, w, b], allow_unused=True)))
+    for a, b in zip(res[0], res[1]):
+        if b is None:
+            assert a is None or np.allclose(as_numpy(a), 0)
+        else:
+            close(a, b, 1e-8)
 
 
 @pytest.mark.parametrize("shape,ns", [((64, 33, 130), (130,)), ((16, 3000), (3000,))])
@@ -242,9 +268,9 @@ def test_interpolate_errors():
     with pytest.raises(ValueError):
         lucid.interpolate(x)
     with pytest.raises(NotImplementedError):
-        lucid.interpolate(L(rng.standard_normal((2, 3, 3))), size=4)
+        lucid.interpolate(L(rng.standard_normal((2, 3, 3))), size=4, mode="bilinear")
     with pytest.raises(NotImplementedError):
-        lucid.interpolate(x, size=4, mode="bicubic")
+        lucid.interpolate(x, size=4, mode="area")
 
 
 def test_interpolate_double_backward_matches_torch():
@@ -337,3 +363,52 @@ def test_empty_inputs():
           F.cross_entropy(T(e), T(np.zeros(0, np.int64)), reduction="sum"))
     close(lucid.embedding(L(np.zeros((0,), np.int64)), L(rng.standard_normal((3, 2)))),
           F.embedding(T(np.zeros((0,), np.int64)), T(rng.standard_normal((3, 2)))))
+
+
+def test_tensor_softmax_methods_with_dtype():
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    close(L(x).softmax(1, dtype=lucid.float64), T(x).softmax(1, dtype=torch.float64))
+    close(L(x).log_softmax(dim=0), T(x).log_softmax(dim=0))
+
+
+def test_dropout_inplace():
+    a = L(np.ones((40, 50)), True)
+    x = a * 1.0
+    y = lucid.dropout(x, 0.5, inplace=True)
+    assert y._is_same(x)
+    keep = x.detach().numpy() != 0
+    assert 0.3 < keep.mean() < 0.7
+    x.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), keep * 2.0)
+
+
+def test_channel_dropout_zeroes_whole_channels():
+    x = lucid.ones(8, 16, 5, 5)
+    y = lucid.dropout2d(x, 0.5).numpy()
+    per_channel = y.reshape(8, 16, -1)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1))
+    assert 0.2 < (per_channel[..., 0] == 0).mean() < 0.8
+    y1 = lucid.dropout1d(lucid.ones(4, 6, 7), 0.5).numpy()
+    assert np.all((y1 == 0).all(-1) | (y1 == 2.0).all(-1))
+    x5 = x.reshape(8, 16, 5, 5, 1)
+    assert lucid.dropout3d(x5, 0.5, training=False)._is_same(x5)
+    with pytest.raises(ValueError):
+        lucid.dropout2d(lucid.ones(3, 4), 0.5)
+
+
+def test_alpha_dropout_keeps_moments():
+    x = lucid.tensor(rng.standard_normal((400, 500)))
+    y = lucid.alpha_dropout(x, 0.2, training=True).numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+    assert lucid.alpha_dropout(x, 0.2)._is_same(x)  # training=False by default, like torch
+
+
+def test_gumbel_softmax():
+    logits = L(rng.standard_normal((6, 5)), True)
+    y = lucid.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(y.detach().numpy().sum(-1), 1.0, rtol=1e-6)
+    yh = lucid.gumbel_softmax(logits, hard=True)
+    h = yh.detach().numpy()
+    assert np.all(h.sum(-1) == 1) and set(np.unique(h)) <= {0.0, 1.0}
+    (yh * L(rng.standard_normal((6, 5)))).sum().backward()
+    assert logits.grad is not None and np.any(logits.grad.numpy() != 0)

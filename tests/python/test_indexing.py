@@ -50,6 +50,7 @@ def _ids(p):
     return repr(p).replace(" ", "")[:60]
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("idx", GET_PATTERNS, ids=_ids)
 def test_getitem_forward_and_grad(idx):
     li, ti = both(idx)
@@ -62,6 +63,14 @@ def test_getitem_forward_and_grad(idx):
     (lo * lucid.tensor(w)).sum().backward()
     (to * torch.from_numpy(w)).sum().backward()
     assert_close(x.grad, tx.grad, 1e-12, 1e-12, f"grad of getitem {idx}")
+
+
+def test_numpy_indices():
+    a = np.arange(12.0).reshape(3, 4)
+    x, tx = lucid.tensor(a), torch.tensor(a)
+    for idx in [np.array([0, 2]), (np.array([[1], [2]]), np.array([0, 3])), np.array(1), np.int64(2),
+                (slice(None), np.array([True, False, True, True]))]:
+        assert_close(x[idx], tx[idx], 0, 0, f"numpy index {idx}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool"])
@@ -378,3 +387,81 @@ def test_double_backward_through_indexing():
         (g,) = lib.autograd.grad(y, t, create_graph=True)
         (g[1:, ::2] * g[1:, ::2]).sum().backward()
     assert_close(x.grad, tx.grad, 1e-10, 1e-10, "double backward through indexing")
+
+
+# ---- random index patterns ---------------------------------------------------------------
+def _random_index(rng, shape):
+    items, d, nd, ell = [], 0, len(shape), False
+    for _ in range(int(rng.integers(1, nd + 2))):
+        r = rng.random()
+        if r < 0.1 and not ell:
+            items.append(Ellipsis)
+            ell, d = True, nd
+            continue
+        if r < 0.18:
+            items.append(None)
+            continue
+        if d >= nd:
+            break
+        size = shape[d]
+        if r < 0.35:
+            items.append(int(rng.integers(-size, size)))
+            d += 1
+        elif r < 0.6:
+            a, b = (int(v) for v in rng.integers(-size - 2, size + 2, 2))
+            items.append(slice(a if rng.random() < .7 else None, b if rng.random() < .7 else None, int(rng.integers(1, 4))))
+            d += 1
+        elif r < 0.85:
+            shp = tuple(int(s) for s in rng.integers(1, 3, rng.integers(1, 3))) if rng.random() < .3 else (int(rng.integers(0, 4)),)
+            items.append(rng.integers(-size, size, shp))
+            d += 1
+        else:
+            k = min(int(rng.integers(1, 3)), nd - d)
+            items.append(rng.random(shape[d:d + k]) < 0.5)
+            d += k
+    return tuple(items)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("seed", range(6))
+def test_random_index_patterns_match_torch(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(40):
+        shape = tuple(int(s) for s in rng.integers(1, 5, int(rng.integers(1, 5))))
+        a = rng.standard_normal(shape)
+        idx = _random_index(rng, shape)
+        li, ti = both(idx)
+        x, tx = lucid.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        try:
+            to = tx[ti]
+        except (IndexError, RuntimeError, ValueError):
+            with pytest.raises((IndexError, ValueError)):
+                x[li]
+            continue
+        lo = x[li]
+        assert_close(lo, to, 0, 0, f"random getitem {shape} {idx}")
+        w = rng.standard_normal(tuple(to.shape))
+        (lo * lucid.tensor(w)).sum().backward()
+        (to * torch.from_numpy(w)).sum().backward()
+        assert_close(x.grad, tx.grad, 1e-12, 1e-12, f"random getitem grad {shape} {idx}")
+        v = rng.standard_normal(tuple(to.shape))
+        ly, ty = lucid.tensor(a), torch.tensor(a)
+        ty[ti] = torch.from_numpy(v)
+        ly[li] = lucid.tensor(v) if v.ndim else float(v)
+        ok = np.allclose(ly.numpy(), ty.numpy())
+        dup = any(isinstance(e, np.ndarray) and e.dtype != bool for e in idx)
+        assert ok or dup, f"random setitem {shape} {idx}"
+
+
+def test_nonzero_argwhere_and_repeat_interleave_index_form():
+    a = np.array([[0, 1.5, 0], [2, 0, -1]])
+    x, tx = lucid.tensor(a), torch.tensor(a)
+    assert_close(lucid.nonzero(x), torch.nonzero(tx), 0, 0, "nonzero")
+    assert_close(x.argwhere(), tx.argwhere(), 0, 0, "argwhere")
+    for lo, to in zip(lucid.nonzero(x, as_tuple=True), torch.nonzero(tx, as_tuple=True)):
+        assert_close(lo, to, 0, 0, "nonzero as_tuple")
+    assert tuple(lucid.nonzero(lucid.tensor(np.zeros((2, 0)))).shape) == (0, 2)
+    r = np.array([2, 0, 3])
+    assert_close(lucid.repeat_interleave(lucid.tensor(r)), torch.repeat_interleave(torch.tensor(r)), 0, 0)
+    assert lucid.broadcast_shapes((3, 1), (2, 1, 4)) == tuple(torch.broadcast_shapes((3, 1), (2, 1, 4)))
+    assert lucid.diagonal(x)._same_storage(x)

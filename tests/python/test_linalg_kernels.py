@@ -238,3 +238,94 @@ def test_max_pool_large_random_vs_torch():
     (lo * lucid.tensor(g)).sum().backward()
     (to * torch.from_numpy(g)).sum().backward()
     _close(x.grad, tx.grad, 1e-6)
+
+
+# ---- seeded random sweeps against torch (forward and first-order grads) --------------------
+def _fwd_bwd(lfn, tfn, arrays, tol):
+    ls = [lucid.tensor(a) for a in arrays]
+    ts = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    for t in ls:
+        t.requires_grad_(True)
+    to = tfn(*ts)
+    lo = lfn(*ls)
+    _close(lo, to, tol)
+    g = np.asarray(RNG.standard_normal(tuple(to.shape))).astype(arrays[0].dtype)
+    lg = lucid.autograd.grad([lo], ls, [lucid.tensor(g)])
+    tg = torch.autograd.grad([to], ts, [torch.from_numpy(g)])
+    for a, b in zip(lg, tg):
+        _close(a, b, tol * 10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_conv_random_configs(seed):
+    import random
+    r = random.Random(seed)
+    for _ in range(8):
+        dt = r.choice([np.float32, np.float64])
+        G = r.choice([1, 2, 3])
+        C, OC = G * r.randint(1, 3), G * r.randint(1, 3)
+        kh, kw = r.randint(1, 4), r.randint(1, 4)
+        s, d = (r.randint(1, 3), r.randint(1, 3)), (r.randint(1, 2), r.randint(1, 2))
+        p = (r.randint(0, 2), r.randint(0, 2))
+        H, W = r.randint(1, 8) + d[0] * (kh - 1), r.randint(1, 8) + d[1] * (kw - 1)
+        x = RNG.standard_normal((r.randint(1, 2), C, H, W)).astype(dt)
+        tol = 1e-4 if dt == np.float32 else 1e-10
+        w = RNG.standard_normal((OC, C // G, kh, kw)).astype(dt)
+        kw_ = dict(stride=s, padding=p, dilation=d, groups=G)
+        _fwd_bwd(lambda a, b: lucid.conv2d(a, b, **kw_), lambda a, b: F.conv2d(a, b, **kw_), [x, w], tol)
+        op = (r.randint(0, s[0] - 1), r.randint(0, s[1] - 1))
+        wt = RNG.standard_normal((C, OC // G, kh, kw)).astype(dt)
+        kt = dict(stride=s, padding=p, output_padding=op, groups=G, dilation=d)
+        try:
+            F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(wt), **kt)
+        except RuntimeError:
+            continue
+        _fwd_bwd(lambda a, b: lucid.conv_transpose2d(a, b, **kt), lambda a, b: F.conv_transpose2d(a, b, **kt), [x, wt], tol)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pool_random_configs(seed):
+    import random
+    r = random.Random(100 + seed)
+    for _ in range(15):
+        dt = r.choice([np.float32, np.float64])
+        k = (r.randint(1, 4), r.randint(1, 4))
+        s = (r.randint(1, 3), r.randint(1, 3))
+        p = (r.randint(0, k[0] // 2), r.randint(0, k[1] // 2))
+        cm, cip = r.random() < 0.5, r.random() < 0.5
+        H, W = r.randint(k[0], 10), r.randint(k[1], 10)
+        x = (RNG.permutation(2 * 3 * H * W).reshape(2, 3, H, W) * 0.01).astype(dt)
+        tol = 1e-5 if dt == np.float32 else 1e-10
+        try:
+            F.max_pool2d(torch.from_numpy(x), k, s, p, 1, cm)
+        except RuntimeError:
+            continue
+        _fwd_bwd(lambda a: lucid.max_pool2d(a, k, s, p, 1, cm), lambda a: F.max_pool2d(a, k, s, p, 1, cm), [x], tol)
+        _fwd_bwd(lambda a: lucid.avg_pool2d(a, k, s, p, cm, cip), lambda a: F.avg_pool2d(a, k, s, p, cm, cip), [x], tol)
+        o = (r.randint(1, H + 1), r.randint(1, W + 1))
+        _fwd_bwd(lambda a: lucid.adaptive_avg_pool2d(a, o), lambda a: F.adaptive_avg_pool2d(a, o), [x], tol)
+
+
+def test_conv_primitive_cache_reused():
+    x, _ = _pair((1, 16, 9, 9))
+    w, _ = _pair((16, 16, 3, 3))
+    lucid.conv2d(x, w, padding=1)
+    n = lucid._C._conv_cache_size()
+    for _ in range(4):
+        lucid.conv2d(x, w, padding=1)
+    assert lucid._C._conv_cache_size() == n
+
+
+@pytest.mark.parametrize("act,first", [("relu", False), ("gelu", False), ("relu", True), ("gelu_tanh", True)])
+def test_conv_fused_float32_blocked(act, first):
+    # 32 channels: oneDNN's blocked layout; a trailing residual runs as a separate add, a leading one
+    # as oneDNN's sum post-op.
+    x, tx = _pair((2, 32, 10, 10))
+    w, tw = _pair((32, 32, 3, 3))
+    b, tb = _pair((32,))
+    r, tr = _pair((2, 32, 10, 10))
+    lo = lucid._C._conv_fused(x, w, b, r, padding=1, activation=act, residual_first=first)
+    f = {"relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}[act]
+    y = F.conv2d(tx, tw, tb, padding=1)
+    to = f(y + tr) if first else f(y) + tr
+    _close(lo, to, 2e-4)

@@ -151,8 +151,85 @@ def test_pointwise_losses_large():
         close(lx.grad, tx.grad, 1e-7)
 
 
-def test_loss_double_backward_raises():
-    x = L(rng.standard_normal((3, 4)), True)
-    (g,) = lucid.autograd.grad([lucid.mse_loss(x, L(np.zeros((3, 4))))], [x], create_graph=True)
+def test_bce_double_backward_raises():
+    x = L(rng.random((3, 4)) * 0.8 + 0.1, True)
+    (g,) = lucid.autograd.grad([lucid.binary_cross_entropy(x, L(rng.random((3, 4))))], [x], create_graph=True)
     with pytest.raises(NotImplementedError):
         lucid.autograd.grad([g.sum()], [x])
+
+
+def _double_backward(fn_l, fn_t, x, extra_l=(), extra_t=(), t_grad=None, **kw):
+    """Second-order gradients of sum(grad_x(loss)^2) (+ target grads) vs torch."""
+    res = []
+    for lib, mk, grad, fn, extra in ((lucid, L, lucid.autograd.grad, fn_l, extra_l),
+                                     (torch, T, torch.autograd.grad, fn_t, extra_t)):
+        xx = mk(x, True)
+        ins = [xx]
+        tt = None
+        if t_grad is not None:
+            tt = mk(t_grad, True)
+            ins.append(tt)
+        loss = fn(xx, *([tt] if tt is not None else []), *extra, **kw)
+        w = mk(np.linspace(0.5, 1.5, int(np.prod(loss.shape))).reshape(tuple(loss.shape)))
+        gs = grad([(loss * w).sum()], ins, create_graph=True)
+        z = sum((g * g * g).sum() for g in gs)
+        res.append(list(gs) + list(grad([z], ins, allow_unused=True)))
+    for a, b in zip(*res):
+        if b is None or b._is_zerotensor():
+            assert a is None or np.allclose(as_numpy(a), 0)
+        else:
+            close(a, b, 1e-8)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("fn", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_pointwise_double_backward(fn, reduction):
+    x, t = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    _double_backward(getattr(lucid, fn), getattr(F, fn), x, t_grad=t, reduction=reduction)
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.2},
+                                {"ignore_index": 1}, {"weight": True, "label_smoothing": 0.1}])
+def test_cross_entropy_double_backward(kw):
+    x = rng.standard_normal((4, 3, 2))
+    t = rng.integers(0, 3, (4, 2))
+    t[0, 0] = 1
+    kl, kt = dict(kw), dict(kw)
+    if kw.get("weight"):
+        w = rng.random(3) + 0.5
+        kl["weight"], kt["weight"] = L(w), T(w)
+    res = []
+    for lib, mk, grad, fn, k in ((lucid, L, lucid.autograd.grad, lucid.cross_entropy, kl),
+                                 (torch, T, torch.autograd.grad, F.cross_entropy, kt)):
+        xx = mk(x, True)
+        loss = fn(xx, mk(t), **k)
+        (g,) = grad([(loss * loss).sum()], [xx], create_graph=True)
+        (gg,) = grad([(g * g * g).sum()], [xx])
+        res.append((g, gg))
+    close(res[0][0], res[1][0], 1e-8)
+    close(res[0][1], res[1][1], 1e-8)
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "none"}, {"label_smoothing": 0.3, "reduction": "sum"}])
+def test_cross_entropy_prob_double_backward(kw):
+    x = rng.standard_normal((3, 4))
+    p = rng.random((3, 4))
+    p /= p.sum(1, keepdims=True)
+    _double_backward(lambda a, b, **k: lucid.cross_entropy(a, b, **k), lambda a, b, **k: F.cross_entropy(a, b, **k),
+                     x, t_grad=p, **kw)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_double_backward(reduction):
+    x = rng.standard_normal((5, 4))
+    t = rng.integers(0, 4, 5)
+    w = rng.random(4) + 0.5
+    res = []
+    for mk, grad, fn in ((L, lucid.autograd.grad, lucid.nll_loss), (T, torch.autograd.grad, F.nll_loss)):
+        xx = mk(x, True)
+        loss = fn(xx * xx, mk(t), weight=mk(w), reduction=reduction)
+        (g,) = grad([(loss * loss).sum()], [xx], create_graph=True)
+        (gg,) = grad([(g * g).sum()], [xx])
+        res.append((g, gg))
+    close(res[0][0], res[1][0], 1e-8)
+    close(res[0][1], res[1][1], 1e-8)

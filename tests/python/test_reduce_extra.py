@@ -154,7 +154,8 @@ x = lucid.randn(3, 70001)
 y = lucid.rand(200001, dtype=lucid.float64)
 out = [x, y, x.sum(1), x.mean(), x.var(1), x.std(), x.logsumexp(1), x.amax(), x.argmax(), x.prod(0),
        x.cumsum(1), lucid.randint(0, 1000, (100000,)), lucid.zeros(50000).bernoulli_(0.3),
-       lucid.empty(3, 40000).normal_(1, 2)]
+       lucid.empty(3, 40000).normal_(1, 2), lucid.randperm(100000), x.amax(0), x.logsumexp(0), x.var(0),
+       x.max(1).indices, lucid.randn(5001, dtype=lucid.float64)]
 np.savez(__import__("sys").argv[1], *[o.numpy() for o in out])
 """
 
@@ -170,3 +171,11 @@ def test_results_do_not_depend_on_thread_count(tmp_path):
     for k in files[0].files:
         for other in files[1:]:
             np.testing.assert_array_equal(files[0][k], other[k], err_msg=k)
+
+
+def test_max_min_with_a_tensor_are_elementwise():
+    a = np.array([1.0, 5.0, np.nan, 3.0], np.float32)
+    b = np.array([2.0, 1.0, 0.0, 3.0], np.float32)
+    (la, ta), (lb, tb) = _pair(a), _pair(b)
+    assert_close(lucid.max(la, lb), torch.max(ta, tb), 0, 0)
+    assert_close(la.min(lb), ta.min(tb), 0, 0)

@@ -84,7 +84,7 @@ static bool any_requires_grad(const OpDef& def, const TensorList& inputs) {
 
 static void record_node(OpId id, const OpDef& def, const TensorList& inputs, const Attrs& attrs,
                         const TensorList& outputs) {
-  LUCID_CHECK(def.vjp, NotImplementedError, def.name, ": no VJP is defined, so its inputs cannot be differentiated");
+  LUCID_CHECK(def.vjp, NotImplementedError, def.api_name, ": no VJP is defined, so its inputs cannot be differentiated");
   auto node = std::make_shared<Node>();
   node->op = id;
   node->attrs = attrs;
@@ -171,18 +171,18 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
   LUCID_CHECK(!def.view, Error, def.name, ": a view op has no in-place form");
   bool record = def.differentiable && GradMode::is_enabled() && (dst.requires_grad() || any_requires_grad(def, inputs));
   if (record) {
-    LUCID_CHECK(!(dst.is_leaf() && dst.requires_grad()), Error, def.name,
+    LUCID_CHECK(!(dst.is_leaf() && dst.requires_grad()), Error, def.api_name,
                 "_: a leaf tensor that requires grad is being used in an in-place operation; "
                 "wrap it in lucid.no_grad() or use the out-of-place form");
-    LUCID_CHECK(!dst.impl()->is_view, NotImplementedError, def.name,
+    LUCID_CHECK(!dst.impl()->is_view, NotImplementedError, def.api_name,
                 "_: in-place operations on views of tensors that require grad are not supported yet; "
                 "use the out-of-place form");
   }
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
-  LUCID_CHECK(metas.size() == 1, Error, def.name, "_: only single-output ops have an in-place form");
-  LUCID_CHECK(metas[0].shape == dst.shape(), ValueError, def.name, "_: output with shape ", shape_str(dst.shape()),
+  LUCID_CHECK(metas.size() == 1, Error, def.api_name, "_: only single-output ops have an in-place form");
+  LUCID_CHECK(metas[0].shape == dst.shape(), ValueError, def.api_name, "_: output with shape ", shape_str(dst.shape()),
               " doesn't match the broadcast shape ", shape_str(metas[0].shape));
-  LUCID_CHECK(can_cast(metas[0].dtype, dst.dtype()), TypeError, def.name, "_: result type ",
+  LUCID_CHECK(can_cast(metas[0].dtype, dst.dtype()), TypeError, def.api_name, "_: result type ",
               dtype_name(metas[0].dtype), " can't be cast to the desired output type ", dtype_name(dst.dtype()));
 
   if (record) {

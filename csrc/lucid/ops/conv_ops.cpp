@@ -7,6 +7,7 @@
 // Kernels are in backends/cpu/dnnl_conv.cpp. Validation names the Python op (conv1d/conv2d,
 // conv_transpose1d/2d), the argument, what was expected and what was given.
 #include "lucid/backends/cpu/dnnl_conv.h"
+#include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/linalg.h"
 
@@ -133,6 +134,45 @@ Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& bias, const C
   return dispatch1(OpId::Conv, {x, w, bias}, o.attrs());
 }
 
+// ---- ConvFused: conv + bias + activation + residual in one oneDNN call ----------------------
+// out = act(conv(x, w) + b) + residual, or act(conv(x, w) + b + residual) when residual_first.
+// The compiler emits it after autodiff (like LinearFused), so it is not differentiable.
+LUCID_REGISTER_OP(ConvFused, [] {
+  OpDef d;
+  d.num_inputs = 4;
+  d.differentiable = false;
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    Shape out = conv_out_shape(in[0], in[1], in[2], ConvOptions::from(a));
+    cpu::MatmulPostOp tmp;
+    cpu::activation_post_op(a.s("activation"), tmp);  // validates the name
+    if (in[3].defined()) {
+      check_float_dtypes("conv_fused", in[0], "input", in[3], "residual");
+      LUCID_CHECK(in[3].shape() == out, ValueError, "conv_fused: argument 'residual' expected shape ", shape_str(out),
+                  ", got ", shape_str(in[3].shape()));
+    }
+    return std::vector<TensorMeta>{{out, in[0].dtype()}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    std::vector<cpu::MatmulPostOp> post;
+    cpu::MatmulPostOp act;
+    bool has_act = cpu::activation_post_op(a.s("activation"), act);
+    bool res = in[3].defined(), res_first = a.b("residual_first", false);
+    if (res) cpu::copy_into(out[0], in[3]);
+    if (res && res_first) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
+    if (has_act) post.push_back(act);
+    if (res && !res_first) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
+    cpu::conv_forward(in[0], in[1], in[2], params(ConvOptions::from(a)), out[0], post);
+  };
+  return d;
+}());
+
+Tensor conv_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const ConvOptions& o,
+                  const std::string& activation, bool residual_first) {
+  Attrs a = o.attrs();
+  a.set("activation", activation).set("residual_first", residual_first);
+  return dispatch1(OpId::ConvFused, {x, w, bias, residual}, a);
+}
+
 // ---- ConvBackwardInput --------------------------------------------------------------------
 LUCID_REGISTER_OP(ConvBackwardInput, [] {
   OpDef d;
@@ -252,7 +292,7 @@ Shape conv_transpose_out_shape(const Tensor& x, const Tensor& w, const Tensor& b
     LUCID_CHECK(op_[i] < s[i], ValueError, op, ": argument 'output_padding' expected values smaller than stride ",
                 shape_str(s), ", got ", shape_str(op_));
     int64_t o = (x.shape()[2 + i] - 1) * s[i] - 2 * p[i] + dl[i] * (w.shape()[2 + i] - 1) + op_[i] + 1;
-    LUCID_CHECK(o > 0, ValueError, op, ": output size in spatial dim ", i, " would be ", o,
+    LUCID_CHECK(o >= 0, ValueError, op, ": output size in spatial dim ", i, " would be ", o,
                 " (input shape ", shape_str(x.shape()), ", weight shape ", shape_str(w.shape()), ")");
     out.push_back(o);
   }
@@ -275,6 +315,11 @@ LUCID_REGISTER_OP(ConvTranspose, [] {
     ConvOptions o = transpose_as_conv(c.attrs);
     const Tensor &x = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
     TensorList r(3);
+    if (g.numel() == 0) {  // empty output: every gradient is zero
+      for (int i = 0; i < 3; ++i)
+        if (c.needs_grad[i]) r[i] = full(c.input_meta[i].shape, 0.0, c.input_meta[i].dtype);
+      return r;
+    }
     if (c.needs_grad[0]) r[0] = convolution(g, w, Tensor(), o);
     if (c.needs_grad[1]) r[1] = conv_backward_weight(x, g, w.shape(), o);
     if (c.needs_grad[2]) r[2] = bias_grad(g);

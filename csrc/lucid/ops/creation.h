@@ -26,4 +26,9 @@ const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gen 
 const Tensor& normal_(const Tensor& x, double mean, double std, Generator* gen = nullptr);
 const Tensor& bernoulli_(const Tensor& x, double p, Generator* gen = nullptr);
 
+// Number of 32-bit draws a random op (Lowering::Random) consumes, from its attributes; the
+// generator advances by this rounded up to a multiple of 4. A compiled step replaying the op
+// reserves this many draws and sets the op's "offset" attribute to the reserved start.
+uint64_t random_draws(OpId id, const Attrs& attrs);
+
 }  // namespace lucid

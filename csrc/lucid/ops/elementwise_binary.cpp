@@ -42,7 +42,9 @@ LUCID_REGISTER_OP(Pow, [] {
     }
     if (c.needs_grad[1]) {
       // out * log(a), zero where a == 0 and b >= 0 (as PyTorch).
-      Tensor t = mul(g, mul(c.outputs[0], log(a)));
+      double av;
+      Tensor log_a = wrapped_value(a, av) ? sc(std::log(av)) : log(a);  // 2 ** x: log on the host, in double
+      Tensor t = mul(g, mul(c.outputs[0], log_a));
       r[1] = where(logical_and(eq(a, sc(0.0)), ge(b, sc(0.0))), sc(0.0), t);
     }
     return r;
@@ -137,21 +139,33 @@ static void where_kernel(const TensorList& in, const TensorList& out, const Attr
   cpu::StridedIter it({&o, &cond, &a, &b});
   LUCID_DISPATCH_ALL(t, "where", [&] {
     it.for_each([](char** p, const int64_t* s, int64_t n) {
-      const int64_t sz = sizeof(scalar_t);
-      auto unit = [&](int64_t st, int64_t e) { return st == 0 || st == e; };
-      if (s[0] == sz && unit(s[1], 1) && unit(s[2], sz) && unit(s[3], sz)) {
-        scalar_t* op = reinterpret_cast<scalar_t*>(p[0]);
-        const bool* cp = reinterpret_cast<const bool*>(p[1]);
-        const scalar_t* ap = reinterpret_cast<const scalar_t*>(p[2]);
-        const scalar_t* bp = reinterpret_cast<const scalar_t*>(p[3]);
-        const int64_t kc = s[1] != 0, ka = s[2] != 0, kb = s[3] != 0;
-        for (int64_t i = 0; i < n; ++i) op[i] = cp[i * kc] ? ap[i * ka] : bp[i * kb];
-        return;
+      using T = scalar_t;
+      const int64_t sz = sizeof(T);
+      T* op = reinterpret_cast<T*>(p[0]);
+      const uint8_t* cp = reinterpret_cast<const uint8_t*>(p[1]);  // bool bytes; uint8 vectorises
+      const T* ap = reinterpret_cast<const T*>(p[2]);
+      const T* bp = reinterpret_cast<const T*>(p[3]);
+      // Both values are loaded before the select, so the loops if-convert and vectorise.
+      if (s[0] == sz && s[1] == 1) {
+        if (s[2] == sz && s[3] == sz) {
+          for (int64_t i = 0; i < n; ++i) { T a = ap[i], b = bp[i]; op[i] = cp[i] != 0 ? a : b; }
+          return;
+        }
+        if (s[2] == sz && s[3] == 0) {
+          const T b = bp[0];
+          for (int64_t i = 0; i < n; ++i) { T a = ap[i]; op[i] = cp[i] != 0 ? a : b; }
+          return;
+        }
+        if (s[2] == 0 && s[3] == sz) {
+          const T a = ap[0];
+          for (int64_t i = 0; i < n; ++i) { T b = bp[i]; op[i] = cp[i] != 0 ? a : b; }
+          return;
+        }
       }
       for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) = *reinterpret_cast<const bool*>(p[1] + i * s[1])
-                                                            ? *reinterpret_cast<const scalar_t*>(p[2] + i * s[2])
-                                                            : *reinterpret_cast<const scalar_t*>(p[3] + i * s[3]);
+        *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const bool*>(p[1] + i * s[1])
+                                                     ? *reinterpret_cast<const T*>(p[2] + i * s[2])
+                                                     : *reinterpret_cast<const T*>(p[3] + i * s[3]);
     });
   });
 }
@@ -243,8 +257,33 @@ struct MaskedFillF : sm::MaskedFill {
   }
 };
 
+// Eager kernel: reads the bool mask directly (the attr-op builder would cast it to x's dtype).
+static void masked_fill_kernel(const TensorList& in, const TensorList& out, const Attrs& attrs) {
+  const Tensor &o = out[0], &x = in[0], &mask = in[1];
+  const double value = attrs.f("value");
+  cpu::StridedIter it({&o, &x, &mask});
+  LUCID_DISPATCH_ALL(o.dtype(), "masked_fill", [&] {
+    using T = scalar_t;
+    const T v = static_cast<T>(static_cast<compute_t<T>>(value));
+    it.for_each([v0 = v](char** p, const int64_t* s, int64_t n) {
+      const T v = v0;  // a local: stores to the output can't change it
+      if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 1) {
+        T* op = reinterpret_cast<T*>(p[0]);
+        const T* xp = reinterpret_cast<const T*>(p[1]);
+        const uint8_t* mp = reinterpret_cast<const uint8_t*>(p[2]);  // bool bytes; uint8 vectorises
+        for (int64_t i = 0; i < n; ++i) { T a = xp[i]; op[i] = mp[i] != 0 ? v : a; }
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            *reinterpret_cast<const bool*>(p[2] + i * s[2]) ? v : *reinterpret_cast<const T*>(p[1] + i * s[1]);
+    });
+  });
+}
+
 LUCID_REGISTER_OP(MaskedFill, [] {
   OpDef d = elementwise_attr_op<OpId::MaskedFill, MaskedFillF, 2, EwDType::Same, EwDomain::All>();
+  d.cpu_kernel = masked_fill_kernel;
   d.nondiff_inputs = {1};
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{where(c.inputs[1], sc(0.0), c.grads[0]), Tensor()}; };

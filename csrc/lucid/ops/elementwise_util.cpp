@@ -12,9 +12,9 @@ static DType compute_dtype(EwDType rule, const TensorList& in) {
 std::vector<TensorMeta> infer_elementwise(OpId id, EwDType rule, const TensorList& in) {
   const OpDef& def = op_def(id);
   Shape shape = in[0].shape();
-  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), def.name);
+  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), def.api_name);
   DType c = compute_dtype(rule, in);
-  LUCID_CHECK(def.ew_block[static_cast<int>(c)], TypeError, def.name, ": not implemented for dtype ",
+  LUCID_CHECK(def.ew_block[static_cast<int>(c)], TypeError, def.api_name, ": not implemented for dtype ",
               dtype_name(c));
   DType out = (rule == EwDType::Bool || rule == EwDType::BoolInputs) ? DType::Bool : c;
   return {{shape, out}};

@@ -105,6 +105,15 @@ void ternary_block(char** p, const int64_t* s, int64_t n) {
       o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
     return;
   }
+  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == 0) {
+    // Third operand a broadcast scalar (lerp's weight).
+    O* o = reinterpret_cast<O*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    const C cv = static_cast<C>(*reinterpret_cast<const T*>(p[3]));
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i]), cv));
+    return;
+  }
   auto unit = [](int64_t st) { return st == 0 || st == static_cast<int64_t>(sizeof(T)); };
   if (s[0] == sizeof(O) && unit(s[1]) && unit(s[2]) && unit(s[3])) {
     // Contiguous with broadcast scalars (stride 0): index multipliers 0 or 1.

@@ -58,7 +58,7 @@ static void split_tables(const Tensor& index, const Tensor& target, int64_t dim,
 // Checks every index value against `size`; returns the contiguous index as int64.
 static Tensor checked_index(const Tensor& index, int64_t size, int64_t dim, const char* op, bool allow_negative) {
   Tensor ix = Tensor::empty(index.shape(), DType::Int64);
-  cpu::copy_into(ix, index);
+  mv::copy(ix, index);
   int64_t* p = ix.data<int64_t>();
   for (int64_t i = 0, n = ix.numel(); i < n; ++i) {
     int64_t v = p[i];
@@ -141,9 +141,9 @@ static void scatter_kernel(const TensorList& in, const TensorList& out, const At
   Tensor srcv = in[2];
   if (srcv.same_storage(o0)) {  // read the source before writing
     srcv = Tensor::empty(in[2].shape(), in[2].dtype());
-    cpu::copy_into(srcv, in[2]);
+    mv::copy(srcv, in[2]);
   }
-  if (!inplace) cpu::copy_into(o0, in[0]);
+  if (!inplace) mv::copy(o0, in[0]);
   Tensor o = as_1d_if_scalar(o0), s = as_1d_if_scalar(srcv);
   int64_t dim = wrap_dim(a.i("dim"), o.ndim(), op);
   Tensor ix = as_1d_if_scalar(checked_index(in[1], o.shape()[dim], dim, op, false));
@@ -295,6 +295,7 @@ static AdvLayout adv_layout(const Shape& xs, const IntList& dims, const TensorLi
 // Offsets (in t's elements, relative to t's data) of the [outer, B, inner] positions of t[idx].
 struct AdvTables {
   std::vector<int64_t> outer, b, inner;
+  bool inner_contiguous = false;  // inner[i] == i: rows copy with memcpy
 };
 
 static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorList& idx, const AdvLayout& L,
@@ -309,6 +310,8 @@ static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorLi
   }
   T.outer = mv::offset_table(os, ost);
   T.inner = mv::offset_table(is, ist);
+  T.inner_contiguous = true;
+  for (size_t i = 0; i < T.inner.size() && T.inner_contiguous; ++i) T.inner_contiguous = T.inner[i] == static_cast<int64_t>(i);
   int64_t nb = numel_of(L.B);
   T.b.assign(static_cast<size_t>(nb), 0);
   for (size_t k = 0; k < dims.size(); ++k) {
@@ -358,7 +361,8 @@ LUCID_REGISTER_OP(IndexGather, [] {
         for (int64_t r = b; r < e; ++r) {
           const U* s = src + T.outer[r / nb] + T.b[r % nb];
           U* q = dst + r * ni;
-          for (int64_t i = 0; i < ni; ++i) q[i] = s[T.inner[i]];
+          if (T.inner_contiguous) std::memcpy(q, s, ni * sizeof(U));
+          else for (int64_t i = 0; i < ni; ++i) q[i] = s[T.inner[i]];
         }
       });
     });
@@ -392,9 +396,9 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
   // read once (vs = 0 strides over it).
   int64_t vs = in[1].numel() == 1 ? 0 : 1;
   Tensor v = Tensor::empty(vs ? L.out : Shape{}, o.dtype());
-  cpu::copy_into(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
+  mv::copy(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
   bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
-  if (!inplace) cpu::copy_into(o, in[0]);
+  if (!inplace) mv::copy(o, in[0]);
   int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
   int64_t rows = static_cast<int64_t>(T.outer.size()) * nb;
   if (rows * ni == 0) return;
@@ -407,7 +411,8 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
         for (int64_t r = b; r < e; ++r) {
           U* q = dst + T.outer[r / nb] + T.b[r % nb];
           const U* s = src + r * ni * vs;
-          for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i * vs];
+          if (T.inner_contiguous && vs) std::memcpy(q, s, ni * sizeof(U));
+          else for (int64_t i = 0; i < ni; ++i) q[T.inner[i]] = s[i * vs];
         }
       });
     });
@@ -480,6 +485,42 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return index_gather(x, {d}, {reshape(index, {-1})});
 }
 
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, int64_t dim, bool flat) {
+  if (flat) return gather(reshape(x, {-1}), 0, reshape(indices, {-1}));
+  LUCID_CHECK(x.ndim() == indices.ndim(), ValueError, "take_along_dim: input and indices should have the same number "
+              "of dimensions, got ", x.ndim(), " and ", indices.ndim());
+  int64_t d = wrap_dim(dim, x.ndim(), "take_along_dim");
+  Shape xs = x.shape(), is = indices.shape();
+  xs[d] = is[d] = 1;
+  Shape b = broadcast_shapes(xs, is, "take_along_dim");
+  Shape bx = b, bi = b;
+  bx[d] = x.shape()[d];
+  bi[d] = indices.shape()[d];
+  return gather(expand(x, bx), d, expand(indices, bi));
+}
+
+static Tensor index_add_values(const Tensor& x, int64_t d, const Tensor& index, const Tensor& source, double alpha) {
+  LUCID_CHECK(index.ndim() <= 1, ValueError, "index_add: argument 'index' must be a 1-D tensor, got ", index.ndim(), " dims");
+  Shape want = x.shape();
+  if (x.ndim() > 0) want[d] = index.numel();
+  LUCID_CHECK(source.shape() == want || (x.ndim() == 0 && source.numel() == 1), ValueError,
+              "index_add: argument 'source' expected shape ", shape_str(want), ", got ", shape_str(source.shape()));
+  return alpha == 1.0 ? source : mul_scalar(source, alpha);
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+  int64_t d = wrap_dim(dim, x.ndim(), "index_add");
+  Tensor v = index_add_values(x, d, index, source, alpha);
+  if (x.ndim() == 0) return reshape(index_put(reshape(x, {1}), {0}, {reshape(index, {-1})}, reshape(v, {-1}), true), {});
+  return index_put(x, {d}, {reshape(index, {-1})}, v, true);
+}
+
+const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
+  int64_t d = wrap_dim(dim, x.ndim(), "index_add_");
+  LUCID_CHECK(x.ndim() > 0, ValueError, "index_add_: a 0-dim tensor is not supported");
+  return index_put_(x, {d}, {reshape(index, {-1})}, index_add_values(x, d, index, source, alpha), true);
+}
+
 TensorList nonzero_indices(const Tensor& mask) {
   Tensor m = mask.contiguous_data();
   int64_t nd = m.ndim(), n = m.numel();
@@ -507,6 +548,24 @@ TensorList nonzero_indices(const Tensor& mask) {
     }
   }
   return out;
+}
+
+Tensor nonzero(const Tensor& x) {
+  Tensor m = x.dtype() == DType::Bool ? x : cast(x, DType::Bool);
+  if (m.ndim() == 0) return Tensor::empty({*m.data<bool>() ? 1 : 0, 0}, DType::Int64);
+  TensorList idx = nonzero_indices(m);
+  int64_t n = idx[0].numel(), nd = m.ndim();
+  Tensor out = Tensor::empty({n, nd}, DType::Int64);
+  int64_t* o = out.data<int64_t>();
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t* s = idx[d].data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) o[i * nd + d] = s[i];
+  }
+  return out;
+}
+
+Tensor take(const Tensor& x, const Tensor& index) {
+  return index_gather(reshape(x, {-1}), {0}, {index});
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {

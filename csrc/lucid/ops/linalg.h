@@ -28,6 +28,9 @@ struct ConvOptions {
   static ConvOptions from(const Attrs& a);
 };
 Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvOptions& o);
+// post(conv(x, w) + bias) with activation and residual (see linear_fused); not differentiable.
+Tensor conv_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const ConvOptions& o,
+                  const std::string& activation, bool residual_first = false);
 Tensor conv_backward_input(const Tensor& grad_out, const Tensor& w, const Shape& input_shape, const ConvOptions& o);
 Tensor conv_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape& weight_shape, const ConvOptions& o);
 // torch.nn.functional.conv{1,2}d; padding_mode "" uses `padding`, else "same" or "valid".

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
@@ -78,6 +79,56 @@ inline double ld(const T* p, int64_t i) { return static_cast<double>(static_cast
 
 }  // namespace
 
+// ---- double-backward helpers ------------------------------------------------------------------
+// When a graph of the backward is built (create_graph=True) the class-index gradients are
+// written with ops: gx = gs * (A * softmax(x) - B) for cross_entropy and gx = -gs * B for
+// nll_loss, where A (input shape with 1 at the class dim) and B (input shape) are constants
+// built here from the targets, class weights, ignore_index and label smoothing.
+namespace {
+
+int64_t class_dim(const Tensor& x) { return x.ndim() == 1 ? 0 : 1; }
+
+Shape keep_class_dim(const Shape& s) {
+  Shape r = s;
+  r[s.size() == 1 ? 0 : 1] = 1;
+  return r;
+}
+
+// Returns the 'mean' denominator (sum of target weights over non-ignored rows).
+double class_consts(const Tensor& x, const Tensor& target, const std::vector<double>& w, int64_t ignore, double eps,
+                    Tensor& A, Tensor& B, const char* op) {
+  RowLayout L = layout_of(x.shape());
+  Tensor t = checked_targets(target, L.C, ignore, op);
+  const int64_t* tp = t.data<int64_t>();
+  Tensor Ad = Tensor::empty(keep_class_dim(x.shape()), DType::Float64), Bd = Tensor::empty(x.shape(), DType::Float64);
+  double* ap = Ad.data<double>();
+  double* bp = Bd.data<double>();
+  std::fill(bp, bp + Bd.numel(), 0.0);
+  double Cd = static_cast<double>(L.C), W = 0, denom = 0;
+  for (int64_t c = 0; c < L.C; ++c) W += w.empty() ? 1.0 : w[c];
+  for (int64_t r = 0; r < L.N * L.D; ++r) {
+    int64_t n = r / L.D, i = r % L.D, tc = tp[r];
+    if (tc == ignore) { ap[r] = 0; continue; }
+    double wt = w.empty() ? 1.0 : w[tc];
+    denom += wt;
+    ap[r] = (1.0 - eps) * wt + eps / Cd * W;
+    if (eps > 0)
+      for (int64_t c = 0; c < L.C; ++c) bp[(n * L.C + c) * L.D + i] = eps / Cd * (w.empty() ? 1.0 : w[c]);
+    bp[(n * L.C + tc) * L.D + i] += (1.0 - eps) * wt;
+  }
+  A = nnutil::contig_as(Ad, x.dtype());
+  B = nnutil::contig_as(Bd, x.dtype());
+  return denom;
+}
+
+// The incoming gradient broadcast against the input: 'none' -> per row (class dim kept as 1).
+Tensor grad_scale(const Tensor& g, const Tensor& x, int64_t red, double denom) {
+  if (red == nnutil::kNone) return reshape(g, keep_class_dim(x.shape()));
+  return red == nnutil::kMean ? mul_scalar(g, 1.0 / denom) : g;
+}
+
+}  // namespace
+
 // ---- NllLoss: inputs (input, target, weight) -> (loss, total_weight) -----------------------
 LUCID_REGISTER_OP(NllLoss, [] {
   OpDef d;
@@ -118,8 +169,15 @@ LUCID_REGISTER_OP(NllLoss, [] {
   d.save = kSaveInputs | kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     TensorList r(3);
-    if (c.grads[0].defined() && c.needs_grad[0])
-      r[0] = dispatch1(OpId::NllLossBackward, {c.grads[0], c.inputs[0], c.inputs[1], c.inputs[2], c.outputs[1]}, c.attrs);
+    if (!c.grads[0].defined() || !c.needs_grad[0]) return r;
+    if (GradMode::is_enabled()) {
+      Tensor A, B;
+      double denom = class_consts(c.inputs[0], c.inputs[1], nnutil::doubles(c.inputs[2]), c.attrs.i("ignore_index"), 0.0,
+                                  A, B, "nll_loss");
+      r[0] = neg(mul(grad_scale(c.grads[0], c.inputs[0], c.attrs.i("reduction"), denom), B));
+      return r;
+    }
+    r[0] = dispatch1(OpId::NllLossBackward, {c.grads[0], c.inputs[0], c.inputs[1], c.inputs[2], c.outputs[1]}, c.attrs);
     return r;
   };
   return d;
@@ -276,6 +334,34 @@ LUCID_REGISTER_OP(CrossEntropy, [] {
   d.vjp = [](const VjpContext& c) {
     TensorList r(3);
     if (!c.grads[0].defined()) return r;
+    if (GradMode::is_enabled()) {
+      const Tensor &x = c.inputs[0], &t = c.inputs[1], &w = c.inputs[2];
+      double eps = c.attrs.f("label_smoothing");
+      int64_t red = c.attrs.i("reduction"), cd = class_dim(x);
+      Tensor p = softmax(x, cd);
+      if (!is_floating(t.dtype())) {
+        Tensor A, B;
+        double denom = class_consts(x, t, nnutil::doubles(w), c.attrs.i("ignore_index"), eps, A, B, "cross_entropy");
+        if (c.needs_grad[0]) r[0] = mul(grad_scale(c.grads[0], x, red, denom), sub(mul(A, p), B));
+        return r;
+      }
+      double C = static_cast<double>(x.shape()[cd]);
+      Tensor tp = add(mul_scalar(t, 1.0 - eps), scalar_tensor(eps / C));
+      Tensor wb;
+      if (w.defined()) {
+        Shape ws(x.ndim(), 1);
+        ws[cd] = static_cast<int64_t>(C);
+        wb = reshape(w, ws);
+      }
+      Tensor wt = wb.defined() ? mul(tp, wb) : tp;
+      Tensor gs = grad_scale(c.grads[0], x, red, static_cast<double>(x.numel()) / C);
+      if (c.needs_grad[0]) r[0] = mul(gs, sub(mul(p, sum(wt, {cd}, true)), wt));
+      if (c.needs_grad[1]) {
+        Tensor lp = log_softmax(x, cd);
+        r[1] = mul(gs, mul_scalar(wb.defined() ? mul(lp, wb) : lp, -(1.0 - eps)));
+      }
+      return r;
+    }
     TensorList g = dispatch(OpId::CrossEntropyBackward, {c.grads[0], c.inputs[0], c.inputs[1], c.inputs[2]}, c.attrs);
     if (c.needs_grad[0]) r[0] = g[0];
     if (c.needs_grad[1]) r[1] = g[1];

@@ -1,12 +1,13 @@
 // Pointwise losses: MseLoss, L1Loss, SmoothL1Loss, HuberLoss (shared backward op
-// PointwiseLossBackward), BinaryCrossEntropy and BinaryCrossEntropyWithLogits (each with a
-// fused backward giving d input and d target). One templated loop computes every loss: per
+// PointwiseLossBackward), BinaryCrossEntropy, BinaryCrossEntropyWithLogits and KlDiv (each with
+// a fused backward giving d input and d target). One templated loop computes every loss: per
 // element in double, reduced ('none' | 'mean' | 'sum') with fixed chunking, so results do not
 // depend on the thread count. Broadcasting of target/weight to the input's shape is done by the
 // C++ wrappers with expand (a view), so the engine sums gradients back to the original shapes.
 #include <cmath>
 #include <vector>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
@@ -16,7 +17,10 @@ namespace lucid {
 
 namespace {
 
-enum Kind : int64_t { kMse = 0, kL1 = 1, kSmoothL1 = 2, kHuber = 3, kBce = 4, kBceLogits = 5 };
+// kKlDiv reads its log_target flag from `beta` (1: the target holds log-probabilities).
+enum Kind : int64_t { kMse = 0, kL1 = 1, kSmoothL1 = 2, kHuber = 3, kBce = 4, kBceLogits = 5, kKlDiv = 6 };
+
+inline double xlogy_self(double t) { return t == 0.0 ? 0.0 : t * std::log(t); }
 
 inline double sgn(double d) { return d > 0 ? 1.0 : (d < 0 ? -1.0 : 0.0); }
 inline double softplus_neg(double x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(-x, 0.0); }  // log(1+e^-x)
@@ -37,6 +41,8 @@ inline double elem_loss(int64_t kind, double x, double t, double w, double pw, d
     }
     case kBce:
       return -w * (t * std::max(std::log(x), -100.0) + (1.0 - t) * std::max(std::log1p(-x), -100.0));
+    case kKlDiv:
+      return beta != 0.0 ? std::exp(t) * (t - x) : xlogy_self(t) - t * x;
     default: {
       double lw = 1.0 + (pw - 1.0) * t;
       return w * ((1.0 - t) * x + lw * softplus_neg(x));
@@ -56,6 +62,15 @@ inline void elem_grad(int64_t kind, double x, double t, double w, double pw, dou
       gx = w * (x - t) / std::max((1.0 - x) * x, 1e-12);
       gt = w * (std::max(std::log1p(-x), -100.0) - std::max(std::log(x), -100.0));
       return;
+    case kKlDiv:
+      if (beta != 0.0) {
+        gx = -std::exp(t);
+        gt = std::exp(t) * (t - x + 1.0);
+      } else {
+        gx = -t;
+        gt = std::log(t) + 1.0 - x;
+      }
+      return;
     default: {
       double sig = 1.0 / (1.0 + std::exp(-x));
       gx = w * ((1.0 + (pw - 1.0) * t) * sig - pw * t);
@@ -65,9 +80,20 @@ inline void elem_grad(int64_t kind, double x, double t, double w, double pw, dou
   }
 }
 
+// d2 loss / d x2 of the four difference losses (constant pieces; used by the double backward).
+inline double elem_grad2(int64_t kind, double x, double t, double beta) {
+  double a = std::fabs(x - t);
+  switch (kind) {
+    case kMse: return 2.0;
+    case kSmoothL1: return (beta > 0.0 && a < beta) ? 1.0 / beta : 0.0;
+    case kHuber: return a < beta ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
 const char* kind_name(int64_t k) {
   static const char* n[] = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                            "binary_cross_entropy_with_logits"};
+                            "binary_cross_entropy_with_logits", "kl_div"};
   return n[k];
 }
 
@@ -122,7 +148,8 @@ void loss_forward(int64_t kind, const Operands& o, const Tensor& out, int64_t re
 
 // g: grad of the loss output (full shape for 'none', scalar otherwise). gt may be undefined.
 template <class T>
-void loss_backward(int64_t kind, const Tensor& g, const Operands& o, const Tensor& gx, const Tensor& gt, int64_t red, double beta) {
+void loss_backward(int64_t kind, const Tensor& g, const Operands& o, const Tensor& gx, const Tensor& gt, int64_t red, double beta,
+                   int64_t order) {
   using C = compute_t<T>;
   int64_t n = o.x.numel();
   const T *x = o.x.data<T>(), *t = o.t.data<T>(), *gp = g.data<T>();
@@ -135,8 +162,13 @@ void loss_backward(int64_t kind, const Tensor& g, const Operands& o, const Tenso
     for (int64_t i = b; i < e; ++i) {
       double gv = static_cast<double>(static_cast<C>(red == nnutil::kNone ? gp[i] : gp[0])) * scale;
       double dx, dt;
-      elem_grad(kind, static_cast<C>(x[i]), static_cast<C>(t[i]), w ? static_cast<double>(static_cast<C>(w[i])) : 1.0,
-                pw ? static_cast<double>(static_cast<C>(pw[i])) : 1.0, beta, dx, dt);
+      if (order == 2) {
+        dx = elem_grad2(kind, static_cast<C>(x[i]), static_cast<C>(t[i]), beta);
+        dt = dx;
+      } else {
+        elem_grad(kind, static_cast<C>(x[i]), static_cast<C>(t[i]), w ? static_cast<double>(static_cast<C>(w[i])) : 1.0,
+                  pw ? static_cast<double>(static_cast<C>(pw[i])) : 1.0, beta, dx, dt);
+      }
       gxp[i] = static_cast<T>(static_cast<C>(gv * dx));
       if (gtp) gtp[i] = static_cast<T>(static_cast<C>(gv * dt));
     }
@@ -186,16 +218,35 @@ OpDef loss_op(int num_inputs) {
     TensorList r(c.inputs.size());
     Attrs a = c.attrs;
     a.set("kind", Kind);
-    if (Kind == kBce || Kind == kBceLogits) {
+    if (Kind == kBce || Kind == kBceLogits || Kind == kKlDiv) {
       TensorList in{c.grads[0]};
       for (const Tensor& t : c.inputs) in.push_back(t);
-      if (Kind == kBce) in.push_back(Tensor());
-      TensorList g = dispatch(Kind == kBce ? OpId::BinaryCrossEntropyBackward : OpId::BceWithLogitsBackward, in, a);
+      while (in.size() < 5) in.push_back(Tensor());
+      OpId bw = Kind == kBce ? OpId::BinaryCrossEntropyBackward
+                             : (Kind == kKlDiv ? OpId::KlDivBackward : OpId::BceWithLogitsBackward);
+      TensorList g = dispatch(bw, in, a);
       if (c.needs_grad[0]) r[0] = g[0];
       if (c.needs_grad[1]) r[1] = g[1];
       return r;
     }
-    Tensor gx = dispatch1(OpId::PointwiseLossBackward, {c.grads[0], c.inputs[0], c.inputs[1]}, a);
+    Tensor gx;
+    if (GradMode::is_enabled()) {
+      // Building a graph of the backward: gx = g * scale * f'(d), with f'(d) written as
+      // f'(d0) + f''(d0) * (d - d0) (d0 = d detached: same value, slope f''), so it
+      // differentiates again (the third derivative is zero almost everywhere for these losses).
+      const Tensor &x = c.inputs[0], &t = c.inputs[1];
+      Tensor one = full({}, 1.0, x.dtype()), xd = x.detach(), td = t.detach();
+      Attrs a1 = a;
+      a1.set("reduction", int64_t{nnutil::kSum});
+      Tensor fp = dispatch1(OpId::PointwiseLossBackward, {one, xd, td}, a1);
+      Tensor fpp = dispatch1(OpId::PointwiseLossBackward, {one, xd, td}, Attrs(a1).set("order", int64_t{2}));
+      Tensor d = sub(x, t);
+      Tensor fpd = add(fp, mul(fpp, sub(d, d.detach())));
+      double scale = a.i("reduction") == nnutil::kMean ? 1.0 / static_cast<double>(x.numel()) : 1.0;
+      gx = mul(mul_scalar(fpd, scale), c.grads[0]);
+    } else {
+      gx = dispatch1(OpId::PointwiseLossBackward, {c.grads[0], c.inputs[0], c.inputs[1]}, a);
+    }
     if (c.needs_grad[0]) r[0] = gx;
     if (c.needs_grad[1]) r[1] = neg(gx);
     return r;
@@ -208,7 +259,8 @@ void backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a
   Tensor g = nnutil::contig_as(in[0], o.x.dtype());
   int64_t kind = a.i("kind");
   LUCID_DISPATCH_FLOATING(o.x.dtype(), kind_name(kind), [&] {
-    loss_backward<scalar_t>(kind, g, o, out[0], out.size() > 1 ? out[1] : Tensor(), a.i("reduction"), a.f("beta", 1.0));
+    loss_backward<scalar_t>(kind, g, o, out[0], out.size() > 1 ? out[1] : Tensor(), a.i("reduction"), a.f("beta", 1.0),
+                              a.i("order", 1));
   });
 }
 
@@ -237,6 +289,8 @@ LUCID_REGISTER_OP(BinaryCrossEntropy, loss_op<kBce>(3));
 LUCID_REGISTER_OP(BinaryCrossEntropyBackward, backward_op(5, 2));
 LUCID_REGISTER_OP(BinaryCrossEntropyWithLogits, loss_op<kBceLogits>(4));
 LUCID_REGISTER_OP(BceWithLogitsBackward, backward_op(5, 2));
+LUCID_REGISTER_OP(KlDiv, loss_op<kKlDiv>(2));
+LUCID_REGISTER_OP(KlDivBackward, backward_op(5, 2));
 
 // ---- C++ API: promote input/target, broadcast (expand) target and weights to the input -----
 namespace {
@@ -281,6 +335,9 @@ Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, const std::string& r, do
 Tensor huber_loss(const Tensor& x, const Tensor& t, const std::string& r, double delta) {
   LUCID_CHECK(delta > 0, ValueError, "huber_loss: argument 'delta' must be positive, got ", delta);
   return pointwise(OpId::HuberLoss, "huber_loss", x, t, {}, r, delta, false);
+}
+Tensor kl_div(const Tensor& x, const Tensor& t, const std::string& r, bool log_target) {
+  return pointwise(OpId::KlDiv, "kl_div", x, t, {}, r, log_target ? 1.0 : 0.0, false);
 }
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const Tensor& w, const std::string& r) {
   return pointwise(OpId::BinaryCrossEntropy, "binary_cross_entropy", x, t, {w}, r, 1.0, true);

@@ -28,6 +28,13 @@ TensorList chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 TensorList unbind(const Tensor& x, int64_t dim = 0);
 Tensor movedim(const Tensor& x, const IntList& src, const IntList& dst);
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+// Zeros of `shape` whose (offset, dim1, dim2) diagonal is x (diag_embed, diag of a vector).
+Tensor diagonal_embed(const Tensor& x, const Shape& shape, int64_t offset, int64_t dim1, int64_t dim2);
+Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1);
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
+TensorList tensor_split(const Tensor& x, int64_t sections, int64_t dim = 0);
+TensorList tensor_split_at(const Tensor& x, const IntList& indices, int64_t dim = 0);
 
 // ---- copies (movement_copy.cpp) ----
 Tensor cat(const TensorList& xs, int64_t dim = 0);
@@ -37,6 +44,9 @@ Tensor roll(const Tensor& x, const IntList& shifts, const IntList& dims);
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 Tensor repeat(const Tensor& x, const IntList& repeats);
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim, bool flat);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t dim, bool flat);
+Tensor rot90(const Tensor& x, int64_t k, const IntList& dims);
 // torch.nn.functional.pad: pad pairs from the last dim backwards; mode constant/reflect/replicate/circular.
 Tensor pad(const Tensor& x, const IntList& pad, const std::string& mode = "constant", double value = 0.0);
 
@@ -45,6 +55,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, int64_t dim, bool flat = false);
+// x with x.index_select(dim, index) += alpha * source (repeated indices add up).
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
+const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
 // Advanced indexing: `indices[k]` (integer tensors, broadcast together) index dim dims[k] of x.
 Tensor index_gather(const Tensor& x, const IntList& dims, const TensorList& indices);
 Tensor index_put(const Tensor& x, const IntList& dims, const TensorList& indices, const Tensor& values,
@@ -53,6 +67,8 @@ const Tensor& index_put_(const Tensor& x, const IntList& dims, const TensorList&
                          bool accumulate = false);
 // Integer index tensors of the true elements of a bool mask (one int64 1-D tensor per dim).
 TensorList nonzero_indices(const Tensor& mask);
+Tensor nonzero(const Tensor& x);  // (count, ndim) int64 coordinates of the non-zero elements
+Tensor take(const Tensor& x, const Tensor& index);
 Tensor masked_select(const Tensor& x, const Tensor& mask);
 
 }  // namespace lucid

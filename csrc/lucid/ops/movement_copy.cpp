@@ -1,5 +1,5 @@
 // Copying movement ops: Cat, Flip, Roll, Tril, Triu, Repeat, Pad (+ PadBackward for the
-// non-constant modes). Kernels are strided copies (cpu::copy_into over computed views), so they
+// non-constant modes). Kernels are strided copies (mv::copy over computed views), so they
 // are written once for every dtype; only filling a constant needs the dtype. stack is cat of
 // unsqueezed inputs.
 #include <algorithm>
@@ -75,7 +75,7 @@ LUCID_REGISTER_OP(Cat, [] {
     for (const Tensor& t : in) {
       if (cat_skipped(t)) continue;
       int64_t n = t.shape()[dim];
-      if (n > 0) cpu::copy_into(narrow_view(o, dim, at, n), t);
+      if (n > 0) mv::copy(narrow_view(o, dim, at, n), t);
       at += n;
     }
   };
@@ -140,10 +140,10 @@ LUCID_REGISTER_OP(Flip, [] {
     Tensor v = Tensor::make_view(x, x.shape(), st, off);
     if (out[0].same_storage(x)) {
       Tensor t = Tensor::empty(x.shape(), x.dtype());
-      cpu::copy_into(t, v);
+      mv::copy(t, v);
       v = t;
     }
-    cpu::copy_into(out[0], v);
+    mv::copy(out[0], v);
   };
   d.vjp = [](const VjpContext& c) { return TensorList{flip(c.grads[0], c.attrs.ints("dims"))}; };
   return d;
@@ -169,7 +169,7 @@ LUCID_REGISTER_OP(Roll, [] {
     Tensor src = in[0];
     if (out[0].same_storage(src)) {  // in place: read from a copy
       src = Tensor::empty(src.shape(), src.dtype());
-      cpu::copy_into(src, in[0]);
+      mv::copy(src, in[0]);
     }
     for (size_t k = 0; k < dims.size(); ++k) {
       int64_t dd = wrap_dim(dims[k], src.ndim(), "roll");
@@ -177,8 +177,8 @@ LUCID_REGISTER_OP(Roll, [] {
       Tensor dst = k + 1 == dims.size() ? out[0] : Tensor::empty(src.shape(), src.dtype());
       if (n == 0) { src = dst; continue; }
       int64_t s = ((sh[k] % n) + n) % n;
-      if (n - s > 0) cpu::copy_into(narrow_view(dst, dd, s, n - s), narrow_view(src, dd, 0, n - s));
-      if (s > 0) cpu::copy_into(narrow_view(dst, dd, 0, s), narrow_view(src, dd, n - s, s));
+      if (n - s > 0) mv::copy(narrow_view(dst, dd, s, n - s), narrow_view(src, dd, 0, n - s));
+      if (s > 0) mv::copy(narrow_view(dst, dd, 0, s), narrow_view(src, dd, n - s, s));
       src = dst;
     }
   };
@@ -203,7 +203,7 @@ Tensor roll(const Tensor& x, const IntList& shifts, const IntList& dims) {
 template <bool Lower>
 static void tri_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
-  if (!same_view(o, in[0])) cpu::copy_into(o, in[0]);
+  if (!same_view(o, in[0])) mv::copy(o, in[0]);
   int64_t k = a.i("diagonal");
   int64_t nd = o.ndim(), R = o.shape()[nd - 2], C = o.shape()[nd - 1];
   int64_t rs = o.strides()[nd - 2], cs = o.strides()[nd - 1];
@@ -286,7 +286,7 @@ LUCID_REGISTER_OP(Repeat, [] {
       ost.push_back(o.strides()[i] * s); ost.push_back(o.strides()[i]);
       xst.push_back(0); xst.push_back(xi < 0 ? 0 : x.strides()[xi]);
     }
-    cpu::copy_into(Tensor::make_view(o, vs, ost, o.offset()), Tensor::make_view(x, vs, xst, x.offset()));
+    mv::copy(Tensor::make_view(o, vs, ost, o.offset()), Tensor::make_view(x, vs, xst, x.offset()));
   };
   d.vjp = [](const VjpContext& c) {
     const IntList& r = c.attrs.ints("repeats");
@@ -306,6 +306,56 @@ LUCID_REGISTER_OP(Repeat, [] {
 }());
 
 Tensor repeat(const Tensor& x, const IntList& repeats) { return dispatch1(OpId::Repeat, {x}, {{"repeats", repeats}}); }
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim, bool flat) {
+  LUCID_CHECK(repeats >= 0, ValueError, "repeat_interleave: repeats must be non-negative, got ", repeats);
+  Tensor t = flat ? reshape(x, {-1}) : x;
+  int64_t d = wrap_dim(flat ? 0 : dim, t.ndim(), "repeat_interleave");
+  if (t.ndim() == 0) t = reshape(t, {1});
+  Shape e = t.shape();
+  e.insert(e.begin() + d + 1, repeats);
+  Shape out = t.shape();
+  out[d] *= repeats;
+  return reshape(expand(unsqueeze(t, d + 1), e), out);
+}
+
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t dim, bool flat) {
+  LUCID_CHECK(is_integral(repeats.dtype()), TypeError, "repeat_interleave: repeats must be an integer tensor, got ",
+              dtype_name(repeats.dtype()));
+  LUCID_CHECK(repeats.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", repeats.ndim(), "-D");
+  if (repeats.ndim() == 0 || repeats.numel() == 1) {
+    Tensor r = cast(reshape(repeats, {1}), DType::Int64);
+    return repeat_interleave(x, *r.data<int64_t>(), dim, flat);
+  }
+  Tensor t = flat ? reshape(x, {-1}) : x;
+  int64_t d = wrap_dim(flat ? 0 : dim, t.ndim(), "repeat_interleave");
+  LUCID_CHECK(repeats.numel() == t.shape()[d], ValueError, "repeat_interleave: repeats has ", repeats.numel(),
+              " values but dimension ", d, " has size ", t.shape()[d]);
+  Tensor r = cast(repeats, DType::Int64);
+  const int64_t* rp = r.data<int64_t>();
+  int64_t total = 0;
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    LUCID_CHECK(rp[i] >= 0, ValueError, "repeat_interleave: repeats must be non-negative, got ", rp[i]);
+    total += rp[i];
+  }
+  Tensor idx = Tensor::empty({total}, DType::Int64);
+  int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0, w = 0; i < r.numel(); ++i)
+    for (int64_t j = 0; j < rp[i]; ++j) ip[w++] = i;
+  return index_select(t, d, idx);
+}
+
+Tensor rot90(const Tensor& x, int64_t k, const IntList& dims) {
+  LUCID_CHECK(dims.size() == 2, ValueError, "rot90: expected 2 dims, got ", dims.size());
+  LUCID_CHECK(x.ndim() >= 2, ValueError, "rot90: expected a tensor with at least 2 dims, got ", x.ndim());
+  int64_t d0 = wrap_dim(dims[0], x.ndim(), "rot90"), d1 = wrap_dim(dims[1], x.ndim(), "rot90");
+  LUCID_CHECK(d0 != d1, ValueError, "rot90: dims must be different, got ", d0, " and ", d1);
+  k = ((k % 4) + 4) % 4;
+  if (k == 1) return transpose(flip(x, {d1}), d0, d1);
+  if (k == 2) return flip(x, {d0, d1});
+  if (k == 3) return transpose(flip(x, {d0}), d0, d1);
+  return cast(x, x.dtype());
+}
 
 // ---- Pad ----------------------------------------------------------------------------------
 // pad = (left_last, right_last, left_prev, right_prev, ...), as in torch.nn.functional.pad.
@@ -372,7 +422,7 @@ LUCID_REGISTER_OP(Pad, [] {
         src = narrow_view(src, dd, is, len);
         dst = narrow_view(dst, dd, os, len);
       }
-      if (src.numel() > 0) cpu::copy_into(dst, src);
+      if (src.numel() > 0) mv::copy(dst, src);
       return;
     }
     // One padded dim at a time, each output slice copied from its source slice.
@@ -384,12 +434,12 @@ LUCID_REGISTER_OP(Pad, [] {
       int64_t n = s[dd];
       s[dd] = n + l + r;
       Tensor next = Tensor::empty(s, cur.dtype());
-      cpu::copy_into(narrow_view(next, dd, l, n), cur);
+      mv::copy(narrow_view(next, dd, l, n), cur);
       for (int64_t j = 0; j < s[dd]; ++j)
-        if (j < l || j >= l + n) cpu::copy_into(select_view(next, dd, j), select_view(cur, dd, pad_source(mode, j, n, l)));
+        if (j < l || j >= l + n) mv::copy(select_view(next, dd, j), select_view(cur, dd, pad_source(mode, j, n, l)));
       cur = next;
     }
-    cpu::copy_into(o, cur);
+    mv::copy(o, cur);
   };
   d.vjp = [](const VjpContext& c) {
     const std::string& mode = c.attrs.s("mode");
@@ -426,12 +476,12 @@ LUCID_REGISTER_OP(PadBackward, [] {
       int64_t n = s[dd] - l - r;
       s[dd] = n;
       Tensor next = Tensor::empty(s, cur.dtype());
-      cpu::copy_into(next, narrow_view(cur, dd, l, n));
+      mv::copy(next, narrow_view(cur, dd, l, n));
       for (int64_t j = 0; j < cur.shape()[dd]; ++j)
         if (j < l || j >= l + n) mv::add_into(select_view(next, dd, pad_source(mode, j, n, l)), select_view(cur, dd, j));
       cur = next;
     }
-    cpu::copy_into(out[0], cur);
+    mv::copy(out[0], cur);
   };
   d.vjp = [](const VjpContext& c) { return TensorList{pad(c.grads[0], c.attrs.ints("pad"), c.attrs.s("mode"), 0.0)}; };
   return d;

@@ -50,6 +50,10 @@ inline bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+// dst = src (src broadcast to dst). Same dtype: typed strided moves by item size (also for
+// negative strides); otherwise cpu::copy_into's converting copy.
+void copy(const Tensor& dst, const Tensor& src);
+
 // dst += src elementwise (src broadcast to dst). Serial when dst may alias itself (stride 0).
 void add_into(const Tensor& dst, const Tensor& src);
 

@@ -12,6 +12,25 @@ namespace lucid {
 
 namespace mv {
 
+void copy(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.dtype() != src.dtype()) return cpu::copy_into(dst, src);
+  cpu::StridedIter it({&dst, &src});
+  by_itemsize(dst.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    it.for_each([](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(U) && s[1] == sizeof(U)) {
+        std::memcpy(p[0], p[1], n * sizeof(U));
+      } else if (s[1] == 0) {
+        U v = *reinterpret_cast<const U*>(p[1]);
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<U*>(p[0] + i * s[0]) = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<U*>(p[0] + i * s[0]) = *reinterpret_cast<const U*>(p[1] + i * s[1]);
+      }
+    });
+  });
+}
+
 void add_into(const Tensor& dst, const Tensor& src) {
   cpu::StridedIter it({&dst, &src});
   LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
@@ -281,12 +300,12 @@ LUCID_REGISTER_OP(SliceScatter, [] {
     Tensor src = in[1];
     if (src.same_storage(o)) {  // x[a] = x[b]: read the source before writing
       Tensor t = Tensor::empty(src.shape(), src.dtype());
-      cpu::copy_into(t, src);
+      mv::copy(t, src);
       src = t;
     }
-    if (!inplace) cpu::copy_into(o, in[0]);
+    if (!inplace) mv::copy(o, in[0]);
     SliceSpec s = normalize_slice(o.shape(), a, "slice_scatter");
-    cpu::copy_into(slice_region(o, s), src);
+    mv::copy(slice_region(o, s), src);
   };
   d.vjp = [](const VjpContext& c) {
     SliceSpec s = normalize_slice(c.input_meta[0].shape, c.attrs, "slice_scatter");
@@ -357,6 +376,98 @@ Tensor select(const Tensor& x, const IntList& dims, const IntList& indices) {
 }
 Tensor select(const Tensor& x, int64_t dim, int64_t index) { return select(x, IntList{dim}, IntList{index}); }
 
+// ---- Diagonal -----------------------------------------------------------------------------
+struct DiagGeom {
+  int64_t d1, d2, size, offset;  // offset in elements from the tensor's own offset
+};
+
+static DiagGeom diag_geom(const Shape& shape, const Strides& st, int64_t offset, int64_t dim1, int64_t dim2) {
+  int64_t nd = static_cast<int64_t>(shape.size());
+  LUCID_CHECK(nd >= 2, ValueError, "diagonal: expected a tensor with at least 2 dims, got ", nd);
+  DiagGeom g{wrap_dim(dim1, nd, "diagonal"), wrap_dim(dim2, nd, "diagonal"), 0, 0};
+  LUCID_CHECK(g.d1 != g.d2, ValueError, "diagonal: dim1 and dim2 cannot be identical, got ", g.d1, " and ", g.d2);
+  int64_t s1 = shape[g.d1], s2 = shape[g.d2];
+  g.size = std::max<int64_t>(0, offset >= 0 ? std::min(s1, s2 - offset) : std::min(s1 + offset, s2));
+  if (g.size > 0) g.offset = offset >= 0 ? offset * st[g.d2] : -offset * st[g.d1];
+  return g;
+}
+
+static Tensor diagonal_view(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  DiagGeom g = diag_geom(x.shape(), x.strides(), offset, dim1, dim2);
+  Shape s;
+  Strides st;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != g.d1 && i != g.d2) { s.push_back(x.shape()[i]); st.push_back(x.strides()[i]); }
+  s.push_back(g.size);
+  st.push_back(x.strides()[g.d1] + x.strides()[g.d2]);
+  return Tensor::make_view(x, s, st, x.offset() + g.offset);
+}
+
+LUCID_REGISTER_OP(Diagonal, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    return TensorList{diagonal_view(in[0], a.i("offset"), a.i("dim1"), a.i("dim2"))};
+  };
+  d.vjp = [](const VjpContext& c) {
+    return TensorList{diagonal_embed(c.grads[0], c.input_meta[0].shape, c.attrs.i("offset"), c.attrs.i("dim1"),
+                                     c.attrs.i("dim2"))};
+  };
+  return d;
+}());
+
+LUCID_REGISTER_OP(DiagonalBackward, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    Shape shape = a.ints("shape");
+    Tensor probe = Tensor::make_view(in[0], shape, contiguous_strides(shape), 0);  // geometry only
+    Shape want = diagonal_view(probe, a.i("offset"), a.i("dim1"), a.i("dim2")).shape();
+    LUCID_CHECK(want == in[0].shape(), ValueError, "diag_embed: input of shape ", shape_str(in[0].shape()),
+                " does not fit the diagonal of shape ", shape_str(want), " of a ", shape_str(shape), " tensor");
+    return std::vector<TensorMeta>{{shape, in[0].dtype()}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    const Tensor& o = out[0];
+    std::memset(o.data_ptr(), 0, o.numel() * itemsize(o.dtype()));
+    mv::copy(diagonal_view(o, a.i("offset"), a.i("dim1"), a.i("dim2")), in[0]);
+  };
+  d.vjp = [](const VjpContext& c) {
+    return TensorList{diagonal(c.grads[0], c.attrs.i("offset"), c.attrs.i("dim1"), c.attrs.i("dim2"))};
+  };
+  return d;
+}());
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  return dispatch1(OpId::Diagonal, {x}, {{"offset", offset}, {"dim1", dim1}, {"dim2", dim2}});
+}
+
+Tensor diagonal_embed(const Tensor& x, const Shape& shape, int64_t offset, int64_t dim1, int64_t dim2) {
+  return dispatch1(OpId::DiagonalBackward, {x},
+                   {{"shape", shape}, {"offset", offset}, {"dim1", dim1}, {"dim2", dim2}});
+}
+
+Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  LUCID_CHECK(x.ndim() >= 1, ValueError, "diag_embed: expected a tensor with at least 1 dim");
+  int64_t nd = x.ndim() + 1;
+  int64_t d1 = wrap_dim(dim1, nd, "diag_embed"), d2 = wrap_dim(dim2, nd, "diag_embed");
+  LUCID_CHECK(d1 != d2, ValueError, "diag_embed: dim1 and dim2 cannot be identical, got ", d1, " and ", d2);
+  int64_t n = x.shape().back() + (offset < 0 ? -offset : offset);
+  Shape rest(x.shape().begin(), x.shape().end() - 1), shape;
+  for (int64_t i = 0, k = 0; i < nd; ++i) shape.push_back(i == d1 || i == d2 ? n : rest[k++]);
+  return diagonal_embed(x, shape, offset, d1, d2);
+}
+
+Tensor diag(const Tensor& x, int64_t k) {
+  LUCID_CHECK(x.ndim() == 1 || x.ndim() == 2, ValueError, "diag: expected a 1-D or 2-D tensor, got ", x.ndim(), "-D");
+  if (x.ndim() == 1) {
+    int64_t n = x.shape()[0] + (k < 0 ? -k : k);
+    return diagonal_embed(x, {n, n}, k, 0, 1);
+  }
+  return cast(diagonal(x, k, 0, 1), x.dtype());
+}
+
 // ---- Composite views ----------------------------------------------------------------------
 TensorList split_with_sizes(const Tensor& x, const IntList& sizes, int64_t dim) {
   int64_t d = wrap_dim(dim, x.ndim(), "split");
@@ -391,6 +502,27 @@ TensorList chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   int64_t size = (n + chunks - 1) / chunks;
   if (n == 0) return split_with_sizes(x, IntList(chunks, 0), d);
   return split(x, size, d);
+}
+
+TensorList tensor_split(const Tensor& x, int64_t sections, int64_t dim) {
+  LUCID_CHECK(sections > 0, ValueError, "tensor_split: number of sections must be positive, got ", sections);
+  int64_t d = wrap_dim(dim, x.ndim(), "tensor_split");
+  int64_t n = x.shape()[d], base = n / sections, extra = n % sections;
+  IntList sizes;
+  for (int64_t i = 0; i < sections; ++i) sizes.push_back(base + (i < extra ? 1 : 0));
+  return split_with_sizes(x, sizes, d);
+}
+
+TensorList tensor_split_at(const Tensor& x, const IntList& indices, int64_t dim) {
+  int64_t d = wrap_dim(dim, x.ndim(), "tensor_split");
+  TensorList out;
+  int64_t prev = 0;
+  for (size_t i = 0; i <= indices.size(); ++i) {
+    int64_t end = i < indices.size() ? indices[i] : x.shape()[d];
+    out.push_back(slice(x, d, prev, std::max(prev, end), 1));
+    prev = end;
+  }
+  return out;
 }
 
 TensorList unbind(const Tensor& x, int64_t dim) {
@@ -469,7 +601,7 @@ LUCID_REGISTER_OP(UnfoldBackward, [] {
     int64_t dim = a.i("dim"), size = a.i("size"), step = a.i("step");
     check_unfold(o.shape(), dim, size, step);
     const Tensor& g = in[0];
-    if (o.ndim() == 0) { cpu::copy_into(o, Tensor::make_view(g, {}, {}, g.offset())); return; }
+    if (o.ndim() == 0) { mv::copy(o, Tensor::make_view(g, {}, {}, g.offset())); return; }
     int64_t nw = g.shape()[dim];
     // Window k of the gradient as a view over the input's dims (window index along `dim`).
     for (int64_t k = 0; k < size; ++k) {

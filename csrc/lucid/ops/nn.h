@@ -32,6 +32,7 @@ Tensor mse_loss(const Tensor& x, const Tensor& t, const std::string& reduction);
 Tensor l1_loss(const Tensor& x, const Tensor& t, const std::string& reduction);
 Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, const std::string& reduction, double beta);
 Tensor huber_loss(const Tensor& x, const Tensor& t, const std::string& reduction, double delta);
+Tensor kl_div(const Tensor& x, const Tensor& t, const std::string& reduction, bool log_target);
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const Tensor& weight, const std::string& reduction);
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t, const Tensor& weight,
                                         const Tensor& pos_weight, const std::string& reduction);

@@ -1,6 +1,6 @@
-// ScaledDotProductAttention: softmax(q k^T * scale + mask) v, fused per query row (scores,
-// stable softmax and the weighted sum of values in one pass, no [L, S] temporaries beyond the
-// saved probabilities). Batch dims are broadcast and flattened by the C++ wrapper, so the op
+// ScaledDotProductAttention: softmax(q k^T * scale + mask) v, fused per block of 64 query rows
+// (scores GEMM, masked stable softmax, dropout and the P v GEMM; only the probabilities are
+// written out, for backward). Batch dims are broadcast and flattened by the C++ wrapper, so the op
 // sees q (B, L, E), k (B, S, E), v (B, S, Ev), an optional mask (B, L, S) (bool: True keeps;
 // float: added to the scores) and an optional dropout keep-mask (B, L, S) drawn by the caller.
 // Outputs (out, probabilities). SdpaBackward is the fused backward (dq, dk, dv, dscores); the
@@ -44,17 +44,43 @@ MaskView<T> mask_view(const Tensor& m, Tensor& keep) {
   return v;
 }
 
-// (B, S, E) -> (B, E, S) in the compute type.
+// Inputs of the kernels in the compute type C (a view when T == C, else a converted copy).
 template <class T>
-std::vector<compute_t<T>> transposed(const T* src, int64_t B, int64_t S, int64_t E) {
-  std::vector<compute_t<T>> out(static_cast<size_t>(B * S * E));
+struct CBuf {
+  std::vector<compute_t<T>> store;
+  const compute_t<T>* p = nullptr;
+  CBuf(const Tensor& t) {
+    if constexpr (std::is_same_v<T, compute_t<T>>) {
+      p = t.data<T>();
+    } else {
+      const T* s = t.data<T>();
+      store.resize(t.numel());
+      for (int64_t i = 0; i < t.numel(); ++i) store[i] = static_cast<compute_t<T>>(s[i]);
+      p = store.data();
+    }
+  }
+};
+
+// (B, S, E) -> (B, E, S) in the compute type.
+template <class C>
+std::vector<C> transposed(const C* src, int64_t B, int64_t S, int64_t E) {
+  std::vector<C> out(static_cast<size_t>(B * S * E));
   parallel_for(0, B, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(S * E, 1)), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t e = 0; e < E; ++e) out[(b * E + e) * S + s] = static_cast<compute_t<T>>(src[(b * S + s) * E + e]);
+    for (int64_t b = b0; b < b1; ++b) nnvec::transpose(S, E, src + b * S * E, E, out.data() + b * E * S, S);
   });
   return out;
 }
+
+// Dropout multiplier of one (row, s): keep / (1 - p), or 1 without dropout.
+template <class T>
+inline compute_t<T> drop_mult(const MaskView<T>& drop, int64_t idx, compute_t<T> dscale) {
+  using C = compute_t<T>;
+  if (drop.kind == 1) return drop.b[idx] ? dscale : C(0);
+  if (drop.kind == 2) return static_cast<C>(drop.f[idx]) * dscale;
+  return C(1);
+}
+
+constexpr int64_t kRowBlock = 64;
 
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -67,57 +93,47 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   const bool causal = a.b("is_causal");
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
-  const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>();
-  (void)kp;
+  CBuf<T> qc(q), kc(k), vc(v);
+  std::vector<C> kT = transposed(kc.p, B, S, E);
   T *op = out[0].data<T>(), *pp = out[1].data<T>();
-  std::vector<C> kT = transposed(kp, B, S, E);
-  parallel_for(0, B * L, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(S * (E + Ev), 1)), [&](int64_t rb, int64_t re) {
-    std::vector<C> sc(S), acc(Ev);
-    for (int64_t row = rb; row < re; ++row) {
-      int64_t b = row / L, l = row % L;
-      const T* qr = qp + row * E;
-      const T* vb = vp + b * S * Ev;
-      // Scores as E saxpys over the transposed keys (no horizontal sums).
-      const int64_t sl = causal ? std::min(S, l + 1) : S;
-      const C* kt = kT.data() + b * E * S;
-      C* scp = sc.data();
-      std::fill(sc.begin(), sc.end(), C(0));
-      for (int64_t e = 0; e < E; ++e) {
-        const C qe = static_cast<C>(qr[e]) * scale;
-        const C* kte = kt + e * S;
-#pragma omp simd
-        for (int64_t s = 0; s < sl; ++s) scp[s] += qe * kte[s];
+  const int64_t nblk = (L + kRowBlock - 1) / kRowBlock;
+  const C ninf = -std::numeric_limits<C>::infinity();
+  parallel_for(0, B * nblk, 1, [&](int64_t wb, int64_t we) {
+    std::vector<C> sc(kRowBlock * S), ob(kRowBlock * Ev);
+    for (int64_t w = wb; w < we; ++w) {
+      int64_t b = w / nblk, l0 = (w % nblk) * kRowBlock, rb = std::min(kRowBlock, L - l0);
+      // Causal rows of this block never look past column l0 + rb - 1.
+      int64_t sl = causal ? std::min(S, l0 + rb) : S;
+      nnvec::gemm<C>(rb, sl, E, qc.p + (b * L + l0) * E, E, kT.data() + b * E * S, S, sc.data(), S, scale, false);
+      for (int64_t r = 0; r < rb; ++r) {
+        int64_t l = l0 + r, row = b * L + l;
+        C* s_ = sc.data() + r * S;
+        int64_t lim = causal ? std::min(S, l + 1) : S;
+        for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
+        if (mask.kind == 1) {
+          for (int64_t s = 0; s < lim; ++s)
+            if (!mask.b[row * S + s]) s_[s] = ninf;
+        } else if (mask.kind == 2) {
+          for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s]);
+        }
+        C mx = nnvec::vmax(s_, S);
+        T* prow = pp + row * S;
+        if (mx == ninf) {  // fully masked row: zeros, like PyTorch
+          for (int64_t s = 0; s < S; ++s) { s_[s] = C(0); prow[s] = static_cast<T>(C(0)); }
+          continue;
+        }
+        nnvec::vexp_sub(s_, S, mx);
+        C inv = C(1) / static_cast<C>(nnvec::vsum(s_, S));
+        for (int64_t s = 0; s < S; ++s) {
+          s_[s] *= inv;
+          prow[s] = static_cast<T>(s_[s]);
+        }
+        if (drop.kind)
+          for (int64_t s = 0; s < S; ++s) s_[s] *= drop_mult(drop, row * S + s, dscale);
       }
-      for (int64_t s = sl; s < S; ++s) scp[s] = -std::numeric_limits<C>::infinity();
-      if (mask.kind == 1) {
-        for (int64_t s = 0; s < S; ++s)
-          if (!mask.b[row * S + s]) scp[s] = -std::numeric_limits<C>::infinity();
-      } else if (mask.kind == 2) {
-        for (int64_t s = 0; s < sl; ++s) scp[s] += static_cast<C>(mask.f[row * S + s]);
-      }
-      C mx = nnvec::vmax(scp, S);
-      T* orow = op + row * Ev;
-      T* prow = pp + row * S;
-      if (mx == -std::numeric_limits<C>::infinity()) {  // fully masked row: zeros, like PyTorch
-        for (int64_t s = 0; s < S; ++s) prow[s] = static_cast<T>(C(0));
-        for (int64_t e = 0; e < Ev; ++e) orow[e] = static_cast<T>(C(0));
-        continue;
-      }
-      nnvec::vexp_sub(sc.data(), S, mx);
-      C sum = static_cast<C>(nnvec::vsum(sc.data(), S));
-      std::fill(acc.begin(), acc.end(), C(0));
-      for (int64_t s = 0; s < S; ++s) {
-        C pr = sc[s] / sum;
-        prow[s] = static_cast<T>(pr);
-        if (drop.kind == 1) pr = drop.b[row * S + s] ? pr * dscale : C(0);
-        else if (drop.kind == 2) pr = pr * static_cast<C>(drop.f[row * S + s]) * dscale;
-        if (pr == C(0)) continue;
-        const T* vr = vb + s * Ev;
-        C* ap = acc.data();
-#pragma omp simd
-        for (int64_t e = 0; e < Ev; ++e) ap[e] += pr * static_cast<C>(vr[e]);
-      }
-      for (int64_t e = 0; e < Ev; ++e) orow[e] = static_cast<T>(acc[e]);
+      nnvec::gemm<C>(rb, Ev, sl, sc.data(), S, vc.p + b * S * Ev, Ev, ob.data(), Ev, C(1), false);
+      T* orow = op + (b * L + l0) * Ev;
+      for (int64_t i = 0; i < rb * Ev; ++i) orow[i] = static_cast<T>(ob[i]);
     }
   });
 }
@@ -135,66 +151,40 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   const C scale = static_cast<C>(a.f("scale"));
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
-  const T *gp = g.data<T>(), *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(), *Pp = P.data<T>();
+  CBuf<T> gc(g), qc(q), kc(k), vc(v), Pc(P);
+  std::vector<C> vT = transposed(vc.p, B, S, Ev);
   T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>(), *dsp = out[3].data<T>();
-  std::vector<C> vT = transposed(vp, B, S, Ev);
-  parallel_for(0, B, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L * S * (E + Ev), 1)), [&](int64_t bb, int64_t be) {
-    std::vector<C> dkb(S * E), dvb(S * Ev), dP(S), dq(E);
+  parallel_for(0, B, 1, [&](int64_t bb, int64_t be) {
+    std::vector<C> dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
     for (int64_t b = bb; b < be; ++b) {
-      std::fill(dkb.begin(), dkb.end(), C(0));
-      std::fill(dvb.begin(), dvb.end(), C(0));
-      const T* kb = kp + b * S * E;
+      const C* gb = gc.p + b * L * Ev;
+      const C* Pb = Pc.p + b * L * S;
+      // dP_dropped = g v^T
+      nnvec::gemm<C>(L, S, Ev, gb, Ev, vT.data() + b * Ev * S, S, dP.data(), S, C(1), false);
+      // dv = (P * m)^T g
+      for (int64_t i = 0; i < L * S; ++i) tmp[i] = Pb[i] * drop_mult(drop, b * L * S + i, dscale);
+      nnvec::transpose(L, S, tmp.data(), S, tT.data(), L);
+      nnvec::gemm<C>(S, Ev, L, tT.data(), L, gb, Ev, dvb.data(), Ev, C(1), false);
+      // dS = P * (dP * m - rowsum(P * dP * m))
       for (int64_t l = 0; l < L; ++l) {
-        int64_t row = b * L + l;
-        const T* gr = gp + row * Ev;
-        const T* qr = qp + row * E;
-        const T* Pr = Pp + row * S;
-        // dP (before dropout scaling) = g_l . v_s for all s, as Ev saxpys over the transposed values.
-        C* dPp = dP.data();
-        std::fill(dP.begin(), dP.end(), C(0));
-        const C* vt = vT.data() + b * Ev * S;
-        for (int64_t e = 0; e < Ev; ++e) {
-          const C ge = static_cast<C>(gr[e]);
-          const C* vte = vt + e * S;
-#pragma omp simd
-          for (int64_t s = 0; s < S; ++s) dPp[s] += ge * vte[s];
-        }
+        C* dpr = dP.data() + l * S;
+        const C* pr = Pb + l * S;
         C r = 0;
         for (int64_t s = 0; s < S; ++s) {
-          C m = C(1);
-          if (drop.kind == 1) m = drop.b[row * S + s] ? dscale : C(0);
-          else if (drop.kind == 2) m = static_cast<C>(drop.f[row * S + s]) * dscale;
-          C pr = static_cast<C>(Pr[s]);
-          C dpd = dPp[s];
-          C pdm = pr * m;
-          if (pdm != C(0)) {
-            C* dvr = dvb.data() + s * Ev;
-#pragma omp simd
-            for (int64_t e = 0; e < Ev; ++e) dvr[e] += pdm * static_cast<C>(gr[e]);
-          }
-          dP[s] = dpd * m;
-          r += pr * dP[s];
+          dpr[s] *= drop_mult(drop, (b * L + l) * S + s, dscale);
+          r += pr[s] * dpr[s];
         }
-        std::fill(dq.begin(), dq.end(), C(0));
-        T* dsr = dsp + row * S;
+        T* dsr = dsp + (b * L + l) * S;
         for (int64_t s = 0; s < S; ++s) {
-          C pr = static_cast<C>(Pr[s]);
-          C ds = pr * (dP[s] - r);
-          dsr[s] = static_cast<T>(ds);
-          if (ds == C(0)) continue;
-          const T* kr = kb + s * E;
-          C* dkr = dkb.data() + s * E;
-          C dss = ds * scale;
-          C* dqp_ = dq.data();
-#pragma omp simd
-          for (int64_t e = 0; e < E; ++e) {
-            dqp_[e] += dss * static_cast<C>(kr[e]);
-            dkr[e] += dss * static_cast<C>(qr[e]);
-          }
+          dpr[s] = pr[s] * (dpr[s] - r);
+          dsr[s] = static_cast<T>(dpr[s]);
         }
-        T* dqr = dqp + row * E;
-        for (int64_t e = 0; e < E; ++e) dqr[e] = static_cast<T>(dq[e]);
       }
+      // dq = scale * dS k ; dk = scale * dS^T q
+      nnvec::gemm<C>(L, E, S, dP.data(), S, kc.p + b * S * E, E, dq.data(), E, scale, false);
+      nnvec::transpose(L, S, dP.data(), S, tT.data(), L);
+      nnvec::gemm<C>(S, E, L, tT.data(), L, qc.p + b * L * E, E, dkb.data(), E, scale, false);
+      for (int64_t i = 0; i < L * E; ++i) dqp[b * L * E + i] = static_cast<T>(dq[i]);
       for (int64_t i = 0; i < S * E; ++i) dkp[b * S * E + i] = static_cast<T>(dkb[i]);
       for (int64_t i = 0; i < S * Ev; ++i) dvp[b * S * Ev + i] = static_cast<T>(dvb[i]);
     }

@@ -1,5 +1,5 @@
 // Embedding (row gather) with its scatter-add backward, and 4-D Interpolate (nearest,
-// nearest-exact, bilinear) with its adjoint. Each backward op is linear in the gradient and its
+// nearest-exact, bilinear, bicubic) with its adjoint. Each backward op is linear in the gradient and its
 // VJP is the forward op again, so both pairs differentiate to any order. Source indices and
 // interpolation weights follow PyTorch's CPU kernels (float index math for float inputs).
 #include <cmath>
@@ -115,30 +115,31 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 // ---- Interpolate ----------------------------------------------------------------------------
 namespace {
 
-enum Mode { kNearest, kNearestExact, kBilinear };
+enum Mode { kNearest, kNearestExact, kBilinear, kBicubic };
 
 int parse_mode(const std::string& m) {
   if (m == "nearest") return kNearest;
   if (m == "nearest-exact") return kNearestExact;
   if (m == "bilinear") return kBilinear;
-  throw NotImplementedError(str("interpolate: mode '", m, "' is not supported (supported: nearest, nearest-exact, bilinear)"));
+  if (m == "bicubic") return kBicubic;
+  throw NotImplementedError(str("interpolate: mode '", m, "' is not supported (supported: nearest, nearest-exact, bilinear, bicubic)"));
 }
 
-// Per output index along one dim: two source indices and their weights.
+// Per output index along one dim: n source indices and their weights (n = 1, 2 or 4).
 template <class C>
 struct Taps {
-  std::vector<int64_t> i0, i1;
-  std::vector<C> w0, w1;
+  int n = 1;
+  std::vector<int64_t> idx;  // [out * n]
+  std::vector<C> w;          // [out * n]
 };
 
 template <class C>
 Taps<C> make_taps(int64_t in, int64_t out, int mode, bool align, double scale) {
   Taps<C> t;
-  t.i0.resize(out);
-  t.i1.resize(out);
-  t.w0.assign(out, C(1));
-  t.w1.assign(out, C(0));
-  if (mode != kBilinear) {
+  t.n = mode == kBicubic ? 4 : (mode == kBilinear ? 2 : 1);
+  t.idx.resize(out * t.n);
+  t.w.resize(out * t.n);
+  if (mode == kNearest || mode == kNearestExact) {
     float s = scale > 0 ? static_cast<float>(1.0 / scale) : static_cast<float>(in) / static_cast<float>(out);
     for (int64_t o = 0; o < out; ++o) {
       int64_t src;
@@ -149,7 +150,8 @@ Taps<C> make_taps(int64_t in, int64_t out, int mode, bool align, double scale) {
       } else {
         src = std::min(static_cast<int64_t>(std::floor((static_cast<float>(o) + 0.5f) * s)), in - 1);
       }
-      t.i0[o] = t.i1[o] = src;
+      t.idx[o] = src;
+      t.w[o] = C(1);
     }
     return t;
   }
@@ -158,13 +160,27 @@ Taps<C> make_taps(int64_t in, int64_t out, int mode, bool align, double scale) {
   else s = scale > 0 ? static_cast<C>(1.0 / scale) : static_cast<C>(in) / static_cast<C>(out);
   for (int64_t o = 0; o < out; ++o) {
     C real = align ? s * static_cast<C>(o) : s * (static_cast<C>(o) + C(0.5)) - C(0.5);
-    if (!align && real < 0) real = 0;
-    int64_t i0 = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
-    C l = std::min(std::max(real - static_cast<C>(i0), C(0)), C(1));
-    t.i0[o] = i0;
-    t.i1[o] = i0 + (i0 < in - 1 ? 1 : 0);
-    t.w0[o] = C(1) - l;
-    t.w1[o] = l;
+    if (mode == kBilinear) {
+      if (!align && real < 0) real = 0;
+      int64_t i0 = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
+      C l = std::min(std::max(real - static_cast<C>(i0), C(0)), C(1));
+      t.idx[2 * o] = i0;
+      t.idx[2 * o + 1] = i0 + (i0 < in - 1 ? 1 : 0);
+      t.w[2 * o] = C(1) - l;
+      t.w[2 * o + 1] = l;
+    } else {
+      // Cubic convolution (A = -0.75) over 4 clamped neighbours.
+      int64_t i0 = static_cast<int64_t>(std::floor(real));
+      C x = real - static_cast<C>(i0);
+      const C A = C(-0.75);
+      auto c1 = [&](C v) { return ((A + 2) * v - (A + 3)) * v * v + 1; };
+      auto c2 = [&](C v) { return ((A * v - 5 * A) * v + 8 * A) * v - 4 * A; };
+      C cw[4] = {c2(x + 1), c1(x), c1(1 - x), c2(2 - x)};
+      for (int k = 0; k < 4; ++k) {
+        t.idx[4 * o + k] = std::min(std::max(i0 - 1 + k, int64_t{0}), in - 1);
+        t.w[4 * o + k] = cw[k];
+      }
+    }
   }
   return t;
 }
@@ -176,39 +192,36 @@ void interp_run(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int6
   int mode = parse_mode(a.s("mode"));
   bool align = a.b("align_corners");
   Taps<C> th = make_taps<C>(H, OH, mode, align, a.f("scale_h")), tw = make_taps<C>(W, OW, mode, align, a.f("scale_w"));
+  const int nh = th.n, nw = tw.n;
   parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(OH * OW, 1)), [&](int64_t b, int64_t e) {
     std::vector<C> acc(Adjoint ? H * W : 0);
     for (int64_t p = b; p < e; ++p) {
       if constexpr (!Adjoint) {
         const T* x = src + p * H * W;
         T* y = dst + p * OH * OW;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const T* r0 = x + th.i0[oh] * W;
-          const T* r1 = x + th.i1[oh] * W;
-          C h0 = th.w0[oh], h1 = th.w1[oh];
+        for (int64_t oh = 0; oh < OH; ++oh)
           for (int64_t ow = 0; ow < OW; ++ow) {
-            int64_t a0 = tw.i0[ow], a1 = tw.i1[ow];
-            C v = h0 * (tw.w0[ow] * static_cast<C>(r0[a0]) + tw.w1[ow] * static_cast<C>(r0[a1])) +
-                  h1 * (tw.w0[ow] * static_cast<C>(r1[a0]) + tw.w1[ow] * static_cast<C>(r1[a1]));
+            C v = 0;
+            for (int i = 0; i < nh; ++i) {
+              const T* row = x + th.idx[oh * nh + i] * W;
+              C rv = 0;
+              for (int j = 0; j < nw; ++j) rv += tw.w[ow * nw + j] * static_cast<C>(row[tw.idx[ow * nw + j]]);
+              v += th.w[oh * nh + i] * rv;
+            }
             y[oh * OW + ow] = static_cast<T>(v);
           }
-        }
       } else {
         const T* g = src + p * OH * OW;
         std::fill(acc.begin(), acc.end(), C(0));
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          C* r0 = acc.data() + th.i0[oh] * W;
-          C* r1 = acc.data() + th.i1[oh] * W;
-          C h0 = th.w0[oh], h1 = th.w1[oh];
+        for (int64_t oh = 0; oh < OH; ++oh)
           for (int64_t ow = 0; ow < OW; ++ow) {
             C gv = static_cast<C>(g[oh * OW + ow]);
-            int64_t a0 = tw.i0[ow], a1 = tw.i1[ow];
-            r0[a0] += h0 * tw.w0[ow] * gv;
-            r0[a1] += h0 * tw.w1[ow] * gv;
-            r1[a0] += h1 * tw.w0[ow] * gv;
-            r1[a1] += h1 * tw.w1[ow] * gv;
+            for (int i = 0; i < nh; ++i) {
+              C* row = acc.data() + th.idx[oh * nh + i] * W;
+              C gh = th.w[oh * nh + i] * gv;
+              for (int j = 0; j < nw; ++j) row[tw.idx[ow * nw + j]] += tw.w[ow * nw + j] * gh;
+            }
           }
-        }
         T* y = dst + p * H * W;
         for (int64_t k = 0; k < H * W; ++k) y[k] = static_cast<T>(acc[k]);
       }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/nn.h"
@@ -277,16 +278,70 @@ void run_norm_forward(const Tensor& xin, const TensorList& out, const NormLayout
   });
 }
 
-Tensor norm_backward_call(const VjpContext& c, int64_t kind, int64_t k, bool batch_stats, const Tensor& weight,
-                          TensorList& wb) {
-  Attrs a{{"kind", kind}, {"k", k}, {"batch_stats", batch_stats}};
-  TensorList r = dispatch(OpId::NormBackward, {c.grads[0], c.inputs[0], c.outputs[1], c.outputs[2], weight}, a);
-  wb = {r[1], r[2]};
-  return r[0];
+// VJP shared by the four norms; wi / bi: input index of weight / bias (-1: none).
+// Plain backward runs the fused NormBackward kernel. When a graph of the backward is being
+// built (create_graph=True) or gradients reach the mean/rstd outputs, the VJP is written with
+// core ops instead (including the mean/rstd output terms), so it differentiates again.
+TensorList norm_vjp(const VjpContext& c, int64_t kind, int64_t k, bool batch_stats, int wi, int bi) {
+  TensorList r(c.input_meta.size());
+  const Tensor& x = c.inputs[0];
+  const Tensor w = wi >= 0 ? c.inputs[wi] : Tensor();
+  const bool stat_grads = c.grads.size() > 2 && (c.grads[1].defined() || c.grads[2].defined());
+  if (!GradMode::is_enabled() && !stat_grads) {
+    if (!c.grads[0].defined()) return r;
+    Attrs a{{"kind", kind}, {"k", k}, {"batch_stats", batch_stats}};
+    TensorList g = dispatch(OpId::NormBackward, {c.grads[0], x, c.outputs[1], c.outputs[2], w}, a);
+    r[0] = g[0];
+    if (wi >= 0 && c.needs_grad[wi]) r[wi] = reshape(g[1], c.input_meta[wi].shape);
+    if (bi >= 0 && c.needs_grad[bi]) r[bi] = reshape(g[2], c.input_meta[bi].shape);
+    return r;
+  }
+  const Shape& xs = x.shape();
+  NormLayout L = make_layout(kind, xs, k);
+  Shape V, Vs;
+  IntList red;
+  if (kind == kBatch) { V = {L.P, L.Q, L.S}; Vs = {1, L.Q, 1}; red = {0, 2}; }
+  else if (kind == kGroup) { V = {xs[0], k, L.S}; Vs = {xs[0], k, 1}; red = {2}; }
+  else { V = {1, L.Q, L.S}; Vs = {1, L.Q, 1}; red = {2}; }
+  const double n = static_cast<double>(L.P * L.S);
+  Tensor xv = reshape(x, V);
+  Tensor mean_b = reshape(c.outputs[1], Vs), rstd_b = reshape(c.outputs[2], Vs);
+  Tensor xhat = L.centered ? mul(sub(xv, mean_b), rstd_b) : mul(xv, rstd_b);
+  Tensor wv;
+  int64_t cpg = kind == kGroup ? xs[1] / k : 1, hw = kind == kGroup && cpg ? L.S / cpg : 1;
+  if (w.defined()) {
+    if (kind == kBatch) wv = reshape(w, {1, L.Q, 1});
+    else if (kind == kGroup) wv = reshape(expand(reshape(w, {k, cpg, 1}), {k, cpg, hw}), {1, k, L.S});
+    else wv = reshape(w, {1, 1, L.S});
+  }
+  Tensor g = c.grads[0].defined() ? reshape(c.grads[0], V) : Tensor();
+  Tensor gx;
+  auto acc = [&](const Tensor& t) { gx = gx.defined() ? add(gx, t) : t; };
+  if (g.defined()) {
+    Tensor gxh = wv.defined() ? mul(g, wv) : g;
+    if (batch_stats) {
+      Tensor inner = sub(gxh, mul(xhat, mul_scalar(sum(mul(gxh, xhat), red, true), 1.0 / n)));
+      if (L.centered) inner = sub(inner, mul_scalar(sum(gxh, red, true), 1.0 / n));
+      acc(mul(inner, rstd_b));
+    } else {
+      acc(mul(gxh, rstd_b));
+    }
+  }
+  if (batch_stats && L.centered && c.grads[1].defined()) acc(expand(mul_scalar(reshape(c.grads[1], Vs), 1.0 / n), V));
+  if (batch_stats && c.grads[2].defined())
+    acc(mul_scalar(mul(mul(reshape(c.grads[2], Vs), mul(rstd_b, rstd_b)), xhat), -1.0 / n));
+  if (gx.defined() && c.needs_grad[0]) r[0] = reshape(gx, xs);
+  if (g.defined()) {
+    auto pgrad = [&](const Tensor& t, const Shape& wshape) {
+      if (kind == kBatch) return reshape(sum(t, {0, 2}, false), wshape);
+      if (kind == kGroup) return reshape(sum(reshape(sum(t, {0}, false), {k, cpg, hw}), {2}, false), wshape);
+      return reshape(sum(t, {0, 1}, false), wshape);
+    };
+    if (wi >= 0 && c.needs_grad[wi]) r[wi] = pgrad(mul(g, xhat), c.input_meta[wi].shape);
+    if (bi >= 0 && c.needs_grad[bi]) r[bi] = pgrad(g, c.input_meta[bi].shape);
+  }
+  return r;
 }
-
-// Reshape a flat [W] parameter gradient to the parameter's shape.
-Tensor param_grad(const Tensor& g, const TensorMeta& meta) { return reshape(g, meta.shape); }
 
 }  // namespace
 
@@ -321,14 +376,7 @@ LUCID_REGISTER_OP(BatchNorm, [] {
     run_norm_forward(in[0], out, L, in[3], in[4], a.f("eps"), tr ? Tensor() : in[1], tr ? Tensor() : in[2], "batch_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
-  d.vjp = [](const VjpContext& c) {
-    TensorList r(5), wb;
-    if (!c.grads[0].defined()) return r;
-    r[0] = norm_backward_call(c, kBatch, 0, c.attrs.b("training"), c.inputs[3], wb);
-    if (c.needs_grad[3]) r[3] = param_grad(wb[0], c.input_meta[3]);
-    if (c.needs_grad[4]) r[4] = param_grad(wb[1], c.input_meta[4]);
-    return r;
-  };
+  d.vjp = [](const VjpContext& c) { return norm_vjp(c, kBatch, 0, c.attrs.b("training"), 3, 4); };
   return d;
 }());
 
@@ -403,14 +451,7 @@ LUCID_REGISTER_OP(LayerNorm, [] {
     run_norm_forward(in[0], out, L, in[1], in[2], a.f("eps"), Tensor(), Tensor(), "layer_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
-  d.vjp = [](const VjpContext& c) {
-    TensorList r(3), wb;
-    if (!c.grads[0].defined()) return r;
-    r[0] = norm_backward_call(c, kLayer, static_cast<int64_t>(c.attrs.ints("normalized_shape").size()), true, c.inputs[1], wb);
-    if (c.needs_grad[1]) r[1] = param_grad(wb[0], c.input_meta[1]);
-    if (c.needs_grad[2]) r[2] = param_grad(wb[1], c.input_meta[2]);
-    return r;
-  };
+  d.vjp = [](const VjpContext& c) { return norm_vjp(c, kLayer, static_cast<int64_t>(c.attrs.ints("normalized_shape").size()), true, 1, 2); };
   return d;
 }());
 
@@ -423,13 +464,7 @@ LUCID_REGISTER_OP(RmsNorm, [] {
     run_norm_forward(in[0], out, L, in[1], Tensor(), a.f("eps"), Tensor(), Tensor(), "rms_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
-  d.vjp = [](const VjpContext& c) {
-    TensorList r(2), wb;
-    if (!c.grads[0].defined()) return r;
-    r[0] = norm_backward_call(c, kRms, static_cast<int64_t>(c.attrs.ints("normalized_shape").size()), true, c.inputs[1], wb);
-    if (c.needs_grad[1]) r[1] = param_grad(wb[0], c.input_meta[1]);
-    return r;
-  };
+  d.vjp = [](const VjpContext& c) { return norm_vjp(c, kRms, static_cast<int64_t>(c.attrs.ints("normalized_shape").size()), true, 1, -1); };
   return d;
 }());
 
@@ -454,14 +489,7 @@ LUCID_REGISTER_OP(GroupNorm, [] {
     run_norm_forward(in[0], out, L, in[1], in[2], a.f("eps"), Tensor(), Tensor(), "group_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
-  d.vjp = [](const VjpContext& c) {
-    TensorList r(3), wb;
-    if (!c.grads[0].defined()) return r;
-    r[0] = norm_backward_call(c, kGroup, c.attrs.i("num_groups"), true, c.inputs[1], wb);
-    if (c.needs_grad[1]) r[1] = param_grad(wb[0], c.input_meta[1]);
-    if (c.needs_grad[2]) r[2] = param_grad(wb[1], c.input_meta[2]);
-    return r;
-  };
+  d.vjp = [](const VjpContext& c) { return norm_vjp(c, kGroup, c.attrs.i("num_groups"), true, 1, 2); };
   return d;
 }());
 

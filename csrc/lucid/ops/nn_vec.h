@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -59,6 +60,67 @@ inline double vsum(const C* x, int64_t n) {
 #pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]);
   return s;
+}
+
+}  // namespace lucid::nnvec
+
+namespace lucid::nnvec {
+
+// Small row-major GEMM for the attention kernels (the linalg family's matmul is not a dependency
+// of the nn ops): Cm[M,N] = alpha * A[M,K] B[K,N] (+ Cm when accumulate). A 4 x (2 vectors)
+// register tile accumulates over K; edges fall back to a row-at-a-time loop.
+template <class C>
+void gemm(int64_t M, int64_t N, int64_t K, const C* A, int64_t lda, const C* B, int64_t ldb, C* Cm, int64_t ldc, C alpha,
+          bool accumulate) {
+  constexpr int MR = 4;
+  constexpr int NR = sizeof(C) == 4 ? 16 : 8;
+  int64_t i = 0;
+  for (; i + MR <= M; i += MR) {
+    int64_t j = 0;
+    for (; j + NR <= N; j += NR) {
+      C acc[MR][NR] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const C* b = B + k * ldb + j;
+        for (int r = 0; r < MR; ++r) {
+          const C a = A[(i + r) * lda + k];
+#pragma omp simd
+          for (int c = 0; c < NR; ++c) acc[r][c] += a * b[c];
+        }
+      }
+      for (int r = 0; r < MR; ++r) {
+        C* o = Cm + (i + r) * ldc + j;
+        for (int c = 0; c < NR; ++c) o[c] = (accumulate ? o[c] : C(0)) + alpha * acc[r][c];
+      }
+    }
+    for (; j < N; ++j)
+      for (int r = 0; r < MR; ++r) {
+        C s = 0;
+        for (int64_t k = 0; k < K; ++k) s += A[(i + r) * lda + k] * B[k * ldb + j];
+        C* o = Cm + (i + r) * ldc + j;
+        *o = (accumulate ? *o : C(0)) + alpha * s;
+      }
+  }
+  for (; i < M; ++i) {
+    C* o = Cm + i * ldc;
+    if (!accumulate)
+      for (int64_t j = 0; j < N; ++j) o[j] = C(0);
+    for (int64_t k = 0; k < K; ++k) {
+      const C a = alpha * A[i * lda + k];
+      const C* b = B + k * ldb;
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) o[j] += a * b[j];
+    }
+  }
+}
+
+// dst[N, M] = src[M, N]^T (leading dims given).
+template <class C>
+void transpose(int64_t M, int64_t N, const C* src, int64_t lds, C* dst, int64_t ldd) {
+  constexpr int64_t T = 32;
+  for (int64_t i0 = 0; i0 < M; i0 += T)
+    for (int64_t j0 = 0; j0 < N; j0 += T)
+      for (int64_t i = i0; i < std::min(M, i0 + T); ++i)
+        for (int64_t j = j0; j < std::min(N, j0 + T); ++j) dst[j * ldd + i] = src[i * lds + j];
 }
 
 }  // namespace lucid::nnvec

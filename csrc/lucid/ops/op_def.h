@@ -66,7 +66,8 @@ enum class Lowering : uint8_t {
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
 
 struct OpDef {
-  const char* name = nullptr;
+  const char* name = nullptr;      // OpId name, as printed in the IR ("BitwiseAnd")
+  const char* api_name = nullptr;  // Python API name used in error messages ("bitwise_and")
   int num_inputs = -1;  // -1: variadic
   InferFn infer = nullptr;
   KernelFn cpu_kernel = nullptr;

@@ -125,10 +125,13 @@ void max_pool_kernel(const Tensor& x, const Tensor& out, const Tensor& idx, cons
   });
 }
 
-// Serial check before the parallel loops (exceptions must not leave an OpenMP region).
+// Serial check before the parallel loops (exceptions must not leave an OpenMP region). An index
+// of n_in or more is legal: a window lying wholly in the padding (dilation, ceil_mode) gives -inf
+// with an index past the plane, as in PyTorch; such entries carry no gradient.
 void check_index_range(const char* op, const int64_t* I, int64_t n, int64_t n_in) {
+  (void)n_in;
   for (int64_t i = 0; i < n; ++i)
-    LUCID_CHECK(I[i] >= 0 && I[i] < n_in, IndexError, op, ": index ", I[i], " out of range for a plane of ", n_in);
+    LUCID_CHECK(I[i] >= 0, IndexError, op, ": index ", I[i], " is negative");
 }
 
 // out[plane, idx[plane, j]] += g[plane, j] (out zeroed first).
@@ -146,6 +149,7 @@ void scatter_kernel(const Tensor& g0, const Tensor& idx0, const Tensor& out) {
     for (int64_t i = 0; i < n_in; ++i) op[i] = T(0);
     for (int64_t j = 0; j < n_out; ++j) {
       int64_t t = I[pl * n_out + j];
+      if (t >= n_in) continue;
       op[t] = static_cast<T>(static_cast<compute_t<T>>(op[t]) + static_cast<compute_t<T>>(G[pl * n_out + j]));
     }
   });
@@ -164,7 +168,7 @@ void gather_kernel(const Tensor& src0, const Tensor& idx0, const Tensor& out) {
   for_planes(geo, n_out, [&](int64_t pl) {
     for (int64_t j = 0; j < n_out; ++j) {
       int64_t t = I[pl * n_out + j];
-      O[pl * n_out + j] = S[pl * n_in + t];
+      O[pl * n_out + j] = t < n_in ? S[pl * n_in + t] : T(0);
     }
   });
 }

@@ -28,6 +28,24 @@ struct ExtR {
   void step(S& s, C v, int64_t k) const {
     if (s.i < 0 || better(v, s.v)) { s.v = v; s.i = k; }
   }
+  // Column fast path: branch-free compare-select on value and index arrays.
+  void cols(S* st, const T* p, int64_t r, int64_t stride, int64_t w) const {
+    if (r == 0) return;
+    C bv[kReduceCols];
+    int64_t bi[kReduceCols];
+    for (int64_t j = 0; j < w; ++j) { bv[j] = static_cast<C>(p[j]); bi[j] = 0; }
+    for (int64_t k = 1; k < r; ++k) {
+      const T* row = p + k * stride;
+      for (int64_t j = 0; j < w; ++j) {
+        C v = static_cast<C>(row[j]);
+        bool take = IsMax ? v > bv[j] : v < bv[j];
+        if constexpr (std::is_floating_point_v<C>) take = (take || v != v) && bv[j] == bv[j];
+        bv[j] = take ? v : bv[j];
+        bi[j] = take ? k : bi[j];
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) merge(st[j], S{bv[j], bi[j]});
+  }
   void merge(S& a, const S& b) const {
     if (b.i >= 0 && (a.i < 0 || better(b.v, a.v))) a = b;
   }

@@ -36,6 +36,34 @@ static int64_t reduced_count(const Shape& s, const IntList& dims) {
 
 static Attrs reduce_attrs(const IntList& dims, bool keepdim) { return {{"dims", dims}, {"keepdim", keepdim}}; }
 
+// ---- Sum fast path (offered to the core Sum / SumTo kernels) ---------------------------------------
+template <class T>
+struct SumR {
+  using C = compute_t<T>;
+  using S = acc_t<C>;
+  T* out;
+  S init() const { return 0; }
+  void step(S& s, C v, int64_t) const { s += static_cast<S>(v); }
+  void row(S& s, const T* p, int64_t, int64_t n) const { s += sum_span<T, S>(p, n); }
+  void merge(S& a, const S& b) const { a += b; }
+  void write(const S& s, int64_t o) const { out[o] = static_cast<T>(static_cast<C>(s)); }
+};
+
+void reduce_sum_into(const Tensor& x, const IntList& dims, const Tensor& out) {
+  LUCID_CHECK(out.is_contiguous(), Error, "reduce_sum_into: the output must be contiguous");
+  Tensor xc = as_dtype(x, out.dtype());
+  RowLayout L = row_layout(xc, reduce_dims(dims, xc.ndim(), "sum"));
+  LUCID_CHECK(L.outer * L.inner == out.numel(), Error, "reduce_sum_into: output has ", out.numel(),
+              " elements, expected ", L.outer * L.inner);
+  if (out.dtype() == DType::Bool) {
+    Tensor tmp = Tensor::empty(out.shape(), DType::Int64);
+    reduce_sum_into(xc, dims, tmp);
+    cpu::copy_into(out, tmp);
+    return;
+  }
+  LUCID_DISPATCH_NUMERIC(out.dtype(), "sum", [&] { run_reduce<scalar_t>(L, SumR<scalar_t>{out.data<scalar_t>()}); });
+}
+
 // ---- Mean ---------------------------------------------------------------------------------------
 template <class T>
 struct MeanR {
@@ -192,7 +220,12 @@ LUCID_REGISTER_OP(Std, [] {
   d.infer = [](const TensorList& in, const Attrs& a) { return var_infer(in, a, "std"); };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) { var_kernel(in, out, a, true); };
   d.vjp = [](const VjpContext& c) {
-    return TensorList{div(var_grad_core(c, "std", 1.0), keep_shape(c.outputs[0], c, "std"))};
+    // Where std == 0 the gradient is 0 (as in PyTorch), not 0/0: divide by std + [std == 0]
+    // and zero those entries.
+    Tensor sd = keep_shape(c.outputs[0], c, "std");
+    Tensor is_zero = dispatch1(OpId::ReduceEqMask, {sd, full({}, 0.0, sd.dtype())}, {{"dtype", sd.dtype()}});
+    Tensor g = div(var_grad_core(c, "std", 1.0), add(sd, is_zero));
+    return TensorList{mul(g, sub(ones_like(is_zero), is_zero))};
   };
   return d;
 }());

@@ -27,8 +27,27 @@ OpId op_from_name(const std::string& name) {
 const OpDef& op_def(OpId id) { return table()[static_cast<int>(id)]; }
 bool op_registered(OpId id) { return table()[static_cast<int>(id)].name != nullptr; }
 
+static const char* snake_name(int i) {
+  static std::array<std::string, kNumOps> names;
+  std::string& out = names[i];
+  if (out.empty()) {
+    const char* n = kOpNames[i];
+    for (size_t k = 0; n[k]; ++k) {
+      char c = n[k];
+      if (c >= 'A' && c <= 'Z') {
+        if (k > 0 && !(n[k - 1] >= '0' && n[k - 1] <= '9')) out.push_back('_');
+        out.push_back(static_cast<char>(c - 'A' + 'a'));
+      } else {
+        out.push_back(c);
+      }
+    }
+  }
+  return out.c_str();
+}
+
 OpRegistrar::OpRegistrar(OpId id, OpDef def) {
   def.name = kOpNames[static_cast<int>(id)];
+  def.api_name = snake_name(static_cast<int>(id));
   table()[static_cast<int>(id)] = std::move(def);
 }
 

@@ -152,10 +152,12 @@ struct Relu {
   // NaN stays NaN (as clamp_min(x, 0) in PyTorch).
   template <class C> static C apply(C a) { if constexpr (std::is_unsigned_v<C>) return a; else return a < C(0) ? C(0) : a; }
 };
+// Selects without arithmetic in a branch, so loops if-convert and vectorise; NaN falls through
+// both comparisons and stays NaN.
 struct Relu6 {
   template <class C> static C apply(C a) {
-    if constexpr (is_fp_v<C>) { if (a != a) return a; }
-    return a < C(0) ? C(0) : (a > C(6) ? C(6) : a);
+    C r = a < C(0) ? C(0) : a;
+    return r > C(6) ? C(6) : r;
   }
 };
 struct Silu {
@@ -199,7 +201,13 @@ struct BitwiseNot { template <class C> static C apply(C a) { if constexpr (std::
 struct Pow {
   template <class C> static C apply(C a, C b) {
     if constexpr (is_fp_v<C>) {
+      // The exponents PyTorch special-cases (same results as its sqrt/square/reciprocal paths).
       if (b == C(2)) return a * a;
+      if (b == C(0.5)) return std::sqrt(a);
+      if (b == C(3)) return a * a * a;
+      if (b == C(-1)) return C(1) / a;
+      if (b == C(-0.5)) return C(1) / std::sqrt(a);
+      if (b == C(-2)) return C(1) / (a * a);
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<C, bool>) {
       return a || !b;
@@ -304,12 +312,25 @@ struct Lerp {
 struct LeakyRelu {
   double slope = 0.01;
   static LeakyRelu make(const Attrs& a) { return {a.f("negative_slope")}; }
-  template <class C> C apply(C x) const { return x > C(0) ? x : x * static_cast<C>(slope); }
+  // max(x, 0) + slope * min(x, 0): selects against constants only, so the loop vectorises
+  // (GCC won't if-convert a select whose arm does arithmetic); NaN stays NaN.
+  template <class C> C apply(C x) const {
+    C pos = x < C(0) ? C(0) : x;
+    C neg = x < C(0) ? x : C(0);
+    return pos + neg * static_cast<C>(slope);
+  }
 };
 struct Elu {
   double alpha = 1.0;
   static Elu make(const Attrs& a) { return {a.f("alpha")}; }
   template <class C> C apply(C x) const { return x > C(0) ? x : static_cast<C>(alpha) * std::expm1(x); }
+  void vec(float* o, const float* a, int64_t n) const {
+    const __m256 al = _mm256_set1_ps(static_cast<float>(alpha));
+    vec_map(o, a, n, [&](__m256 x) {
+      __m256 neg = _mm256_mul_ps(al, Sleef_expm1f8_u10avx2(x));
+      return _mm256_blendv_ps(neg, x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+    });
+  }
 };
 struct Softplus {
   double beta = 1.0, threshold = 20.0;
@@ -323,9 +344,9 @@ struct Hardtanh {
   double lo = -1.0, hi = 1.0;
   static Hardtanh make(const Attrs& a) { return {a.f("min_val"), a.f("max_val")}; }
   template <class C> C apply(C x) const {
-    if constexpr (is_fp_v<C>) { if (x != x) return x; }
     C l = static_cast<C>(lo), h = static_cast<C>(hi);
-    return x < l ? l : (x > h ? h : x);
+    C r = x < l ? l : x;
+    return r > h ? h : r;
   }
 };
 struct Gelu {
@@ -367,10 +388,15 @@ struct Clamp {
     return c;
   }
   template <class C> C apply(C x) const {
-    if constexpr (is_fp_v<C>) { if (x != x) return x; }
-    if (has_lo && x < static_cast<C>(lo)) x = static_cast<C>(lo);
-    if (has_hi && x > static_cast<C>(hi)) x = static_cast<C>(hi);
-    return x;
+    // Absent bounds are the type's extremes; branch-free selects (NaN falls through).
+    C l = has_lo ? static_cast<C>(lo) : std::numeric_limits<C>::lowest();
+    C h = has_hi ? static_cast<C>(hi) : std::numeric_limits<C>::max();
+    if constexpr (is_fp_v<C>) {
+      if (!has_lo) l = -std::numeric_limits<C>::infinity();
+      if (!has_hi) h = std::numeric_limits<C>::infinity();
+    }
+    C r = x < l ? l : x;
+    return r > h ? h : r;
   }
 };
 struct MaskedFill {

@@ -58,6 +58,32 @@ def _torch_fused(t, x, w, b, r, activation="none", residual_first=False):
     return y + r if r is not None else y
 
 
+def _convfused_samples(rng, dt):
+    out = []
+    for act in ("relu", "gelu", "gelu_tanh", "none"):
+        out.append(Sample([arr(rng, (2, 16, 6, 6), dt), arr(rng, (16, 16, 3, 3), dt), arr(rng, (16,), dt),
+                           arr(rng, (2, 16, 6, 6), dt)], {"padding": 1, "activation": act}))
+    out.append(Sample([arr(rng, (1, 16, 7, 7), dt), arr(rng, (32, 8, 3, 3), dt), arr(rng, (32,), dt),
+                       arr(rng, (1, 32, 4, 4), dt)], {"stride": 2, "padding": 1, "groups": 2, "activation": "relu",
+                                                      "residual_first": True}))
+    out.append(Sample([arr(rng, (1, 3, 5, 5), dt), arr(rng, (4, 3, 3, 3), dt), None, None], {"activation": "relu"}))
+    out.append(Sample([arr(rng, (2, 3, 9), dt), arr(rng, (4, 3, 3), dt), arr(rng, (4,), dt), None],
+                      {"activation": "gelu", "dilation": 2}))
+    return out
+
+
+def _torch_convfused(t, x, w, b, r, stride=1, padding=0, dilation=1, groups=1, activation="none",
+                     residual_first=False):
+    conv = _F(t).conv1d if w.ndim == 3 else _F(t).conv2d
+    y = conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    act = {"relu": t.relu, "gelu": _F(t).gelu, "gelu_tanh": lambda v: _F(t).gelu(v, approximate="tanh"),
+           "none": lambda v: v}[activation]
+    if r is not None and residual_first:
+        return act(y + r)
+    y = act(y)
+    return y + r if r is not None else y
+
+
 # ---- convolutions -------------------------------------------------------------------------
 def _conv2d_samples(rng, dt):
     return [Sample([arr(rng, (1, 2, 5, 5), dt), arr(rng, (3, 2, 3, 3), dt), arr(rng, (3,), dt)]),
@@ -161,6 +187,16 @@ def _torch_out_shape(fn):
     return shape
 
 
+def _pool1d_samples(rng, dt):
+    def perm(shape):
+        n = 1
+        for v in shape:
+            n *= v
+        return (rng.permutation(n).reshape(shape) * 0.1 - 1.0).astype("float32" if dt in ("float16", "bfloat16") else dt)
+    return [Sample([perm((2, 3, 9))], {"kernel_size": 3, "stride": 2, "padding": 1}),
+            Sample([perm((3, 8))], {"kernel_size": 2, "ceil_mode": True})]
+
+
 SPECS = [
     OpSpec("matmul", ["Matmul"], lambda l, a, b: l.matmul(a, b), lambda t, a, b: t.matmul(a, b), _matmul_samples,
            dtypes=FLOATS + ("int64",)),
@@ -186,6 +222,9 @@ SPECS = [
     OpSpec("conv2d", ["Conv", "ConvBackwardInput", "ConvBackwardWeight"],
            lambda l, x, w, b, **k: _lf(l).conv2d(x, w, b, **k), lambda t, x, w, b, **k: _F(t).conv2d(x, w, b, **k),
            _conv2d_samples, dtypes=FLOATS, atol=1e-4, rtol=1e-4),
+    OpSpec("conv_fused", ["ConvFused"], lambda l, x, w, b, r, **k: l._C._conv_fused(x, w, b, r, **k),
+           _torch_convfused, _convfused_samples, dtypes=("float32", "float64", "bfloat16"), grad=False,
+           atol=1e-4, rtol=1e-4),
     OpSpec("conv1d", ["Conv"], lambda l, x, w, b, **k: _lf(l).conv1d(x, w, b, **k),
            lambda t, x, w, b, **k: _F(t).conv1d(x, w, b, **k), _conv1d_samples, atol=1e-4, rtol=1e-4),
     OpSpec("conv2d_gx", ["ConvBackwardInput"],
@@ -225,4 +264,11 @@ SPECS = [
            _pool_bwd_samples(_adaptive_samples,
                              _torch_out_shape(lambda x, **k: __import__("torch").nn.functional.adaptive_avg_pool2d(x, **k))),
            dtypes=("float32", "float64")),
+    OpSpec("max_pool1d", ["MaxPool2d", "Reshape"], lambda l, x, **k: l.max_pool1d(x, return_indices=True, **k),
+           lambda t, x, **k: _F(t).max_pool1d(x, return_indices=True, **k), _pool1d_samples),
+    OpSpec("avg_pool1d", ["AvgPool2d", "Reshape"], lambda l, x, **k: l.avg_pool1d(x, **k),
+           lambda t, x, **k: _F(t).avg_pool1d(x, **k), _pool1d_samples),
+    OpSpec("adaptive_avg_pool1d", ["AdaptiveAvgPool2d", "Reshape"], lambda l, x: l.adaptive_avg_pool1d(x, 4),
+           lambda t, x: _F(t).adaptive_avg_pool1d(x, 4),
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 10), dt)]), Sample([arr(rng, (3, 7), dt)])]),
 ]

@@ -99,6 +99,19 @@ def _bcel_t(t, x, tg, w=None, pw=None, **k):
     return t.nn.functional.binary_cross_entropy_with_logits(x, tg, weight=w, pos_weight=pw, **k)
 
 
+def _kl(rng, dt):
+    def logp(shape):
+        z = rng.standard_normal(shape)
+        return (z - np.log(np.exp(z).sum(-1, keepdims=True))).astype(np.float32 if dt in ("float16", "bfloat16") else dt)
+
+    def prob(shape):
+        p = rng.random(shape) + 0.05
+        return (p / p.sum(-1, keepdims=True)).astype(np.float32 if dt in ("float16", "bfloat16") else dt)
+    return [Sample([logp((3, 4)), prob((3, 4))], {"reduction": r}) for r in ("mean", "sum", "none", "batchmean")] + [
+        Sample([logp((3, 4)), logp((3, 4))], {"reduction": "batchmean", "log_target": True}),
+        Sample([logp((2, 3, 4)), prob((3, 4))], {"reduction": "sum"})]
+
+
 SPECS = [
     OpSpec("mse_loss", ["MseLoss", "PointwiseLossBackward"], _ll("mse_loss"), _tl("mse_loss"), _pair, dtypes=FLOATS),
     OpSpec("l1_loss", ["L1Loss", "PointwiseLossBackward"], _ll("l1_loss"), _tl("l1_loss"), _pair, dtypes=FLOATS),
@@ -114,5 +127,49 @@ SPECS = [
            dtypes=FLOATS, low_precision_tol=3e-2),
     OpSpec("cross_entropy_prob", ["CrossEntropy", "CrossEntropyBackward"], _ll("cross_entropy"), _tl("cross_entropy"),
            _ce_prob, dtypes=FLOATS, low_precision_tol=3e-2),
+    OpSpec("kl_div", ["KlDiv", "KlDivBackward"], _ll("kl_div"), _tl("kl_div"), _kl, dtypes=FLOATS),
     OpSpec("nll_loss", ["NllLoss", "NllLossBackward"], _ll("nll_loss"), _tl("nll_loss"), _nll, dtypes=FLOATS),
 ]
+
+
+# ---- composite losses (Python over ops of every family) ----------------------------------
+def _sign(rng, shape, dt):
+    return np.sign(rng.standard_normal(shape)).astype(np.float32 if dt in ("float16", "bfloat16") else dt)
+
+
+def _composite_samples(name):
+    def f(rng, dt):
+        x, y = arr(rng, (4, 5), dt), arr(rng, (4, 5), dt)
+        if name == "poisson_nll_loss":
+            return [Sample([x, positive(rng, (4, 5), dt, 0.0, 4.0)], {"reduction": r}, grad_args=[0]) for r in REDS] + [
+                Sample([x, positive(rng, (4, 5), dt, 0.0, 4.0)], {"full": True}, grad_args=[0]),
+                Sample([positive(rng, (4, 5), dt), positive(rng, (4, 5), dt)], {"log_input": False}, grad_args=[0, 1])]
+        if name == "gaussian_nll_loss":
+            return [Sample([x, y, positive(rng, (4, 5), dt)], {"reduction": r}) for r in REDS] + [
+                Sample([x, y, positive(rng, (4,), dt)], {"full": True}), Sample([x, y, positive(rng, (4, 1), dt)])]
+        if name in ("hinge_embedding_loss", "soft_margin_loss"):
+            return [Sample([x, _sign(rng, (4, 5), dt)], {"reduction": r}, grad_args=[0]) for r in REDS]
+        if name == "margin_ranking_loss":
+            return [Sample([arr(rng, (6,), dt), arr(rng, (6,), dt), _sign(rng, (6,), dt)], {"margin": 0.2, "reduction": r},
+                           grad_args=[0, 1]) for r in REDS]
+        if name == "multilabel_soft_margin_loss":
+            t = (rng.random((4, 5)) > 0.5).astype(x.dtype)
+            return [Sample([x, t], {"reduction": r}, grad_args=[0]) for r in REDS] + [
+                Sample([x, t, positive(rng, (5,), dt)], {}, grad_args=[0])]
+        if name == "cosine_embedding_loss":
+            return [Sample([x, y, _sign(rng, (4,), dt)], {"margin": 0.1, "reduction": r}, grad_args=[0, 1]) for r in REDS]
+        if name == "triplet_margin_loss":
+            return [Sample([x, y, arr(rng, (4, 5), dt)], {"reduction": r}) for r in REDS] + [
+                Sample([x, y, arr(rng, (4, 5), dt)], {"swap": True, "p": 1, "margin": 2.0})]
+        if name == "multi_margin_loss":
+            t = rng.integers(0, 5, 4)
+            return [Sample([x, t], {"reduction": r}, grad_args=[0]) for r in REDS] + [
+                Sample([x, t], {"p": 2, "margin": 0.5}, grad_args=[0])]
+        raise KeyError(name)
+    return f
+
+
+SPECS += [OpSpec(n, [], _ll(n), _tl(n), _composite_samples(n), dtypes=("float32", "float64"))
+          for n in ("poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
+                    "margin_ranking_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
+                    "triplet_margin_loss", "multi_margin_loss")]

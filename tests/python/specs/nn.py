@@ -115,7 +115,11 @@ def _interp_samples(rng, dt):
             Sample([x], {"size": (7, 9), "mode": "bilinear", "align_corners": True}),
             Sample([x], {"scale_factor": (1.5, 0.6), "mode": "bilinear"}),
             Sample([x], {"size": (1, 1), "mode": "bilinear", "align_corners": True}),
-            Sample([x], {"size": (3, 3), "mode": "bilinear"})]
+            Sample([x], {"size": (3, 3), "mode": "bilinear"}),
+            Sample([x], {"size": (7, 9), "mode": "bicubic"}),
+            Sample([x], {"size": (7, 9), "mode": "bicubic", "align_corners": True}),
+            Sample([x], {"scale_factor": 0.6, "mode": "bicubic"}),
+            Sample([x], {"size": (2, 3), "mode": "bicubic"})]
 
 
 SPECS = [
@@ -125,6 +129,13 @@ SPECS = [
            lambda t, x, **k: _F(t).log_softmax(x, **k), _softmax_samples, dtypes=FLOATS),
     OpSpec("softmax_method", ["Softmax", "LogSoftmax"], lambda l, x: (x.softmax(1), x.log_softmax(-1)),
            lambda t, x: (x.softmax(1), x.log_softmax(-1)), lambda rng, dt: [Sample([arr(rng, (2, 3, 4), dt)])]),
+    OpSpec("softmin", ["Softmax"], lambda l, x, **k: l.softmin(x, **k), lambda t, x, **k: _F(t).softmin(x, **k),
+           _softmax_samples, dtypes=FLOATS),
+    OpSpec("instance_norm", ["GroupNorm", "NormBackward"], lambda l, *a, **k: l.instance_norm(*a, **k),
+           lambda t, *a, **k: _F(t).instance_norm(*a, **k),
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 4, 2), dt), None, None, arr(rng, (3,), dt), arr(rng, (3,), dt)],
+                                   grad_args=[0, 3, 4]), Sample([arr(rng, (3, 2, 5), dt)])],
+           dtypes=FLOATS, low_precision_tol=3e-2),
     OpSpec("dropout_mask", ["Dropout"], lambda l, x, m, p: l._C._nn_dropout(x, m, p),
            lambda t, x, m, p: x * m.to(x.dtype) * (0.0 if p == 1 else 1.0 / (1.0 - p)),
            _dropout_samples, dtypes=FLOATS),
@@ -147,11 +158,44 @@ SPECS = [
     OpSpec("embedding_int32_idx", ["Embedding"], lambda l, i, w: l.embedding(i.to(l.int32), w),
            lambda t, i, w: _F(t).embedding(i.int(), w),
            lambda rng, dt: [Sample([rng.integers(0, 5, (2, 3)), arr(rng, (5, 4), dt)])]),
+    OpSpec("interpolate_3d", ["Interpolate", "InterpolateBackward"], lambda l, x, **k: l.interpolate(x, **k),
+           lambda t, x, **k: _F(t).interpolate(x, **k),
+           lambda rng, dt: [Sample([arr(rng, (2, 3, 5), dt)], {"size": 9, "mode": "linear"}),
+                            Sample([arr(rng, (2, 3, 5), dt)], {"scale_factor": 1.5, "mode": "linear", "align_corners": True}),
+                            Sample([arr(rng, (2, 3, 5), dt)], {"size": 7, "mode": "nearest"})], dtypes=FLOATS),
     OpSpec("sdpa", ["ScaledDotProductAttention", "SdpaBackward"], _sdpa_lucid, _sdpa_torch, _sdpa_samples,
            dtypes=FLOATS, atol=1e-5, low_precision_tol=3e-2),
+    OpSpec("sdpa_gqa", ["ScaledDotProductAttention", "SdpaBackward"],
+           lambda l, q, k, v, **kw: l.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw),
+           lambda t, q, k, v, **kw: _F(t).scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw),
+           lambda rng, dt: [Sample([arr(rng, (2, 4, 3, 5), dt), arr(rng, (2, 2, 6, 5), dt), arr(rng, (2, 2, 6, 3), dt)]),
+                            Sample([arr(rng, (6, 3, 5), dt), arr(rng, (1, 4, 5), dt), arr(rng, (1, 4, 2), dt)],
+                                   {"is_causal": True})],
+           dtypes=("float32", "float64")),
     OpSpec("sdpa_float_mask_grad", ["ScaledDotProductAttention", "SdpaBackward"],
            lambda l, q, k, v, m: l.scaled_dot_product_attention(q, k, v, attn_mask=m),
            lambda t, q, k, v, m: _F(t).scaled_dot_product_attention(q, k, v, attn_mask=m), _sdpa_mask_samples),
     OpSpec("interpolate", ["Interpolate", "InterpolateBackward"], lambda l, x, **k: l.interpolate(x, **k),
            lambda t, x, **k: _F(t).interpolate(x, **k), _interp_samples, dtypes=FLOATS),
+]
+
+
+def _norm_composite_samples(rng, dt):
+    return [Sample([arr(rng, (3, 4), dt)]), Sample([arr(rng, (2, 3, 4), dt)], {"p": 1.0, "dim": -1}),
+            Sample([arr(rng, (2, 3, 4), dt)], {"p": 3.0, "dim": 0})]
+
+
+SPECS += [
+    OpSpec("normalize", [], lambda l, x, **k: l.normalize(x, **k), lambda t, x, **k: _F(t).normalize(x, **k),
+           _norm_composite_samples),
+    OpSpec("cosine_similarity", [], lambda l, a, b, **k: l.cosine_similarity(a, b, **k),
+           lambda t, a, b, **k: _F(t).cosine_similarity(a, b, **k),
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)]),
+                            Sample([arr(rng, (2, 3, 4), dt), arr(rng, (3, 4), dt)], {"dim": -1})]),
+    OpSpec("pairwise_distance", [], lambda l, a, b, **k: l.pairwise_distance(a, b, **k),
+           lambda t, a, b, **k: _F(t).pairwise_distance(a, b, **k),
+           lambda rng, dt: [Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)]),
+                            Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)], {"p": 1.0, "keepdim": True})]),
+    OpSpec("upsample", ["Interpolate"], lambda l, x, **k: l.upsample(x, **k), lambda t, x, **k: _F(t).upsample(x, **k),
+           lambda rng, dt: [Sample([arr(rng, (1, 2, 3, 3), dt)], {"scale_factor": 2, "mode": "bilinear"})]),
 ]

@@ -1,10 +1,11 @@
 // Convolution kernels: oneDNN primitives (float32/bfloat16), float32 compute for float16, and
-// direct loops for float64. See dnnl_conv.h.
+// im2col + GEMM for float64. See dnnl_conv.h.
 #include "lucid/backends/cpu/dnnl_conv.h"
 
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
@@ -25,6 +26,7 @@ struct ConvEntry {
   int arg[3];
   memory::desc user[3], impl[3];
   std::optional<dnnl::reorder> reorder[3];
+  std::optional<dnnl::reorder> dst_in;  // user -> impl for the output, when a Sum post-op reads it
   bool has_bias = false;
 };
 
@@ -57,9 +59,10 @@ memory::desc weight_desc(const Shape& ws, int64_t G, bool deconv, memory::data_t
 // Builds (or fetches) the primitive for one convolution call. Shapes: a = src/diff_dst,
 // b = weights/src, c = output, per `kind`.
 std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws, const Shape& ys, bool bias,
-                                     const ConvParams& p, DType t) {
+                                     const ConvParams& p, DType t, const std::vector<MatmulPostOp>& post = {}) {
   Key k;
   k.add(static_cast<int64_t>(kind)).add(static_cast<int64_t>(t)).add(xs).add(ws).add(ys).add(bias);
+  for (auto& po : post) k.add(po.kind).addf(po.scale);
   k.add(p.stride).add(p.dilation).add(p.pad_l).add(p.pad_r).add(p.groups);
   return conv_cache().get(k, [&]() -> std::shared_ptr<ConvEntry> {
     auto dt = to_dnnl(t);
@@ -100,7 +103,18 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
       } else if (kind == Kind::Fwd) {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           xa, wa, b_md, ya, strides, dil, pl, pr);
-        dnnl::convolution_forward::primitive_desc pd(d, engine());
+        dnnl::primitive_attr attr;
+        if (!post.empty()) {
+          dnnl::post_ops po;
+          for (auto& op : post) {
+            if (op.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(op.scale));
+            else po.append_eltwise(1.f, op.kind == MatmulPostOp::Relu ? dnnl::algorithm::eltwise_relu
+                                        : op.kind == MatmulPostOp::Gelu ? dnnl::algorithm::eltwise_gelu_erf
+                                                                        : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+          }
+          attr.set_post_ops(po);
+        }
+        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
         e->prim = dnnl::convolution_forward(pd);
         e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
         e->user[0] = x_user; e->user[1] = w_user; e->user[2] = y_user;
@@ -130,11 +144,25 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
         if (i < 2) e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->user[i], engine(), e->impl[i]));
         else e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->impl[i], engine(), e->user[i]));
       }
+      bool sum = false;
+      for (auto& op : post) sum = sum || op.kind == MatmulPostOp::Sum;
+      if (sum && e->reorder[2])
+        e->dst_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e->user[2], engine(), e->impl[2]));
     } catch (const dnnl::error&) {
       return nullptr;
     }
     return e;
   });
+}
+
+// Per-thread reusable buffers for the reordered (blocked) operands, so a call does not allocate
+// and page-fault fresh megabytes each time. Slots 0-2: the two inputs and the output.
+void* scratch(int slot, size_t bytes) {
+  thread_local std::vector<char> bufs[3];
+  std::vector<char>& b = bufs[slot];
+  if (b.size() < bytes + 64) b.resize(bytes + 64);
+  uintptr_t p = reinterpret_cast<uintptr_t>(b.data());
+  return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
 }
 
 bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void* in1, void* out, const void* bias) {
@@ -145,7 +173,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   for (int i = 0; i < 2; ++i) {
     memory um = mem(e->user[i], ins[i]);
     if (e->reorder[i]) {
-      memory pm(e->impl[i], engine());
+      memory pm = mem(e->impl[i], scratch(i, e->impl[i].get_size()));
       e->reorder[i]->execute(s, um, pm);
       args.emplace(e->arg[i], pm);
     } else {
@@ -153,7 +181,8 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
     }
   }
   memory uo = mem(e->user[2], out);
-  memory po = e->reorder[2] ? memory(e->impl[2], engine()) : uo;
+  memory po = e->reorder[2] ? mem(e->impl[2], scratch(2, e->impl[2].get_size())) : uo;
+  if (e->dst_in) e->dst_in->execute(s, uo, po);  // the residual a Sum post-op accumulates onto
   args.emplace(e->arg[2], po);
   if (e->has_bias) args.emplace(DNNL_ARG_BIAS, mem(memory::desc({e->user[2].dims()[1]}, e->user[2].data_type(),
                                                                  memory::format_tag::a), bias));
@@ -163,7 +192,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   return true;
 }
 
-// ---- direct loops (float64; 1-D convs run as 2-D with H = 1) ------------------------------
+// ---- float64: im2col + GEMM (1-D convs run as 2-D with H = 1) ------------------------------
 struct Geo2 {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, G, sh, sw, dh, dw, ph, pw;
 };
@@ -182,91 +211,102 @@ Geo2 geo2(const Shape& xs, const Shape& ws, const Shape& ys, const ConvParams& p
   return g;
 }
 
-template <class T>
-void ref_forward(const T* x, const T* w, const T* b, T* y, const Geo2& g) {
-  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
-  parallel_for(0, g.N * g.OC, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t no = b0; no < b1; ++no) {
-      int64_t n = no / g.OC, oc = no % g.OC, grp = oc / OCg;
-      for (int64_t oh = 0; oh < g.OH; ++oh)
+// im2col / col2im for one image and one group: row (ic, kh, kw) of col holds, for every output
+// position, the input value that kernel tap reads (0 in the padding).
+void im2col(const double* x, double* col, const Geo2& g, int64_t ICg) {
+  const int64_t KK = g.KH * g.KW, P = g.OH * g.OW;
+  parallel_for(0, ICg * KK, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(P, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t ic = r / KK, kh = (r % KK) / g.KW, kw = r % g.KW;
+      const double* xp = x + ic * g.H * g.W;
+      double* cp = col + r * P;
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        double* row = cp + oh * g.OW;
+        if (ih < 0 || ih >= g.H) {
+          std::fill(row, row + g.OW, 0.0);
+          continue;
+        }
         for (int64_t ow = 0; ow < g.OW; ++ow) {
-          T acc = b ? b[oc] : T(0);
-          for (int64_t ic = 0; ic < ICg; ++ic) {
-            const T* xp = x + (n * g.C + grp * ICg + ic) * g.H * g.W;
-            const T* wp = w + (oc * ICg + ic) * g.KH * g.KW;
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t kw = 0; kw < g.KW; ++kw) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                if (iw < 0 || iw >= g.W) continue;
-                acc += xp[ih * g.W + iw] * wp[kh * g.KW + kw];
-              }
-            }
-          }
-          y[(no * g.OH + oh) * g.OW + ow] = acc;
+          int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          row[ow] = (iw >= 0 && iw < g.W) ? xp[ih * g.W + iw] : 0.0;
         }
+      }
     }
   });
 }
 
-template <class T>
-void ref_backward_data(const T* gy, const T* w, T* gx, const Geo2& g) {
-  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
-  parallel_for(0, g.N * g.C, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t nc = b0; nc < b1; ++nc) {
-      int64_t n = nc / g.C, c = nc % g.C, grp = c / ICg, ic = c % ICg;
-      for (int64_t ih = 0; ih < g.H; ++ih)
-        for (int64_t iw = 0; iw < g.W; ++iw) {
-          T acc = 0;
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            int64_t th = ih + g.ph - kh * g.dh;
-            if (th < 0 || th % g.sh) continue;
-            int64_t oh = th / g.sh;
-            if (oh >= g.OH) continue;
-            for (int64_t kw = 0; kw < g.KW; ++kw) {
-              int64_t tw = iw + g.pw - kw * g.dw;
-              if (tw < 0 || tw % g.sw) continue;
-              int64_t ow = tw / g.sw;
-              if (ow >= g.OW) continue;
-              for (int64_t o = 0; o < OCg; ++o) {
-                int64_t oc = grp * OCg + o;
-                acc += gy[((n * g.OC + oc) * g.OH + oh) * g.OW + ow] * w[((oc * ICg + ic) * g.KH + kh) * g.KW + kw];
-              }
-            }
+// x (one image, one group of channels, zeroed by the caller) += col2im(col); one channel per task.
+void col2im(const double* col, double* x, const Geo2& g, int64_t ICg) {
+  const int64_t KK = g.KH * g.KW, P = g.OH * g.OW;
+  parallel_for(0, ICg, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(KK * P, 1)), [&](int64_t c0, int64_t c1) {
+    for (int64_t ic = c0; ic < c1; ++ic) {
+      double* xp = x + ic * g.H * g.W;
+      for (int64_t k = 0; k < KK; ++k) {
+        int64_t kh = k / g.KW, kw = k % g.KW;
+        const double* cp = col + (ic * KK + k) * P;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+            if (iw >= 0 && iw < g.W) xp[ih * g.W + iw] += cp[oh * g.OW + ow];
           }
-          gx[(nc * g.H + ih) * g.W + iw] = acc;
         }
+      }
     }
   });
 }
 
-template <class T>
-void ref_backward_weights(const T* gy, const T* x, T* gw, const Geo2& g) {
-  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
-  parallel_for(0, g.OC * ICg, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t oi = b0; oi < b1; ++oi) {
-      int64_t oc = oi / ICg, ic = oi % ICg, grp = oc / OCg;
-      for (int64_t kh = 0; kh < g.KH; ++kh)
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          T acc = 0;
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* xp = x + (n * g.C + grp * ICg + ic) * g.H * g.W;
-            const T* gp = gy + (n * g.OC + oc) * g.OH * g.OW;
-            for (int64_t oh = 0; oh < g.OH; ++oh) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t ow = 0; ow < g.OW; ++ow) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                if (iw < 0 || iw >= g.W) continue;
-                acc += gp[oh * g.OW + ow] * xp[ih * g.W + iw];
-              }
-            }
-          }
-          gw[(oi * g.KH + kh) * g.KW + kw] = acc;
-        }
+Tensor block_view(const Tensor& t, int64_t rows, int64_t cols, int64_t elem_offset, bool transposed = false) {
+  if (transposed) return Tensor::make_view(t, {cols, rows}, {1, cols}, t.offset() + elem_offset);
+  return Tensor::make_view(t, {rows, cols}, {cols, 1}, t.offset() + elem_offset);
+}
+
+// float64 convolutions as im2col + GEMM (cpu::dnnl_matmul's blocked loops), per image and group.
+// All tensors contiguous float64.
+void gemm_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G, KK = g.KH * g.KW, P = g.OH * g.OW;
+  Tensor col = Tensor::empty({ICg * KK, P}, DType::Float64);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      im2col(x.data<double>() + (n * g.C + grp * ICg) * g.H * g.W, col.data<double>(), g, ICg);
+      dnnl_matmul(block_view(w, OCg, ICg * KK, grp * OCg * ICg * KK), col, Tensor(), {},
+                  block_view(y, OCg, P, (n * g.OC + grp * OCg) * P));
     }
-  });
+  if (b.defined()) {
+    double* yp = y.data<double>();
+    const double* bp = b.data<double>();
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.OC; ++c)
+        for (int64_t i = 0; i < P; ++i) yp[(n * g.OC + c) * P + i] += bp[c];
+  }
+}
+
+void gemm_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G, KK = g.KH * g.KW, P = g.OH * g.OW;
+  Tensor col = Tensor::empty({ICg * KK, P}, DType::Float64);
+  std::memset(gx.data_ptr(), 0, gx.numel() * sizeof(double));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      dnnl_matmul(block_view(w, OCg, ICg * KK, grp * OCg * ICg * KK, true),
+                  block_view(gy, OCg, P, (n * g.OC + grp * OCg) * P), Tensor(), {}, col);
+      col2im(col.data<double>(), gx.data<double>() + (n * g.C + grp * ICg) * g.H * g.W, g, ICg);
+    }
+}
+
+void gemm_conv_backward_weights(const Tensor& gy, const Tensor& x, const Tensor& gw, const Geo2& g) {
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G, KK = g.KH * g.KW, P = g.OH * g.OW;
+  Tensor col = Tensor::empty({ICg * KK, P}, DType::Float64);
+  std::memset(gw.data_ptr(), 0, gw.numel() * sizeof(double));
+  MatmulEpilogue acc;
+  acc.post_ops.push_back({MatmulPostOp::Sum, 1.0});  // accumulate over the batch
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      im2col(x.data<double>() + (n * g.C + grp * ICg) * g.H * g.W, col.data<double>(), g, ICg);
+      dnnl_matmul(block_view(gy, OCg, P, (n * g.OC + grp * OCg) * P), block_view(col, ICg * KK, P, 0, true), Tensor(),
+                  acc, block_view(gw, OCg, ICg * KK, grp * OCg * ICg * KK));
+    }
 }
 
 Tensor contig(const Tensor& t) { return t.defined() ? t.contiguous_data() : t; }
@@ -290,21 +330,53 @@ void via_f32(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor&
 
 }  // namespace
 
-void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvParams& p, const Tensor& y) {
+void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvParams& p, const Tensor& y,
+                  const std::vector<MatmulPostOp>& post) {
   if (y.numel() == 0) return;
   Tensor x = contig(x0), w = contig(w0), b = contig(b0);
   DType t = y.dtype();
+  // oneDNN's JIT convolutions take a Sum only as the first post-op (otherwise it falls back to its
+  // slow reference kernel), so a trailing Sum (act(conv) + residual) runs as a separate add.
+  if (post.size() >= 2 && post.back().kind == MatmulPostOp::Sum) {
+    Tensor prev = Tensor::empty(y.shape(), t);
+    copy_into(prev, y);
+    std::vector<MatmulPostOp> head(post.begin(), post.end() - 1);
+    conv_forward(x, w, b, p, y, head);
+    const double scale = post.back().scale;
+    LUCID_DISPATCH_FLOATING(t, "conv", [&] {
+      using C = compute_t<scalar_t>;
+      scalar_t* yp = y.data<scalar_t>();
+      const scalar_t* pp = prev.data<scalar_t>();
+      parallel_for(0, y.numel(), kParallelGrain, [&](int64_t b0, int64_t b1) {
+        for (int64_t i = b0; i < b1; ++i)
+          yp[i] = static_cast<scalar_t>(static_cast<C>(yp[i]) + static_cast<C>(scale) * static_cast<C>(pp[i]));
+      });
+    });
+    return;
+  }
   if (use_dnnl(t) && x.numel() > 0 &&
-      run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t), x.data_ptr(), w.data_ptr(),
-                y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
+      run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t, post), x.data_ptr(),
+                w.data_ptr(), y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
     return;
   if (t == DType::Float64) {
-    ref_forward<double>(x.data<double>(), w.data<double>(), b.defined() ? b.data<double>() : nullptr, y.data<double>(),
-                        geo2(x.shape(), w.shape(), y.shape(), p, false));
+    Tensor prev;
+    if (!post.empty()) {  // keep the residual a Sum post-op reads
+      prev = Tensor::empty(y.shape(), t);
+      copy_into(prev, y);
+    }
+    gemm_conv_forward(x, w, b, y, geo2(x.shape(), w.shape(), y.shape(), p, false));
+    if (!post.empty()) {
+      double* yp = y.data<double>();
+      const double* pp = prev.data<double>();
+      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = apply_post_ops<double>(yp[i], post, pp[i]);
+    }
     return;
   }
   LUCID_CHECK(t != DType::Float32, Error, "conv: no oneDNN implementation for this configuration");
-  via_f32(x, w, b, y, [&](const Tensor& a, const Tensor& bb, const Tensor& c, const Tensor& o) { conv_forward(a, bb, c, p, o); });
+  Tensor o = Tensor::empty(y.shape(), DType::Float32);
+  if (!post.empty()) copy_into(o, y);
+  conv_forward(to_f32(x), to_f32(w), to_f32(b), p, o, post);
+  copy_into(y, o);
 }
 
 void conv_backward_data(const Tensor& gy0, const Tensor& w0, const ConvParams& p, const Tensor& gx) {
@@ -320,7 +392,7 @@ void conv_backward_data(const Tensor& gy0, const Tensor& w0, const ConvParams& p
                 gx.data_ptr(), nullptr))
     return;
   if (t == DType::Float64) {
-    ref_backward_data<double>(gy.data<double>(), w.data<double>(), gx.data<double>(), geo2(gx.shape(), w.shape(), gy.shape(), p, false));
+    gemm_conv_backward_data(gy, w, gx, geo2(gx.shape(), w.shape(), gy.shape(), p, false));
     return;
   }
   LUCID_CHECK(t != DType::Float32, Error, "conv_backward_input: no oneDNN implementation for this configuration");
@@ -340,7 +412,7 @@ void conv_backward_weights(const Tensor& gy0, const Tensor& x0, const ConvParams
                 gw.data_ptr(), nullptr))
     return;
   if (t == DType::Float64) {
-    ref_backward_weights<double>(gy.data<double>(), x.data<double>(), gw.data<double>(), geo2(x.shape(), gw.shape(), gy.shape(), p, false));
+    gemm_conv_backward_weights(gy, x, gw, geo2(x.shape(), gw.shape(), gy.shape(), p, false));
     return;
   }
   LUCID_CHECK(t != DType::Float32, Error, "conv_backward_weight: no oneDNN implementation for this configuration");
@@ -357,7 +429,7 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
     return;
   if (t == DType::Float64) {
     // The adjoint of conv: backward data of a conv whose output is x and whose input is y.
-    ref_backward_data<double>(x.data<double>(), w.data<double>(), y.data<double>(), geo2(y.shape(), w.shape(), x.shape(), p, true));
+    gemm_conv_backward_data(x, w, y, geo2(y.shape(), w.shape(), x.shape(), p, true));
     if (b.defined()) {
       int64_t N = y.shape()[0], C = y.shape()[1], S = y.numel() / std::max<int64_t>(1, N * C);
       double* yp = y.data<double>();

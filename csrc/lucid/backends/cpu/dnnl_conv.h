@@ -1,11 +1,14 @@
 // Convolution kernels for the Conv / ConvBackwardInput / ConvBackwardWeight / ConvTranspose ops.
 // float32 and bfloat16 run on oneDNN convolution (forward, backward data, backward weights) and
-// deconvolution primitives with format_tag::any (oneDNN picks its blocked layouts; we reorder
-// from/to plain NC[H]W), cached per geometry in an LRU. float16 computes in float32; float64
-// uses direct loops (oneDNN has no f64 on CPU). Tensors are batched [N, C, spatial...] with one
+// deconvolution primitives on blocked layouts (nChw16c activations when channels allow, weights
+// as oneDNN picks; we reorder from/to plain NC[H]W), cached per geometry in an LRU. float16 computes in float32; float64
+// runs as im2col + GEMM (oneDNN has no f64 on CPU). Tensors are batched [N, C, spatial...] with one
 // or two spatial dims; conv weights are [OC, IC/G, k...], transposed-conv weights
 // [IC, OC/G, k...] as in PyTorch. Dilation is PyTorch's (1 = dense).
 #pragma once
+#include <vector>
+
+#include "lucid/backends/cpu/dnnl_matmul.h"  // MatmulPostOp: the post-op vocabulary shared with GEMMs
 #include "lucid/core/tensor.h"
 #include "lucid/ops/attrs.h"
 
@@ -16,8 +19,10 @@ struct ConvParams {
   int64_t groups = 1;
 };
 
-// y = conv(x, w) + bias (bias undefined or [OC]).
-void conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvParams& p, const Tensor& y);
+// y = post_ops(conv(x, w) + bias) (bias undefined or [OC]). A Sum post-op adds scale * (y's value
+// before the call): the caller pre-fills y with the residual (ConvFused).
+void conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvParams& p, const Tensor& y,
+                  const std::vector<MatmulPostOp>& post_ops = {});
 // gx (allocated with the input's shape) = gradient of conv wrt x.
 void conv_backward_data(const Tensor& gy, const Tensor& w, const ConvParams& p, const Tensor& gx);
 // gw (allocated with the weight's shape) = gradient of conv wrt w.

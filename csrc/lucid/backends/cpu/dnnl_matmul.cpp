@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
@@ -203,26 +204,11 @@ bool try_dnnl(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
 
 // ---- Generic blocked GEMM (float64, integers, and the fallback) ----------------------------
 
-template <class Acc>
-Acc apply_post(Acc v, const MatmulEpilogue& ep, Acc prev) {
-  for (auto& p : ep.post_ops) {
-    switch (p.kind) {
-      case MatmulPostOp::Sum: v = v + static_cast<Acc>(p.scale) * prev; break;
-      case MatmulPostOp::Relu: v = v > Acc(0) ? v : Acc(0); break;
-      case MatmulPostOp::Gelu: {
-        double x = static_cast<double>(v);
-        v = static_cast<Acc>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
-        break;
-      }
-      case MatmulPostOp::GeluTanh: {
-        double x = static_cast<double>(v);
-        v = static_cast<Acc>(0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))));
-        break;
-      }
-    }
-  }
-  return v;
-}
+// 32-byte (AVX2) GCC vector types of the accumulator types.
+template <class A> struct Vec32;
+template <> struct Vec32<double> { typedef double type __attribute__((vector_size(32))); };
+template <> struct Vec32<float> { typedef float type __attribute__((vector_size(32))); };
+template <> struct Vec32<int64_t> { typedef int64_t type __attribute__((vector_size(32))); };
 
 template <class T, class Acc>
 void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out,
@@ -271,20 +257,46 @@ void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const Ma
         }
         auto a_at = [&](int64_t i, int64_t k) { return static_cast<Acc>(static_cast<compute_t<T>>(Ab[i * sar + k * sac])); };
         int64_t i = i0;
-        for (; i + 4 <= i1; i += 4) {  // 4 rows share each load of the packed B row
+        for (; i + 4 <= i1; i += 4) {
+          // 4 x (2 vectors) register tile: per k, 4 broadcasts of A and 2 loads of packed B feed
+          // 8 vector multiply-adds (GCC vector extensions; AVX2 width).
+          using V = typename Vec32<Acc>::type;
+          constexpr int64_t L = 32 / sizeof(Acc), NR = 2 * L;
           Acc* __restrict c0 = acc.data() + (i - i0) * N;
-          Acc* __restrict c1 = c0 + N;
-          Acc* __restrict c2 = c1 + N;
-          Acc* __restrict c3 = c2 + N;
-          for (int64_t k = k0; k < k1; ++k) {
+          int64_t j0 = 0;
+          for (; j0 + NR <= N; j0 += NR) {
+            V t00 = {}, t01 = {}, t10 = {}, t11 = {}, t20 = {}, t21 = {}, t30 = {}, t31 = {};
+            for (int64_t k = k0; k < k1; ++k) {
+              const Acc* pr = pack.data() + (k - k0) * N + j0;
+              V b0, b1;
+              std::memcpy(&b0, pr, sizeof(V));
+              std::memcpy(&b1, pr + L, sizeof(V));
+              const Acc a0 = a_at(i, k), a1 = a_at(i + 1, k), a2 = a_at(i + 2, k), a3 = a_at(i + 3, k);
+              t00 += a0 * b0; t01 += a0 * b1;
+              t10 += a1 * b0; t11 += a1 * b1;
+              t20 += a2 * b0; t21 += a2 * b1;
+              t30 += a3 * b0; t31 += a3 * b1;
+            }
+            auto store = [&](Acc* dst, const V& v) {
+              V cur;
+              std::memcpy(&cur, dst, sizeof(V));
+              cur += v;
+              std::memcpy(dst, &cur, sizeof(V));
+            };
+            store(c0 + j0, t00); store(c0 + j0 + L, t01);
+            store(c0 + N + j0, t10); store(c0 + N + j0 + L, t11);
+            store(c0 + 2 * N + j0, t20); store(c0 + 2 * N + j0 + L, t21);
+            store(c0 + 3 * N + j0, t30); store(c0 + 3 * N + j0 + L, t31);
+          }
+          for (int64_t k = k0; k < k1 && j0 < N; ++k) {  // remaining columns
             const Acc a0 = a_at(i, k), a1 = a_at(i + 1, k), a2 = a_at(i + 2, k), a3 = a_at(i + 3, k);
             const Acc* __restrict pr = pack.data() + (k - k0) * N;
-            for (int64_t j = 0; j < N; ++j) {
+            for (int64_t j = j0; j < N; ++j) {
               const Acc pv = pr[j];
               c0[j] += a0 * pv;
-              c1[j] += a1 * pv;
-              c2[j] += a2 * pv;
-              c3[j] += a3 * pv;
+              c0[N + j] += a1 * pv;
+              c0[2 * N + j] += a2 * pv;
+              c0[3 * N + j] += a3 * pv;
             }
           }
         }
@@ -305,7 +317,7 @@ void gemm_generic(const Tensor& a, const Tensor& b, const Tensor& bias, const Ma
           Acc v = ep.alpha == 1.0 ? cr[j] : alpha * cr[j];
           if (bias_p) v += static_cast<Acc>(static_cast<compute_t<T>>(bias_p[j * sbias]));
           Acc prev = ep.post_ops.empty() ? Acc(0) : static_cast<Acc>(static_cast<compute_t<T>>(orow[j]));
-          if (!ep.post_ops.empty()) v = apply_post<Acc>(v, ep, prev);
+          if (!ep.post_ops.empty()) v = apply_post_ops<Acc>(v, ep.post_ops, prev);
           orow[j] = static_cast<T>(static_cast<compute_t<T>>(v));
         }
       }

@@ -11,6 +11,7 @@
 // loop. Post-ops run in order: Sum adds scale * (the value `out` held before the call: the caller
 // pre-fills it with the residual), Relu/Gelu/GeluTanh apply the activation.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +34,29 @@ struct MatmulEpilogue {
     return false;
   }
 };
+
+// Applies post-ops to one value in plain C++ (the loops' path; oneDNN applies them itself).
+// `prev` is the element's value before the call (the residual for Sum).
+template <class Acc>
+Acc apply_post_ops(Acc v, const std::vector<MatmulPostOp>& ops, Acc prev) {
+  for (auto& p : ops) {
+    switch (p.kind) {
+      case MatmulPostOp::Sum: v = v + static_cast<Acc>(p.scale) * prev; break;
+      case MatmulPostOp::Relu: v = v > Acc(0) ? v : Acc(0); break;
+      case MatmulPostOp::Gelu: {
+        double x = static_cast<double>(v);
+        v = static_cast<Acc>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
+        break;
+      }
+      case MatmulPostOp::GeluTanh: {
+        double x = static_cast<double>(v);
+        v = static_cast<Acc>(0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))));
+        break;
+      }
+    }
+  }
+  return v;
+}
 
 // bias: undefined, or 1-D [N] of out's dtype.
 void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out);
