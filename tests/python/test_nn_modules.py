@@ -361,7 +361,7 @@ def test_repr_matches_torch_for_parameter_free_layers():
         return N.Sequential(N.Flatten(), N.Unflatten(1, (2, 3)), N.ReLU(), N.ReLU6(inplace=True), N.LeakyReLU(0.2),
                             N.ELU(), N.GELU(approximate="tanh"), N.SiLU(), N.Hardswish(), N.Hardsigmoid(),
                             N.Softplus(beta=2.0), N.Sigmoid(), N.Tanh(), N.Softmax(dim=1), N.LogSoftmax(dim=-1),
-                            N.Dropout(0.25), N.Identity(), N.LayerNorm(4), N.LayerNorm([2, 3], eps=1e-6),
+                            N.Dropout(0.25), N.Dropout2d(0.1), N.AlphaDropout(0.3), N.Identity(), N.LayerNorm(4), N.LayerNorm([2, 3], eps=1e-6),
                             N.BatchNorm1d(5), N.BatchNorm2d(3, momentum=None, affine=False), N.BatchNorm1d(2, bias=False),
                             N.GroupNorm(2, 4), N.GroupNorm(1, 2, bias=False), N.LayerNorm(3, bias=False), N.RMSNorm(4), N.MSELoss(), N.CrossEntropyLoss(),
                             N.MaxPool2d(2), N.AvgPool2d(3, stride=1, padding=1), N.AdaptiveAvgPool2d((1, 1)))
