@@ -15,7 +15,7 @@ fi
 
 PY=${PYTHON:-python3}
 # torch==2.13.0 (CPU) is a test/benchmark reference only; lucid never imports it.
-$PY -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest hypothesis "torch==2.13.0" 2>&1 \
+$PY -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest hypothesis safetensors threadpoolctl "torch==2.13.0" 2>&1 \
   | grep -v -E "Running pip as the 'root' user|Location .* is ignored" || true
 
 BUILD_DIR=${LUCID_BUILD_DIR:-build/release}

@@ -11,7 +11,9 @@ import lucid.optim as optim
 
 
 def build(N):
-    # (no bias before BatchNorm: its gradient is rounding noise that Adam would amplify into real steps)
+    # The first conv has no bias: BatchNorm removes any per-channel shift, so that bias would get
+    # a true gradient of 0 and only rounding noise (~1e-8), which AdamW turns into full-size steps
+    # of arbitrary sign; no two implementations could agree on it (or on the running mean it feeds).
     return N.Sequential(
         N.Conv2d(1, 4, 3, padding=1, bias=False), N.BatchNorm2d(4), N.ReLU(), N.MaxPool2d(2),
         N.Conv2d(4, 6, 3), N.GELU(), N.AdaptiveAvgPool2d((2, 2)), N.Flatten(),
