@@ -359,3 +359,13 @@ def test_kl_div_zero_targets_forward():
         lo = LF.kl_div(lucid.tensor(lp), lucid.tensor(t), reduction=red)
         to = torch.nn.functional.kl_div(torch.from_numpy(lp), torch.from_numpy(t), reduction=red)
         np.testing.assert_allclose(lo.numpy(), to.numpy(), rtol=1e-12)
+
+
+def test_alpha_dropout_keeps_moments():
+    d = nn.AlphaDropout(0.2)
+    assert repr(d) == repr(torch.nn.AlphaDropout(0.2))
+    x = lucid.tensor(RNG.standard_normal((400, 250)).astype(np.float32))
+    y = d(x).numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.std() - 1.0) < 0.03
+    d.eval()
+    np.testing.assert_array_equal(d(x).numpy(), x.numpy())

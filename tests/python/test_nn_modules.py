@@ -361,7 +361,7 @@ def test_repr_matches_torch_for_parameter_free_layers():
         return N.Sequential(N.Flatten(), N.Unflatten(1, (2, 3)), N.ReLU(), N.ReLU6(inplace=True), N.LeakyReLU(0.2),
                             N.ELU(), N.GELU(approximate="tanh"), N.SiLU(), N.Hardswish(), N.Hardsigmoid(),
                             N.Softplus(beta=2.0), N.Sigmoid(), N.Tanh(), N.Softmax(dim=1), N.LogSoftmax(dim=-1),
-                            N.Dropout(0.25), N.Identity(), N.LayerNorm(4), N.LayerNorm([2, 3], eps=1e-6),
+                            N.Dropout(0.25), N.Dropout2d(0.1), N.AlphaDropout(0.3), N.Identity(), N.LayerNorm(4), N.LayerNorm([2, 3], eps=1e-6),
                             N.BatchNorm1d(5), N.BatchNorm2d(3, momentum=None, affine=False), N.BatchNorm1d(2, bias=False),
                             N.GroupNorm(2, 4), N.GroupNorm(1, 2, bias=False), N.LayerNorm(3, bias=False), N.RMSNorm(4), N.MSELoss(), N.CrossEntropyLoss(),
                             N.MaxPool2d(2), N.AvgPool2d(3, stride=1, padding=1), N.AdaptiveAvgPool2d((1, 1)))
@@ -391,3 +391,17 @@ def test_load_state_dict_assign():
     sd["b"] = new_b
     lm.load_state_dict(sd, assign=True)
     assert isinstance(lm.b, nn.Parameter) and lm.b.requires_grad and lm.b.data_ptr() == new_b.data_ptr()
+
+
+def test_repr_matches_torch_for_parameterised_layers():
+    def build(N):
+        return [N.LSTM(3, 4, 2, bidirectional=True, batch_first=True), N.GRU(3, 4), N.LSTMCell(3, 4),
+                N.RNN(3, 4, nonlinearity="relu"), N.TransformerEncoderLayer(8, 2, 16), N.Embedding(10, 3, padding_idx=1),
+                N.Conv2d(2, 3, 3, stride=2, padding=1, bias=False), N.Conv1d(2, 3, 3, padding="same"),
+                N.ConvTranspose2d(2, 3, 3, stride=2, output_padding=1), N.Bilinear(2, 3, 4), N.Linear(3, 2),
+                N.PReLU(), N.Hardtanh(), N.GLU(), N.Mish(), N.SELU(), N.CELU(), N.Softsign(), N.LogSigmoid(),
+                N.Softmin(1), N.HuberLoss(), N.KLDivLoss(), N.MaxPool1d(2), N.AvgPool1d(2), N.AdaptiveAvgPool1d(2),
+                N.MultiheadAttention(8, 2), N.GRUCell(2, 3), N.RNNCell(2, 3)]
+
+    for a, b in zip(build(nn), build(torch.nn)):
+        assert repr(a) == repr(b)

@@ -73,10 +73,6 @@ def _tanhshrink(input):
     return input - lucid.tanh(input)
 
 
-def _softmin(input, dim=None, _stacklevel=3, dtype=None):
-    return softmax(-input, dim, dtype=dtype) if dtype is not None else softmax(-input, dim)
-
-
 def _logsigmoid(input):
     return -softplus(-input)
 
@@ -105,100 +101,10 @@ def _prelu(input, weight):
     return lucid.where(input >= 0, input, w * input)
 
 
-def _normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    if p == 2.0:
-        n = (input * input).sum(dim, keepdim=True).sqrt()
-    else:
-        n = input.abs().pow(p).sum(dim, keepdim=True).pow(1.0 / p)
-    return input / n.clamp_min(eps).expand_as(input)
-
-
 def _one_hot(tensor, num_classes=-1):
     if num_classes < 0:
         num_classes = int(tensor.max().item()) + 1
     return (tensor.unsqueeze(-1) == lucid.arange(num_classes)).to(lucid.int64)
-
-
-def _cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    w12 = (x1 * x2).sum(dim)
-    w1 = (x1 * x1).sum(dim)
-    w2 = (x2 * x2).sum(dim)
-    return w12 / (w1 * w2).clamp_min(eps * eps).sqrt()
-
-
-def _pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    d = x1 - x2 + eps
-    if p == 2.0:
-        return (d * d).sum(-1, keepdim=keepdim).sqrt()
-    return d.abs().pow(p).sum(-1, keepdim=keepdim).pow(1.0 / p)
-
-
-def _kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    if size_average is not None or reduce is not None:
-        reduction = "none" if reduce is False else ("mean" if size_average is not False else "sum")
-    if log_target:
-        loss = lucid.exp(target) * (target - input)
-    else:
-        loss = lucid.where(target > 0, target * lucid.log(lucid.where(target > 0, target, 1.0)), 0.0) - target * input
-    if reduction == "batchmean":
-        return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _feature_dropout(input, p, training, batched_dim):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    lead = 2 if input.dim() == batched_dim else 1  # (N, C, ...) or unbatched (C, ...)
-    shape = tuple(input.shape[:lead]) + (1,) * (input.dim() - lead)
-    if p == 1.0:
-        return input * 0.0
-    keep = (lucid.rand(shape, dtype=input.dtype) >= p).to(input.dtype) / (1.0 - p)
-    return input * keep
-
-
-def _dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, 3)
-
-
-def _dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, 4)
-
-
-def _dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, 5)
-
-
-def _pool1d_via_2d(fn2d):
-    def pool1d(input, kernel_size, stride=None, padding=0, *args, **kwargs):
-        one = lambda v: v if v is None else (v[0] if isinstance(v, (tuple, list)) else v)  # noqa: E731
-        x = input.unsqueeze(-2)
-        out = fn2d(x, (1, one(kernel_size)), None if stride is None else (1, one(stride)), (0, one(padding)),
-                   *args, **kwargs)
-        if isinstance(out, tuple):
-            return tuple(o.squeeze(-2) for o in out)
-        return out.squeeze(-2)
-    return pool1d
-
-
-def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    d = dilation[0] if isinstance(dilation, (tuple, list)) else dilation
-    return _pool1d_via_2d(max_pool2d)(input, kernel_size, stride, padding, (1, d), ceil_mode=ceil_mode,
-                                      return_indices=return_indices)
-
-
-def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    return _pool1d_via_2d(avg_pool2d)(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
-
-
-def _adaptive_avg_pool1d(input, output_size):
-    o = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
-    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
 
 
 def _inplace_of(name):
@@ -209,11 +115,8 @@ def _inplace_of(name):
 
 
 _COMPOSITES = {
-    "softsign": _softsign, "tanhshrink": _tanhshrink, "softmin": _softmin, "logsigmoid": _logsigmoid,
-    "mish": _mish, "selu": _selu, "celu": _celu, "glu": _glu, "prelu": _prelu, "normalize": _normalize,
-    "one_hot": _one_hot, "cosine_similarity": _cosine_similarity, "pairwise_distance": _pairwise_distance,
-    "kl_div": _kl_div, "dropout1d": _dropout1d, "dropout2d": _dropout2d, "dropout3d": _dropout3d,
-    "max_pool1d": _max_pool1d, "avg_pool1d": _avg_pool1d, "adaptive_avg_pool1d": _adaptive_avg_pool1d,
+    "softsign": _softsign, "tanhshrink": _tanhshrink, "logsigmoid": _logsigmoid, "mish": _mish, "selu": _selu,
+    "celu": _celu, "glu": _glu, "prelu": _prelu, "one_hot": _one_hot,
 }
 for _name, _fn in _COMPOSITES.items():
     if _name not in globals():

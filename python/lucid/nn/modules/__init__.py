@@ -7,7 +7,7 @@ from lucid.nn.modules.pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d
                                       AdaptiveAvgPool2d)
 from lucid.nn.modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm, RMSNorm
 from lucid.nn.modules.sparse import Embedding
-from lucid.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from lucid.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout
 from lucid.nn.modules.activation import (ReLU, ReLU6, LeakyReLU, ELU, SELU, CELU, GELU, SiLU, Mish, Hardswish,
                                          Hardsigmoid, Hardtanh, Softplus, Softsign, Sigmoid, Tanh, LogSigmoid,
                                          Softmax, LogSoftmax, Softmin, GLU, PReLU, MultiheadAttention)

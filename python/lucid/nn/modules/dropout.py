@@ -2,7 +2,7 @@
 from lucid.nn import functional as F
 from lucid.nn.modules.module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -37,3 +37,9 @@ class Dropout2d(_DropoutNd):
 class Dropout3d(_DropoutNd):
     _fn = "dropout3d"
 
+
+class AlphaDropout(_DropoutNd):
+    _fn = "alpha_dropout"
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"

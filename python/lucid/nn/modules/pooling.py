@@ -37,9 +37,10 @@ class MaxPool2d(_MaxPoolNd):
 class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
+        one = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,)  # noqa: E731  (torch's _single)
+        self.kernel_size = one(kernel_size)
+        self.stride = one(stride if (stride is not None) else kernel_size)
+        self.padding = one(padding)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
