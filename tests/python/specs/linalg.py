@@ -2,7 +2,7 @@
 LinearFused, Conv / ConvBackwardInput / ConvBackwardWeight / ConvTranspose, and the pooling ops
 with their backward partners. Rows named *_gx / *_gw / *_bwd differentiate a first-order
 gradient (create_graph=True), which exercises the VJPs of the backward ops themselves."""
-from op_specs import OpSpec, Sample, arr
+from op_specs import OpSpec, Sample, arr, positive
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 
@@ -292,4 +292,10 @@ SPECS = [
     OpSpec("adaptive_max_pool1d", ["AdaptiveMaxPool2d", "Reshape"],
            lambda l, x: l.adaptive_max_pool1d(x, 3, return_indices=True),
            lambda t, x: _F(t).adaptive_max_pool1d(x, 3, return_indices=True), _pool1d_samples_plain),
+    OpSpec("lp_pool2d", ["AvgPool2d"], lambda l, x, **k: l.lp_pool2d(x, **k), lambda t, x, **k: _F(t).lp_pool2d(x, **k),
+           lambda rng, dt: [Sample([positive(rng, (1, 2, 6, 5), dt)], {"norm_type": 2, "kernel_size": 2}),
+                            Sample([positive(rng, (2, 5, 7), dt)], {"norm_type": 3.0, "kernel_size": (3, 2), "stride": 2,
+                                                                    "ceil_mode": True})]),
+    OpSpec("lp_pool1d", ["AvgPool2d"], lambda l, x, **k: l.lp_pool1d(x, **k), lambda t, x, **k: _F(t).lp_pool1d(x, **k),
+           lambda rng, dt: [Sample([positive(rng, (2, 3, 9), dt)], {"norm_type": 2, "kernel_size": 3, "stride": 2})]),
 ]
