@@ -10,7 +10,7 @@ from lucid._C import matmul, mm, bmm, mv, dot, addmm  # noqa: F401
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool1d", "avg_pool1d",
-           "adaptive_avg_pool1d"]
+           "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d"]
 
 
 def linear(input, weight, bias=None):
@@ -48,6 +48,12 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     """torch.nn.functional.avg_pool2d."""
     return _C._avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool2d; with return_indices=True returns (values, int64 indices)."""
+    out, idx = _C._adaptive_max_pool2d(input, output_size)
+    return (out, idx) if return_indices else out
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -97,3 +103,28 @@ def adaptive_avg_pool1d(input, output_size):
     """torch.nn.functional.adaptive_avg_pool1d."""
     return _drop_height(_C._adaptive_avg_pool2d(_unit_height(input, "adaptive_avg_pool1d"),
                                                 (1, _single(output_size, "adaptive_avg_pool1d"))))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool1d."""
+    out, idx = _C._adaptive_max_pool2d(_unit_height(input, "adaptive_max_pool1d"),
+                                       (1, _single(output_size, "adaptive_max_pool1d")))
+    out, idx = _drop_height(out), _drop_height(idx)
+    return (out, idx) if return_indices else out
+
+
+# ---- power-average pooling: a Python composite in PyTorch as well --------------------------
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """torch.nn.functional.lp_pool2d: (sum over the window of x**p) ** (1/p)."""
+    import lucid
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
+    return (lucid.sign(out) * lucid.relu(lucid.abs(out))).mul(kw * kh).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """torch.nn.functional.lp_pool1d."""
+    import lucid
+    k = _single(kernel_size, "lp_pool1d")
+    out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (lucid.sign(out) * lucid.relu(lucid.abs(out))).mul(k).pow(1.0 / norm_type)

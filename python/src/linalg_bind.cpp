@@ -36,6 +36,25 @@ IntList int_tuple(nb::handle h, int n, const char* op, const char* arg) {
   return v;
 }
 
+// Adaptive pooling output_size: an int or 2 entries, None keeping that input size (-> 0).
+IntList adaptive_size(nb::handle output_size, const char* op) {
+  IntList o(2, 0);
+  if (PyLong_Check(output_size.ptr())) {
+    o = IntList(2, nb::cast<int64_t>(output_size));
+    LUCID_CHECK(o[0] > 0, ValueError, op, ": argument 'output_size' expected positive sizes, got ", o[0]);
+    return o;
+  }
+  size_t n = nb::len(output_size);
+  LUCID_CHECK(n == 2, ValueError, op, ": argument 'output_size' expected an int or 2 values, got ", n);
+  for (size_t i = 0; i < 2; ++i) {
+    nb::handle e = output_size[i];
+    o[i] = e.is_none() ? 0 : nb::cast<int64_t>(e);
+    LUCID_CHECK(e.is_none() || o[i] > 0, ValueError, op, ": argument 'output_size' expected positive sizes or None, got ",
+                o[i]);
+  }
+  return o;
+}
+
 }  // namespace
 
 LUCID_BINDER(linalg) {
@@ -142,20 +161,11 @@ LUCID_BINDER(linalg) {
   }, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"), nb::arg("ceil_mode"),
      nb::arg("count_include_pad"), nb::arg("divisor_override").none());
   m.def("_adaptive_avg_pool2d", [](const Tensor& x, nb::handle output_size) {
-    IntList o(2, 0);
-    if (PyLong_Check(output_size.ptr())) {
-      o = IntList(2, nb::cast<int64_t>(output_size));
-    } else {
-      size_t n = nb::len(output_size);
-      LUCID_CHECK(n == 2, ValueError, "adaptive_avg_pool2d: argument 'output_size' expected an int or 2 values, got ", n);
-      for (size_t i = 0; i < 2; ++i) {
-        nb::handle e = output_size[i];
-        o[i] = e.is_none() ? 0 : nb::cast<int64_t>(e);
-        LUCID_CHECK(e.is_none() || o[i] > 0, ValueError,
-                    "adaptive_avg_pool2d: argument 'output_size' expected positive sizes or None, got ", o[i]);
-      }
-    }
-    return adaptive_avg_pool2d(x, o);
+    return adaptive_avg_pool2d(x, adaptive_size(output_size, "adaptive_avg_pool2d"));
+  });
+  m.def("_adaptive_max_pool2d", [](const Tensor& x, nb::handle output_size) {
+    auto r = adaptive_max_pool2d(x, adaptive_size(output_size, "adaptive_max_pool2d"));
+    return nb::make_tuple(r.first, r.second);
   });
 }
 

@@ -47,5 +47,6 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kerne
 Tensor avg_pool2d(const Tensor& x, IntList kernel, IntList stride, IntList padding, bool ceil_mode,
                   bool count_include_pad, int64_t divisor_override);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);  // entries <= 0 keep the input size
+std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, IntList output_size);  // {values, indices}
 
 }  // namespace lucid

@@ -280,6 +280,34 @@ void adaptive_kernel(const Tensor& x0, const Tensor& out) {
 }
 
 template <class T>
+void adaptive_max_kernel(const Tensor& x0, const Tensor& out, const Tensor& idx) {
+  Tensor x = x0.contiguous_data();
+  PoolGeo g = pool_geo(x.shape(), out.shape());
+  const T* X = x.data<T>();
+  T* O = out.data<T>();
+  int64_t* I = idx.data<int64_t>();
+  for_planes(g, g.H * g.W + g.OH * g.OW, [&](int64_t pl) {
+    const T* xp = X + pl * g.H * g.W;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      int64_t h0 = ad_start(oh, g.H, g.OH), h1 = ad_end(oh, g.H, g.OH);
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
+        int64_t mi = h0 * g.W + w0;
+        double mv = -std::numeric_limits<double>::infinity();
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) {
+            double v = static_cast<double>(static_cast<compute_t<T>>(xp[h * g.W + w]));
+            if (v > mv || std::isnan(v)) { mv = v; mi = h * g.W + w; }
+          }
+        int64_t o = (pl * g.OH + oh) * g.OW + ow;
+        O[o] = static_cast<T>(static_cast<compute_t<T>>(mv));
+        I[o] = mi;
+      }
+    }
+  });
+}
+
+template <class T>
 void adaptive_backward_kernel(const Tensor& g0, const Tensor& out) {
   Tensor gy = g0.contiguous_data();
   PoolGeo g = pool_geo(out.shape(), gy.shape());
@@ -494,6 +522,40 @@ LUCID_REGISTER_OP(AdaptiveAvgPool2dBackward, [] {
   };
   return d;
 }());
+
+// ---- AdaptiveMaxPool2d --------------------------------------------------------------------
+LUCID_REGISTER_OP(AdaptiveMaxPool2d, [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.save = kSaveOutputs;
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    check_pool_input("adaptive_max_pool2d", in[0]);
+    const IntList& o = a.ints("output_size");
+    check_len2("adaptive_max_pool2d", "output_size", o, 1);
+    Shape s = with_spatial(in[0].shape(), o[0], o[1]);
+    return std::vector<TensorMeta>{{s, in[0].dtype()}, {s, DType::Int64}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) {
+    LUCID_DISPATCH_FLOATING(out[0].dtype(), "adaptive_max_pool2d", [&] { adaptive_max_kernel<scalar_t>(in[0], out[0], out[1]); });
+  };
+  d.vjp = [](const VjpContext& c) {
+    return TensorList{dispatch1(OpId::MaxPool2dBackward, {c.grads[0], c.outputs[1]},
+                                {{"input_shape", c.input_meta[0].shape}})};
+  };
+  return d;
+}());
+
+std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, IntList output_size) {
+  LUCID_CHECK(x.ndim() == 3 || x.ndim() == 4, ValueError,
+              "adaptive_max_pool2d: argument 'input' expected a 3-D (unbatched) or 4-D (batched) tensor, got ", x.ndim(),
+              "-D ", shape_str(x.shape()));
+  LUCID_CHECK(output_size.size() == 2, ValueError, "adaptive_max_pool2d: argument 'output_size' expected 2 values, got ",
+              output_size.size());
+  for (int i = 0; i < 2; ++i)
+    if (output_size[i] <= 0) output_size[i] = x.shape()[x.ndim() - 2 + i];
+  TensorList r = dispatch(OpId::AdaptiveMaxPool2d, {x}, {{"output_size", output_size}});
+  return {r[0], r[1]};
+}
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
   LUCID_CHECK(x.ndim() == 3 || x.ndim() == 4, ValueError,

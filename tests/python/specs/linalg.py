@@ -2,7 +2,7 @@
 LinearFused, Conv / ConvBackwardInput / ConvBackwardWeight / ConvTranspose, and the pooling ops
 with their backward partners. Rows named *_gx / *_gw / *_bwd differentiate a first-order
 gradient (create_graph=True), which exercises the VJPs of the backward ops themselves."""
-from op_specs import OpSpec, Sample, arr
+from op_specs import OpSpec, Sample, arr, positive
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 
@@ -197,6 +197,20 @@ def _pool1d_samples(rng, dt):
             Sample([perm((3, 8))], {"kernel_size": 2, "ceil_mode": True})]
 
 
+def _adaptive_max_samples(rng, dt):
+    def perm(shape):
+        n = 1
+        for v in shape:
+            n *= v
+        return (rng.permutation(n).reshape(shape) * 0.1 - 1.0).astype("float32" if dt in ("float16", "bfloat16") else dt)
+    return [Sample([perm((1, 2, 5, 7))], {"output_size": 3}), Sample([perm((2, 6, 5))], {"output_size": (2, None)}),
+            Sample([perm((2, 1, 4, 4))], {"output_size": (4, 3)})]
+
+
+def _pool1d_samples_plain(rng, dt):
+    return [Sample([s.args[0]]) for s in _pool1d_samples(rng, dt)]
+
+
 SPECS = [
     OpSpec("matmul", ["Matmul"], lambda l, a, b: l.matmul(a, b), lambda t, a, b: t.matmul(a, b), _matmul_samples,
            dtypes=FLOATS + ("int64",)),
@@ -271,4 +285,17 @@ SPECS = [
     OpSpec("adaptive_avg_pool1d", ["AdaptiveAvgPool2d", "Reshape"], lambda l, x: l.adaptive_avg_pool1d(x, 4),
            lambda t, x: _F(t).adaptive_avg_pool1d(x, 4),
            lambda rng, dt: [Sample([arr(rng, (2, 3, 10), dt)]), Sample([arr(rng, (3, 7), dt)])]),
+    OpSpec("adaptive_max_pool2d", ["AdaptiveMaxPool2d", "MaxPool2dBackward"],
+           lambda l, x, **k: l.adaptive_max_pool2d(x, return_indices=True, **k),
+           lambda t, x, **k: _F(t).adaptive_max_pool2d(x, return_indices=True, **k), _adaptive_max_samples,
+           dtypes=FLOATS),
+    OpSpec("adaptive_max_pool1d", ["AdaptiveMaxPool2d", "Reshape"],
+           lambda l, x: l.adaptive_max_pool1d(x, 3, return_indices=True),
+           lambda t, x: _F(t).adaptive_max_pool1d(x, 3, return_indices=True), _pool1d_samples_plain),
+    OpSpec("lp_pool2d", ["AvgPool2d"], lambda l, x, **k: l.lp_pool2d(x, **k), lambda t, x, **k: _F(t).lp_pool2d(x, **k),
+           lambda rng, dt: [Sample([positive(rng, (1, 2, 6, 5), dt)], {"norm_type": 2, "kernel_size": 2}),
+                            Sample([positive(rng, (2, 5, 7), dt)], {"norm_type": 3.0, "kernel_size": (3, 2), "stride": 2,
+                                                                    "ceil_mode": True})]),
+    OpSpec("lp_pool1d", ["AvgPool2d"], lambda l, x, **k: l.lp_pool1d(x, **k), lambda t, x, **k: _F(t).lp_pool1d(x, **k),
+           lambda rng, dt: [Sample([positive(rng, (2, 3, 9), dt)], {"norm_type": 2, "kernel_size": 3, "stride": 2})]),
 ]
