@@ -10,7 +10,7 @@ from lucid._C import matmul, mm, bmm, mv, dot, addmm  # noqa: F401
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool1d", "avg_pool1d",
-           "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d"]
+           "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d", "unfold", "fold"]
 
 
 def linear(input, weight, bias=None):
@@ -128,3 +128,13 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     k = _single(kernel_size, "lp_pool1d")
     out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
     return (lucid.sign(out) * lucid.relu(lucid.abs(out))).mul(k).pow(1.0 / norm_type)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.unfold (im2col): [N, C, H, W] -> [N, C*kh*kw, L]."""
+    return _C._unfold(input, kernel_size, dilation, padding, stride)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.fold (col2im, overlaps summed): [N, C*kh*kw, L] -> [N, C, H, W]."""
+    return _C._fold(input, output_size, kernel_size, dilation, padding, stride)

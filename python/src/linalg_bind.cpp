@@ -163,6 +163,16 @@ LUCID_BINDER(linalg) {
   m.def("_adaptive_avg_pool2d", [](const Tensor& x, nb::handle output_size) {
     return adaptive_avg_pool2d(x, adaptive_size(output_size, "adaptive_avg_pool2d"));
   });
+  m.def("_unfold", [](const Tensor& x, nb::handle k, nb::handle d, nb::handle p, nb::handle s) {
+    const char* op = "unfold";
+    return unfold(x, int_tuple(k, 2, op, "kernel_size"), int_tuple(d, 2, op, "dilation"), int_tuple(p, 2, op, "padding"),
+                  int_tuple(s, 2, op, "stride"));
+  });
+  m.def("_fold", [](const Tensor& x, nb::handle os, nb::handle k, nb::handle d, nb::handle p, nb::handle s) {
+    const char* op = "fold";
+    return fold(x, int_tuple(os, 2, op, "output_size"), int_tuple(k, 2, op, "kernel_size"), int_tuple(d, 2, op, "dilation"),
+                int_tuple(p, 2, op, "padding"), int_tuple(s, 2, op, "stride"));
+  });
   m.def("_adaptive_max_pool2d", [](const Tensor& x, nb::handle output_size) {
     auto r = adaptive_max_pool2d(x, adaptive_size(output_size, "adaptive_max_pool2d"));
     return nb::make_tuple(r.first, r.second);

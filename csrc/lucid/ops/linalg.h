@@ -40,6 +40,10 @@ Tensor conv_nd(int nspatial, const Tensor& x, const Tensor& w, const Tensor& bia
 Tensor conv_transpose_nd(int nspatial, const Tensor& x, const Tensor& w, const Tensor& bias, IntList stride,
                          IntList padding, IntList output_padding, int64_t groups, IntList dilation);
 
+// ---- unfold / fold (conv_fold.cpp): torch.nn.functional.unfold / fold ----
+Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride);
+Tensor fold(const Tensor& x, IntList output_size, IntList kernel_size, IntList dilation, IntList padding, IntList stride);
+
 // ---- pooling (pool_ops.cpp); 2-D, input [N, C, H, W] or [C, H, W] ----
 // Returns {values, indices}; indices index the flattened H*W plane (as in PyTorch).
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel, IntList stride, IntList padding,
