@@ -27,15 +27,27 @@ OpId op_from_name(const std::string& name) {
 const OpDef& op_def(OpId id) { return table()[static_cast<int>(id)]; }
 bool op_registered(OpId id) { return table()[static_cast<int>(id)].name != nullptr; }
 
+// Python names that are not the snake_case of the OpId name.
+static const char* api_name_override(const char* n) {
+  static const std::pair<const char*, const char*> table[] = {
+      {"IsNan", "isnan"}, {"IsInf", "isinf"}, {"LogSigmoid", "logsigmoid"}, {"LogSumExp", "logsumexp"},
+      {"RandInt", "randint"}, {"RandPerm", "randperm"}, {"MaxDim", "max"}, {"MinDim", "min"},
+      {"IndexGather", "index"}, {"IndexPut", "index_put_"}, {"Conv", "conv"}};
+  for (auto& [k, v] : table)
+    if (std::string(k) == n) return v;
+  return nullptr;
+}
+
 static const char* snake_name(int i) {
   static std::array<std::string, kNumOps> names;
   std::string& out = names[i];
+  if (const char* o = api_name_override(kOpNames[i])) return o;
   if (out.empty()) {
     const char* n = kOpNames[i];
     for (size_t k = 0; n[k]; ++k) {
       char c = n[k];
       if (c >= 'A' && c <= 'Z') {
-        if (k > 0 && !(n[k - 1] >= '0' && n[k - 1] <= '9')) out.push_back('_');
+        if (k > 0) out.push_back('_');
         out.push_back(static_cast<char>(c - 'A' + 'a'));
       } else {
         out.push_back(c);
