@@ -6,3 +6,8 @@ from lucid._ops_creation import *  # noqa: F401,F403
 from lucid._ops_movement import *  # noqa: F401,F403
 from lucid._ops_linalg import *  # noqa: F401,F403
 from lucid._ops_nn import *  # noqa: F401,F403
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    """lucid.sum(input, dim=None, keepdim=False, dtype=None), as torch.sum."""
+    return input.sum(dim=dim, keepdim=keepdim, dtype=dtype)

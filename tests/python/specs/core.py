@@ -31,7 +31,7 @@ SPECS = [
            lambda t, a: a.permute(1, 0).reshape(-1), lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])]),
     OpSpec("permute", ["Permute"], lambda l, a: a.permute(2, 0, 1) * 1.0, lambda t, a: a.permute(2, 0, 1) * 1.0,
            lambda rng, dt: [Sample([arr(rng, (2, 3, 4), dt)])]),
-    OpSpec("sum", ["Sum"], lambda l, a, **k: a.sum(**k), lambda t, a, **k: a.sum(**k),
+    OpSpec("sum", ["Sum"], lambda l, a, **k: l.sum(a, **k), lambda t, a, **k: t.sum(a, **k),
            lambda rng, dt: [Sample([arr(rng, (3, 4, 5), dt)]), Sample([arr(rng, (3, 4, 5), dt)], {"dim": 1}),
                             Sample([arr(rng, (3, 4, 5), dt)], {"dim": (0, 2), "keepdim": True})],
            dtypes=("float32", "float64", "int64")),
