@@ -5,6 +5,7 @@
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/scalar_math.h"
+#include "lucid/ops/view_util.h"
 
 namespace lucid {
 
@@ -109,29 +110,28 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 }
 
 // ---- Reshape ------------------------------------------------------------------------------
-static Shape infer_reshape(const Shape& from, IntList to) {
+Shape infer_reshape_shape(const char* op, const Shape& from, IntList to) {
   int64_t n = numel_of(from), known = 1, infer_at = -1;
   for (size_t i = 0; i < to.size(); ++i) {
     if (to[i] == -1) {
-      LUCID_CHECK(infer_at < 0, ValueError, "reshape: only one dimension can be inferred (-1), got ", shape_str(to));
+      LUCID_CHECK(infer_at < 0, ValueError, op, ": only one dimension can be inferred (-1), got ", shape_str(to));
       infer_at = static_cast<int64_t>(i);
     } else {
-      LUCID_CHECK(to[i] >= 0, ValueError, "reshape: invalid size ", to[i], " in ", shape_str(to));
+      LUCID_CHECK(to[i] >= 0, ValueError, op, ": invalid size ", to[i], " in ", shape_str(to));
       known *= to[i];
     }
   }
   if (infer_at >= 0) {
-    LUCID_CHECK(known != 0 && n % known == 0, ValueError, "reshape: shape ", shape_str(to),
+    LUCID_CHECK(known != 0 && n % known == 0, ValueError, op, ": shape ", shape_str(to),
                 " is invalid for input of size ", n);
     to[infer_at] = n / known;
   }
-  LUCID_CHECK(numel_of(to) == n, ValueError, "reshape: shape ", shape_str(to), " is invalid for input of size ", n,
+  LUCID_CHECK(numel_of(to) == n, ValueError, op, ": shape ", shape_str(to), " is invalid for input of size ", n,
               " (shape ", shape_str(from), ")");
   return to;
 }
 
-// Strides for viewing x as `shape` without a copy, if possible (PyTorch's computeStride).
-static bool view_strides(const Tensor& x, const Shape& shape, Strides& out) {
+bool view_strides(const Tensor& x, const Shape& shape, Strides& out) {
   const Shape& os = x.shape();
   const Strides& ost = x.strides();
   out.assign(shape.size(), 0);
@@ -167,7 +167,7 @@ LUCID_REGISTER_OP(Reshape, [] {
   d.lowering = Lowering::View;
   d.view = [](const TensorList& in, const Attrs& a) {
     const Tensor& x = in[0];
-    Shape shape = infer_reshape(x.shape(), a.ints("shape"));
+    Shape shape = infer_reshape_shape("reshape", x.shape(), a.ints("shape"));
     Strides st;
     if (view_strides(x, shape, st)) return TensorList{Tensor::make_view(x, shape, st, x.offset())};
     Tensor c = x.contiguous_data();

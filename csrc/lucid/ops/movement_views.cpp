@@ -7,6 +7,7 @@
 
 #include "lucid/ops/movement.h"
 #include "lucid/ops/movement_util.h"
+#include "lucid/ops/view_util.h"
 
 namespace lucid {
 
@@ -49,55 +50,6 @@ void add_into(const Tensor& dst, const Tensor& src) {
 }  // namespace mv
 
 // ---- View ---------------------------------------------------------------------------------
-static Shape infer_view_shape(const char* op, const Shape& from, IntList to) {
-  int64_t n = numel_of(from), known = 1, infer_at = -1;
-  for (size_t i = 0; i < to.size(); ++i) {
-    if (to[i] == -1) {
-      LUCID_CHECK(infer_at < 0, ValueError, op, ": only one dimension can be inferred (-1), got ", shape_str(to));
-      infer_at = static_cast<int64_t>(i);
-    } else {
-      LUCID_CHECK(to[i] >= 0, ValueError, op, ": invalid size ", to[i], " in ", shape_str(to));
-      known *= to[i];
-    }
-  }
-  if (infer_at >= 0) {
-    LUCID_CHECK(known != 0 && n % known == 0, ValueError, op, ": shape ", shape_str(to),
-                " is invalid for input of size ", n);
-    to[infer_at] = n / known;
-  }
-  LUCID_CHECK(numel_of(to) == n, ValueError, op, ": shape ", shape_str(to), " is invalid for input of size ", n,
-              " (shape ", shape_str(from), ")");
-  return to;
-}
-
-// Strides for viewing x as `shape` without a copy, if possible (PyTorch's computeStride).
-static bool view_strides(const Tensor& x, const Shape& shape, Strides& out) {
-  const Shape& os = x.shape();
-  const Strides& ost = x.strides();
-  out.assign(shape.size(), 0);
-  if (x.numel() == 0 || os.empty()) { out = contiguous_strides(shape); return true; }
-  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
-  int64_t chunk_base_stride = ost.back();
-  int64_t tensor_numel = 1, view_numel = 1;
-  for (int64_t td = static_cast<int64_t>(os.size()) - 1; td >= 0; --td) {
-    tensor_numel *= os[td];
-    if (td == 0 || (os[td - 1] != 1 && ost[td - 1] != tensor_numel * chunk_base_stride)) {
-      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
-        out[view_d] = view_numel * chunk_base_stride;
-        view_numel *= shape[view_d];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return false;
-      if (td > 0) {
-        chunk_base_stride = ost[td - 1];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  return view_d == -1;
-}
-
 static TensorList reshape_grad(const VjpContext& c) { return {reshape(c.grads[0], c.input_meta[0].shape)}; }
 
 LUCID_REGISTER_OP(View, [] {
@@ -106,7 +58,7 @@ LUCID_REGISTER_OP(View, [] {
   d.lowering = Lowering::View;
   d.view = [](const TensorList& in, const Attrs& a) {
     const Tensor& x = in[0];
-    Shape shape = infer_view_shape("view", x.shape(), a.ints("shape"));
+    Shape shape = infer_reshape_shape("view", x.shape(), a.ints("shape"));
     Strides st;
     LUCID_CHECK(view_strides(x, shape, st), Error, "view: size ", shape_str(shape),
                 " is not compatible with the input's size ", shape_str(x.shape()), " and stride ",
@@ -192,7 +144,7 @@ Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes) {
   int64_t d = wrap_dim(dim, x.ndim(), "unflatten");
   LUCID_CHECK(!sizes.empty(), ValueError, "unflatten: argument 'sizes' must be non-empty");
   Shape out(x.shape().begin(), x.shape().begin() + d);
-  Shape sz = infer_view_shape("unflatten", {x.shape()[d]}, sizes);
+  Shape sz = infer_reshape_shape("unflatten", {x.shape()[d]}, sizes);
   out.insert(out.end(), sz.begin(), sz.end());
   out.insert(out.end(), x.shape().begin() + d + 1, x.shape().end());
   return view(x, out);
