@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds lucid with AddressSanitizer + UndefinedBehaviorSanitizer (build/asan) and runs the C++
 # tests and the Python suite (or the pytest args given) against that build.
-# Usage: bash scripts/sanitize.sh [pytest args]      e.g. bash scripts/sanitize.sh -k autograd
+# Usage: bash scripts/sanitize.sh [pytest args]   (default: the whole tests/python suite)
+#        e.g. bash scripts/sanitize.sh tests/python/test_autograd.py -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/asan
@@ -20,4 +21,4 @@ cp -r python/lucid "$PKG/lucid"
 rm -f "$PKG"/lucid/_C*.so
 cp "$B"/ext/_C*.so "$PKG/lucid/"
 LD_PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)" \
-  PYTHONPATH="$PWD/$PKG" python3 -m pytest tests/python -q -p no:cacheprovider "$@"
+  PYTHONPATH="$PWD/$PKG" python3 -m pytest -q -p no:cacheprovider "${@:-tests/python}"
