@@ -1,0 +1,123 @@
+// Graph construction, verifier and canonical hash (the printer and parser are in text.cpp).
+#include "lucid/compile/ir/graph.h"
+
+#include <cstring>
+
+namespace lucid::ir {
+
+int Graph::add_value(Value v) {
+  values_.push_back(std::move(v));
+  return static_cast<int>(values_.size()) - 1;
+}
+
+int Graph::add_input(const Shape& shape, DType dtype) {
+  int id = add_value({ValueKind::Input, shape, dtype, -1, 0, static_cast<int>(inputs_.size())});
+  inputs_.push_back(id);
+  return id;
+}
+
+int Graph::add_state(const Shape& shape, DType dtype) {
+  int id = add_value({ValueKind::State, shape, dtype, -1, 0, static_cast<int>(states_.size())});
+  states_.push_back(id);
+  return id;
+}
+
+int Graph::add_const(const Tensor& data) {
+  int id = add_value({ValueKind::Const, data.shape(), data.dtype(), -1, 0, static_cast<int>(consts_.size())});
+  consts_.push_back(id);
+  const_data_.push_back(data);
+  return id;
+}
+
+std::vector<int> Graph::add_node(OpId op, std::vector<int> inputs, Attrs attrs, const std::vector<TensorMeta>& outs) {
+  int n = static_cast<int>(nodes_.size());
+  Node node{op, std::move(attrs), std::move(inputs), {}};
+  for (size_t k = 0; k < outs.size(); ++k)
+    node.outputs.push_back(add_value({ValueKind::Node, outs[k].shape, outs[k].dtype, n, static_cast<int>(k), -1}));
+  nodes_.push_back(std::move(node));
+  return nodes_.back().outputs;
+}
+
+void verify(const Graph& g) {
+  const auto& vals = g.values();
+  int nv = static_cast<int>(vals.size());
+  std::vector<bool> defined(nv, false);
+  for (int id : g.inputs()) defined.at(id) = true;
+  for (int id : g.states()) defined.at(id) = true;
+  for (int id : g.consts()) defined.at(id) = true;
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    const Node& node = g.nodes()[n];
+    LUCID_CHECK(op_registered(node.op), Error, "verify: node ", n, " has an unregistered op");
+    for (int in : node.inputs) {
+      if (in == -1) continue;
+      LUCID_CHECK(in >= 0 && in < nv, Error, "verify: node ", n, " (", op_name(node.op), ") reads value %", in,
+                  " which does not exist");
+      LUCID_CHECK(defined[in], Error, "verify: node ", n, " (", op_name(node.op), ") reads %", in, " before it is defined");
+    }
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      int out = node.outputs[k];
+      LUCID_CHECK(out >= 0 && out < nv && !defined[out], Error, "verify: node ", n, " (", op_name(node.op),
+                  ") defines %", out, " twice or out of range");
+      const Value& v = vals[out];
+      LUCID_CHECK(v.kind == ValueKind::Node && v.producer == static_cast<int>(n) && v.output_index == static_cast<int>(k),
+                  Error, "verify: %", out, " does not record node ", n, " output ", k, " as its producer");
+      defined[out] = true;
+    }
+  }
+  for (int id : g.outputs())
+    LUCID_CHECK(id >= 0 && id < nv && defined[id], Error, "verify: graph output %", id, " is not defined");
+  for (const Assign& a : g.assigns()) {
+    LUCID_CHECK(a.state >= 0 && a.state < nv && vals[a.state].kind == ValueKind::State, Error,
+                "verify: assign target %", a.state, " is not a state value");
+    LUCID_CHECK(a.value >= 0 && a.value < nv && defined[a.value], Error, "verify: assign reads undefined %", a.value);
+    LUCID_CHECK(vals[a.state].shape == vals[a.value].shape && vals[a.state].dtype == vals[a.value].dtype, Error,
+                "verify: assign %", a.state, " <- %", a.value, " changes shape or dtype");
+  }
+}
+
+namespace {
+struct Hasher {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  void bytes(const void* p, size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) { h ^= c[i]; h *= 1099511628211ULL; }
+  }
+  void i64(int64_t v) { bytes(&v, sizeof v); }
+  void meta(const Value& v) {
+    i64(static_cast<int64_t>(v.kind));
+    i64(static_cast<int64_t>(v.dtype));
+    i64(static_cast<int64_t>(v.shape.size()));
+    for (int64_t d : v.shape) i64(d);
+  }
+};
+}  // namespace
+
+uint64_t canonical_hash(const Graph& g) {
+  Hasher hs;
+  // Values are numbered in definition order, so ids are already canonical.
+  hs.i64(static_cast<int64_t>(g.inputs().size()));
+  for (int id : g.inputs()) { hs.i64(id); hs.meta(g.value(id)); }
+  hs.i64(static_cast<int64_t>(g.states().size()));
+  for (int id : g.states()) { hs.i64(id); hs.meta(g.value(id)); }
+  hs.i64(static_cast<int64_t>(g.consts().size()));
+  for (int id : g.consts()) {
+    hs.i64(id);
+    hs.meta(g.value(id));
+    Tensor c = g.const_data(g.value(id).slot).contiguous_data();
+    hs.bytes(c.data_ptr(), static_cast<size_t>(c.numel()) * itemsize(c.dtype()));
+  }
+  for (const Node& n : g.nodes()) {
+    hs.i64(static_cast<int64_t>(n.op));
+    hs.i64(static_cast<int64_t>(n.attrs.hash()));
+    hs.i64(static_cast<int64_t>(n.inputs.size()));
+    for (int in : n.inputs) hs.i64(in);
+    for (int out : n.outputs) { hs.i64(out); hs.meta(g.value(out)); }
+  }
+  hs.i64(-1);
+  for (int id : g.outputs()) hs.i64(id);
+  hs.i64(-2);
+  for (const Assign& a : g.assigns()) { hs.i64(a.state); hs.i64(a.value); }
+  return hs.h;
+}
+
+}  // namespace lucid::ir

@@ -1,0 +1,87 @@
+// The compiler's IR: an SSA graph recorded from dispatched ops. Values carry shape and dtype;
+// nodes carry an OpId and typed attributes (the op's own Attrs). Graph inputs are the call's
+// tensor arguments; bound state (parameters, buffers, optimizer state, RNG state) is a separate
+// kind of value read at every call; constants are literals built from Python data. Writes to
+// bound state are explicit `assign` records, so no side effect is dropped. The text form
+// (printer.cpp / parser.cpp) round-trips; canonical_hash keys the executable cache on the whole
+// graph (wiring, attributes, shapes, outputs, assigns), never on the op sequence alone.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+#include "lucid/ops/op_def.h"
+
+namespace lucid::ir {
+
+enum class ValueKind : uint8_t { Input, State, Const, Node };
+
+struct Value {
+  ValueKind kind = ValueKind::Node;
+  Shape shape;
+  DType dtype = DType::Float32;
+  int producer = -1;      // node index (kind Node)
+  int output_index = 0;   // which output of the producer
+  int slot = -1;          // index into inputs / states / consts (other kinds)
+};
+
+struct Node {
+  OpId op{};
+  Attrs attrs;
+  std::vector<int> inputs;   // value ids; -1 = absent optional input (None)
+  std::vector<int> outputs;  // value ids
+};
+
+struct Assign {
+  int state = -1;  // value id of a State value
+  int value = -1;  // value written into it
+};
+
+class Graph {
+ public:
+  int add_input(const Shape& shape, DType dtype);
+  int add_state(const Shape& shape, DType dtype);
+  int add_const(const Tensor& data);  // keeps the payload
+  std::vector<int> add_node(OpId op, std::vector<int> inputs, Attrs attrs, const std::vector<TensorMeta>& outs);
+  void add_assign(int state, int value) { assigns_.push_back({state, value}); }
+  void set_outputs(std::vector<int> outs) { outputs_ = std::move(outs); }
+
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<int>& inputs() const { return inputs_; }
+  const std::vector<int>& states() const { return states_; }
+  const std::vector<int>& consts() const { return consts_; }
+  const std::vector<int>& outputs() const { return outputs_; }
+  const std::vector<Assign>& assigns() const { return assigns_; }
+  const Tensor& const_data(int slot) const { return const_data_[slot]; }
+  const Value& value(int id) const { return values_[id]; }
+
+ private:
+  int add_value(Value v);
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<int> inputs_, states_, consts_, outputs_;
+  std::vector<Assign> assigns_;
+  std::vector<Tensor> const_data_;
+};
+
+// Text form, e.g.
+//   graph(%0: float32[2,3] input, %1: float32[3] state, %2: float64[] const=1.5) {
+//     %3 = Add(%0, %1) : float32[2,3]
+//     %4, %5 = MaxDim(%3) {dim=1, keepdim=false} : float32[2], int64[2]
+//     assign %1 <- %4
+//     return (%3, %5)
+//   }
+std::string print(const Graph& g);
+Graph parse(const std::string& text);  // raises ValueError with the line and what was expected
+
+// Structural checks: every value defined exactly once before use, ids in range, producers and
+// output indices consistent, assigns target state values of the same shape and dtype. Raises Error.
+void verify(const Graph& g);
+
+// Stable hash of the whole graph; equal graphs (up to nothing) hash equal, and two graphs with
+// the same op sequence but different wiring, attributes, shapes or outputs do not.
+uint64_t canonical_hash(const Graph& g);
+
+}  // namespace lucid::ir

@@ -1,0 +1,259 @@
+// IR text printer and parser. The parser accepts exactly what the printer writes (plus free
+// whitespace), so pass tests can be written as IR text in -> pass -> IR text out.
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "lucid/compile/ir/graph.h"
+
+namespace lucid::ir {
+
+static std::string type_str(const Value& v) {
+  std::ostringstream os;
+  os << dtype_name(v.dtype) << "[";
+  for (size_t i = 0; i < v.shape.size(); ++i) os << (i ? "," : "") << v.shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::string print(const Graph& g) {
+  std::ostringstream os;
+  os.precision(17);
+  os << "graph(";
+  bool first = true;
+  auto header = [&](int id, const char* kind) {
+    os << (first ? "" : ", ") << "%" << id << ": " << type_str(g.value(id)) << " " << kind;
+    first = false;
+  };
+  for (int id : g.inputs()) header(id, "input");
+  for (int id : g.states()) header(id, "state");
+  for (int id : g.consts()) {
+    header(id, "const");
+    const Tensor& c = g.const_data(g.value(id).slot);
+    if (c.numel() == 1) {
+      double v = 0;
+      LUCID_DISPATCH_ALL(c.dtype(), "print", [&] { v = static_cast<double>(static_cast<compute_t<scalar_t>>(*c.contiguous_data().data<scalar_t>())); });
+      os << "=" << v;
+    }
+  }
+  os << ") {\n";
+  for (const Node& n : g.nodes()) {
+    os << "  ";
+    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << "%" << n.outputs[k];
+    os << " = " << op_name(n.op) << "(";
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      os << (k ? ", " : "");
+      if (n.inputs[k] < 0) os << "none";
+      else os << "%" << n.inputs[k];
+    }
+    os << ")";
+    if (!n.attrs.items().empty()) os << " " << n.attrs.str();
+    os << " : ";
+    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << type_str(g.value(n.outputs[k]));
+    os << "\n";
+  }
+  for (const Assign& a : g.assigns()) os << "  assign %" << a.state << " <- %" << a.value << "\n";
+  os << "  return (";
+  for (size_t k = 0; k < g.outputs().size(); ++k) os << (k ? ", " : "") << "%" << g.outputs()[k];
+  os << ")\n}\n";
+  return os.str();
+}
+
+namespace {
+
+struct Parser {
+  const std::string& s;
+  size_t i = 0;
+  std::vector<int> remap;  // text id -> graph id
+
+  [[noreturn]] void fail(const std::string& what) {
+    size_t line = 1;
+    for (size_t k = 0; k < i && k < s.size(); ++k) line += s[k] == '\n';
+    throw ValueError(str("ir.parse: line ", line, ": expected ", what, " near '", s.substr(i, 20), "'"));
+  }
+  void ws() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
+  bool peek(const char* t) { ws(); return s.compare(i, std::strlen(t), t) == 0; }
+  void expect(const char* t) { if (!peek(t)) fail(str("'", t, "'")); i += std::strlen(t); }
+  bool accept(const char* t) { if (!peek(t)) return false; i += std::strlen(t); return true; }
+  std::string ident() {
+    ws();
+    size_t b = i;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    if (b == i) fail("a name");
+    return s.substr(b, i - b);
+  }
+  int64_t integer() {
+    ws();
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str() + i, &end, 10);
+    if (end == s.c_str() + i) fail("an integer");
+    i = end - s.c_str();
+    return v;
+  }
+  int value_ref() {
+    expect("%");
+    int64_t t = integer();
+    if (t < 0 || t >= static_cast<int64_t>(remap.size()) || remap[t] < 0) fail(str("a defined value, not %", t));
+    return remap[t];
+  }
+  int new_value_ref() {
+    expect("%");
+    int64_t t = integer();
+    if (t < 0) fail("a value id");
+    return static_cast<int>(t);
+  }
+  void bind(int text_id, int graph_id) {
+    if (static_cast<int>(remap.size()) <= text_id) remap.resize(text_id + 1, -1);
+    if (remap[text_id] >= 0) fail(str("%", text_id, " to be defined only once"));
+    remap[text_id] = graph_id;
+  }
+  TensorMeta type() {
+    TensorMeta m;
+    m.dtype = dtype_from_name(ident());
+    expect("[");
+    if (!accept("]")) {
+      do m.shape.push_back(integer()); while (accept(","));
+      expect("]");
+    }
+    return m;
+  }
+  AttrValue attr_value() {
+    ws();
+    if (accept("[")) {
+      IntList l;
+      if (!accept("]")) {
+        do l.push_back(integer()); while (accept(","));
+        expect("]");
+      }
+      return l;
+    }
+    if (accept("\"")) {
+      size_t b = i;
+      while (i < s.size() && s[i] != '"') ++i;
+      std::string v = s.substr(b, i - b);
+      expect("\"");
+      return v;
+    }
+    if (std::isalpha(static_cast<unsigned char>(s[i]))) {
+      std::string w = ident();
+      if (w == "true") return true;
+      if (w == "false") return false;
+      if (w == "inf") return std::numeric_limits<double>::infinity();
+      if (w == "nan") return std::nan("");
+      return dtype_from_name(w);
+    }
+    size_t b = i;
+    if (s[i] == '-' || s[i] == '+') ++i;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '+')) ++i;
+    std::string tok = s.substr(b, i - b);
+    if (tok == "-inf") return -std::numeric_limits<double>::infinity();
+    bool is_float = tok.find_first_of(".eEn") != std::string::npos;
+    if (is_float) return std::strtod(tok.c_str(), nullptr);
+    return static_cast<int64_t>(std::strtoll(tok.c_str(), nullptr, 10));
+  }
+  Attrs attrs() {
+    Attrs a;
+    if (!accept("{")) return a;
+    if (accept("}")) return a;
+    do {
+      std::string k = ident();
+      expect("=");
+      a.set(k, attr_value());
+    } while (accept(","));
+    expect("}");
+    return a;
+  }
+
+  Graph run() {
+    Graph g;
+    expect("graph");
+    expect("(");
+    if (!accept(")")) {
+      do {
+        int tid = new_value_ref();
+        expect(":");
+        TensorMeta m = type();
+        std::string kind = ident();
+        int id;
+        if (kind == "input") {
+          id = g.add_input(m.shape, m.dtype);
+        } else if (kind == "state") {
+          id = g.add_state(m.shape, m.dtype);
+        } else if (kind == "const") {
+          Tensor c = Tensor::empty(m.shape, m.dtype);
+          double v = 0;
+          if (accept("=")) {
+            std::variant<int64_t, double, bool, IntList, DType, std::string> av = attr_value();
+            if (std::holds_alternative<double>(av)) v = std::get<double>(av);
+            else if (std::holds_alternative<int64_t>(av)) v = static_cast<double>(std::get<int64_t>(av));
+            else fail("a number");
+          }
+          LUCID_DISPATCH_ALL(m.dtype, "parse", [&] {
+            scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(v));
+            for (int64_t k = 0; k < c.numel(); ++k) c.data<scalar_t>()[k] = sv;
+          });
+          id = g.add_const(c);
+        } else {
+          fail("input, state or const");
+        }
+        bind(tid, id);
+      } while (accept(","));
+      expect(")");
+    }
+    expect("{");
+    while (true) {
+      if (accept("return")) {
+        expect("(");
+        std::vector<int> outs;
+        if (!accept(")")) {
+          do outs.push_back(value_ref()); while (accept(","));
+          expect(")");
+        }
+        g.set_outputs(outs);
+        expect("}");
+        break;
+      }
+      if (accept("assign")) {
+        int st = value_ref();
+        expect("<-");
+        g.add_assign(st, value_ref());
+        continue;
+      }
+      std::vector<int> outs_text;
+      do outs_text.push_back(new_value_ref()); while (accept(","));
+      expect("=");
+      OpId op = op_from_name(ident());
+      expect("(");
+      std::vector<int> ins;
+      if (!accept(")")) {
+        do {
+          if (accept("none")) ins.push_back(-1);
+          else ins.push_back(value_ref());
+        } while (accept(","));
+        expect(")");
+      }
+      Attrs a = attrs();
+      expect(":");
+      std::vector<TensorMeta> metas;
+      do metas.push_back(type()); while (accept(","));
+      if (metas.size() != outs_text.size()) fail(str(outs_text.size(), " result types"));
+      std::vector<int> outs = g.add_node(op, ins, a, metas);
+      for (size_t k = 0; k < outs.size(); ++k) bind(outs_text[k], outs[k]);
+    }
+    ws();
+    if (i != s.size()) fail("end of text");
+    return g;
+  }
+};
+
+}  // namespace
+
+Graph parse(const std::string& text) {
+  Parser p{text};
+  Graph g = p.run();
+  verify(g);
+  return g;
+}
+
+}  // namespace lucid::ir
