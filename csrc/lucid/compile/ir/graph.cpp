@@ -75,6 +75,17 @@ void verify(const Graph& g) {
   }
 }
 
+std::vector<int> canonical_ids(const Graph& g) {
+  std::vector<int> c(g.values().size(), -1);
+  int next = 0;
+  for (int id : g.inputs()) c[id] = next++;
+  for (int id : g.states()) c[id] = next++;
+  for (int id : g.consts()) c[id] = next++;
+  for (const Node& n : g.nodes())
+    for (int out : n.outputs) c[out] = next++;
+  return c;
+}
+
 namespace {
 struct Hasher {
   uint64_t h = 1469598103934665603ULL;  // FNV-1a
@@ -94,14 +105,14 @@ struct Hasher {
 
 uint64_t canonical_hash(const Graph& g) {
   Hasher hs;
-  // Values are numbered in definition order, so ids are already canonical.
+  std::vector<int> c = canonical_ids(g);
+  auto cid = [&](int id) { return id < 0 ? int64_t{-1} : static_cast<int64_t>(c[id]); };
   hs.i64(static_cast<int64_t>(g.inputs().size()));
-  for (int id : g.inputs()) { hs.i64(id); hs.meta(g.value(id)); }
+  for (int id : g.inputs()) hs.meta(g.value(id));
   hs.i64(static_cast<int64_t>(g.states().size()));
-  for (int id : g.states()) { hs.i64(id); hs.meta(g.value(id)); }
+  for (int id : g.states()) hs.meta(g.value(id));
   hs.i64(static_cast<int64_t>(g.consts().size()));
   for (int id : g.consts()) {
-    hs.i64(id);
     hs.meta(g.value(id));
     Tensor c = g.const_data(g.value(id).slot).contiguous_data();
     hs.bytes(c.data_ptr(), static_cast<size_t>(c.numel()) * itemsize(c.dtype()));
@@ -110,13 +121,13 @@ uint64_t canonical_hash(const Graph& g) {
     hs.i64(static_cast<int64_t>(n.op));
     hs.i64(static_cast<int64_t>(n.attrs.hash()));
     hs.i64(static_cast<int64_t>(n.inputs.size()));
-    for (int in : n.inputs) hs.i64(in);
-    for (int out : n.outputs) { hs.i64(out); hs.meta(g.value(out)); }
+    for (int in : n.inputs) hs.i64(cid(in));
+    for (int out : n.outputs) hs.meta(g.value(out));
   }
   hs.i64(-1);
-  for (int id : g.outputs()) hs.i64(id);
+  for (int id : g.outputs()) hs.i64(cid(id));
   hs.i64(-2);
-  for (const Assign& a : g.assigns()) { hs.i64(a.state); hs.i64(a.value); }
+  for (const Assign& a : g.assigns()) { hs.i64(cid(a.state)); hs.i64(cid(a.value)); }
   return hs.h;
 }
 

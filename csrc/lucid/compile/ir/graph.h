@@ -66,6 +66,11 @@ class Graph {
   std::vector<Tensor> const_data_;
 };
 
+// Canonical numbering of values: inputs, states, constants, then node results in node order.
+// The printer and the hash use it, so a graph and parse(print(graph)) agree however the values
+// were created (a tracer discovers state and constants in the middle of the op stream).
+std::vector<int> canonical_ids(const Graph& g);
+
 // Text form, e.g.
 //   graph(%0: float32[2,3] input, %1: float32[3] state, %2: float64[] const=1.5) {
 //     %3 = Add(%0, %1) : float32[2,3]

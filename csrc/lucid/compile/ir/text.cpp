@@ -18,12 +18,13 @@ static std::string type_str(const Value& v) {
 }
 
 std::string print(const Graph& g) {
+  std::vector<int> c = canonical_ids(g);
   std::ostringstream os;
   os.precision(17);
   os << "graph(";
   bool first = true;
   auto header = [&](int id, const char* kind) {
-    os << (first ? "" : ", ") << "%" << id << ": " << type_str(g.value(id)) << " " << kind;
+    os << (first ? "" : ", ") << "%" << c[id] << ": " << type_str(g.value(id)) << " " << kind;
     first = false;
   };
   for (int id : g.inputs()) header(id, "input");
@@ -40,12 +41,12 @@ std::string print(const Graph& g) {
   os << ") {\n";
   for (const Node& n : g.nodes()) {
     os << "  ";
-    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << "%" << n.outputs[k];
+    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << "%" << c[n.outputs[k]];
     os << " = " << op_name(n.op) << "(";
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       os << (k ? ", " : "");
       if (n.inputs[k] < 0) os << "none";
-      else os << "%" << n.inputs[k];
+      else os << "%" << c[n.inputs[k]];
     }
     os << ")";
     if (!n.attrs.items().empty()) os << " " << n.attrs.str();
@@ -53,9 +54,9 @@ std::string print(const Graph& g) {
     for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << type_str(g.value(n.outputs[k]));
     os << "\n";
   }
-  for (const Assign& a : g.assigns()) os << "  assign %" << a.state << " <- %" << a.value << "\n";
+  for (const Assign& a : g.assigns()) os << "  assign %" << c[a.state] << " <- %" << c[a.value] << "\n";
   os << "  return (";
-  for (size_t k = 0; k < g.outputs().size(); ++k) os << (k ? ", " : "") << "%" << g.outputs()[k];
+  for (size_t k = 0; k < g.outputs().size(); ++k) os << (k ? ", " : "") << "%" << c[g.outputs()[k]];
   os << ")\n}\n";
   return os.str();
 }

@@ -1,0 +1,54 @@
+// Tracer: records every op dispatched on this thread into an ir::Graph while the ops still run
+// eagerly (tracing by execution). Tensors the call passes in are graph inputs; any other tensor
+// an op reads is bound state (parameters, buffers, optimizer state), fed from its current
+// storage at every call, except Python scalars (wrapped numbers), which become constants.
+// In-place writes to bound state become explicit assigns. A host read of a traced value
+// (item, bool, tolist, numpy) means Python control flow may depend on data: the trace records
+// a fallback reason instead of pretending the graph is complete.
+#pragma once
+#include <string>
+#include <unordered_map>
+
+#include "lucid/compile/ir/graph.h"
+#include "lucid/compile/trace/trace_hook.h"
+
+namespace lucid {
+
+class Tracer : public TraceHook {
+ public:
+  int add_input(const Tensor& t);
+  void set_outputs(const TensorList& outs);
+
+  void on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) override;
+  void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) override;
+  void on_host_read(const Tensor& t, const char* what) override;
+
+  const ir::Graph& graph() const { return graph_; }
+  const TensorList& state_feeds() const { return state_feeds_; }  // one per graph state value
+  const std::string& fallback_reason() const { return fallback_; }
+  bool ok() const { return fallback_.empty(); }
+
+ private:
+  int value_of(const Tensor& t);           // lookup, or bind as state / constant
+  void fallback(const std::string& why) { if (fallback_.empty()) fallback_ = why; }
+  ir::Graph graph_;
+  std::unordered_map<const TensorImpl*, int> ids_;      // tensor -> current value id
+  std::unordered_map<const TensorImpl*, int> state_of_;  // bound tensor -> its State value id
+  TensorList keep_alive_;  // every tensor seen, so addresses are not reused during the trace
+  TensorList state_feeds_;
+  std::string fallback_;
+};
+
+// Installs a tracer on this thread for the guard's lifetime (restores the previous hook).
+class TraceGuard {
+ public:
+  explicit TraceGuard(Tracer* t) : prev_(current_trace_hook()) { set_trace_hook(t); }
+  ~TraceGuard() { set_trace_hook(prev_); }
+  TraceGuard(const TraceGuard&) = delete;
+  TraceGuard& operator=(const TraceGuard&) = delete;
+
+ private:
+  TraceHook* prev_;
+};
+
+}  // namespace lucid
