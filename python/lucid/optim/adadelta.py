@@ -1,6 +1,5 @@
 """Adadelta (rho, eps, lr, weight_decay, maximize) with torch's update rule."""
-from lucid.optim.optimizer import Optimizer, _use_grad
-from lucid.optim.adam import _closure_loss
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad
 from lucid.optim import _functional as _f
 
 __all__ = ["Adadelta"]
@@ -26,18 +25,10 @@ class Adadelta(Optimizer):
         loss = _closure_loss(closure)
         for group in self.param_groups:
             lr, rho, eps = group["lr"], group["rho"], group["eps"]
-            weight_decay, maximize = group["weight_decay"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    self._init_step(state)
-                    state["square_avg"] = _f.zeros_like(p)
-                    state["acc_delta"] = _f.zeros_like(p)
+            weight_decay = group["weight_decay"]
+            for p, grad, state in self._params_with_grad(group, "square_avg", "acc_delta"):
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
                 state["step"].add_(1)
-                grad = p.grad if not maximize else -p.grad
                 if weight_decay != 0:
                     grad = grad + p * weight_decay
                 square_avg.mul_(rho)

@@ -1,7 +1,6 @@
 """Adagrad (lr_decay, weight_decay, initial_accumulator_value, maximize) with torch's update rule."""
 import lucid
-from lucid.optim.optimizer import Optimizer, _use_grad, _scalar_dtype
-from lucid.optim.adam import _closure_loss
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad, _scalar_dtype
 from lucid.optim import _functional as _f
 
 __all__ = ["Adagrad"]

@@ -2,7 +2,7 @@
 
 The step count lives in state['step'] as a 0-d tensor and the bias corrections are computed from it
 with tensor math (float64), so no host read happens inside step()."""
-from lucid.optim.optimizer import Optimizer, _use_grad
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad
 from lucid.optim import _functional as _f
 import lucid
 
@@ -20,13 +20,6 @@ def _check(lr, betas, eps, weight_decay):
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
     if not 0.0 <= weight_decay:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-
-
-def _closure_loss(closure):
-    if closure is None:
-        return None
-    with lucid.enable_grad():
-        return closure()
 
 
 class Adam(Optimizer):
@@ -52,19 +45,10 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-            amsgrad, maximize = group["amsgrad"], group["maximize"]
+            amsgrad = group["amsgrad"]
             decoupled = group.get("decoupled_weight_decay", False)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    self._init_step(state)
-                    state["exp_avg"] = _f.zeros_like(p)
-                    state["exp_avg_sq"] = _f.zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _f.zeros_like(p)
-                grad = p.grad if not maximize else -p.grad
+            keys = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+            for p, grad, state in self._params_with_grad(group, *keys):
                 exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
                 step_t.add_(1)
                 if weight_decay != 0:

@@ -1,7 +1,7 @@
 """Adamax (infinity-norm Adam) with torch's update rule."""
 import lucid
-from lucid.optim.optimizer import Optimizer, _use_grad
-from lucid.optim.adam import _closure_loss, _check
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad
+from lucid.optim.adam import _check
 from lucid.optim import _functional as _f
 
 __all__ = ["Adamax"]
@@ -20,17 +20,9 @@ class Adamax(Optimizer):
         loss = _closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, weight_decay, maximize = group["lr"], group["eps"], group["weight_decay"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    self._init_step(state)
-                    state["exp_avg"] = _f.zeros_like(p)
-                    state["exp_inf"] = _f.zeros_like(p)
+            lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+            for p, grad, state in self._params_with_grad(group, "exp_avg", "exp_inf"):
                 exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
-                grad = p.grad if not maximize else -p.grad
                 step_t.add_(1)
                 if weight_decay != 0:
                     grad = grad + p * weight_decay

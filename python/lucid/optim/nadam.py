@@ -1,8 +1,8 @@
 """NAdam (momentum_decay, decoupled_weight_decay) with torch's update rule; mu_product is a 0-d
 float tensor in state, like torch."""
 import lucid
-from lucid.optim.optimizer import Optimizer, _use_grad, _scalar_dtype
-from lucid.optim.adam import _closure_loss, _check
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad, _scalar_dtype
+from lucid.optim.adam import _check
 from lucid.optim import _functional as _f
 
 __all__ = ["NAdam"]

@@ -27,6 +27,14 @@ def _scalar_dtype():
     return lucid.float64 if lucid.get_default_dtype() == lucid.float64 else lucid.float32
 
 
+def _closure_loss(closure):
+    """Evaluates an optimizer closure with grad enabled (step() itself runs under no_grad)."""
+    if closure is None:
+        return None
+    with lucid.enable_grad():
+        return closure()
+
+
 def _use_grad(fn):
     """Run an optimizer step under no_grad (torch's _use_grad_for_differentiable, minus differentiable)."""
     @functools.wraps(fn)
@@ -190,6 +198,21 @@ class Optimizer:
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
 
     # ------------------------------------------------------------------ helpers for subclasses
+    def _params_with_grad(self, group, *state_keys):
+        """(p, grad, state) for each parameter of `group` that has a gradient, as torch's loops
+        do: parameters without .grad are skipped, grad is negated under maximize, and the first
+        visit creates state['step'] and a zero tensor like p for each name in state_keys."""
+        maximize = group.get("maximize", False)
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                self._init_step(state)
+                for key in state_keys:
+                    state[key] = lucid.zeros_like(p)
+            yield p, (-p.grad if maximize else p.grad), state
+
     def _init_step(self, state):
         if "step" not in state:
             state["step"] = lucid.full((), 0.0, dtype=_scalar_dtype())

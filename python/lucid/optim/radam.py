@@ -1,8 +1,8 @@
 """RAdam (rectified Adam, decoupled_weight_decay) with torch's update rule; the rho_t > 5 branch is
 a lucid.where on a 0-d tensor, so it needs no host read."""
 import lucid
-from lucid.optim.optimizer import Optimizer, _use_grad
-from lucid.optim.adam import _closure_loss, _check
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad
+from lucid.optim.adam import _check
 from lucid.optim import _functional as _f
 
 __all__ = ["RAdam"]
@@ -23,16 +23,8 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-            decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    self._init_step(state)
-                    state["exp_avg"] = _f.zeros_like(p)
-                    state["exp_avg_sq"] = _f.zeros_like(p)
-                grad = p.grad if not maximize else -p.grad
+            decoupled = group["decoupled_weight_decay"]
+            for p, grad, state in self._params_with_grad(group, "exp_avg", "exp_avg_sq"):
                 exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
                 step_t.add_(1)
                 step = _f.as_scalar_tensor(step_t)

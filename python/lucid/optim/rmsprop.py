@@ -1,6 +1,5 @@
 """RMSprop (centered, momentum, weight_decay, maximize) with torch's update rule."""
-from lucid.optim.optimizer import Optimizer, _use_grad
-from lucid.optim.adam import _closure_loss
+from lucid.optim.optimizer import Optimizer, _closure_loss, _use_grad
 from lucid.optim import _functional as _f
 
 __all__ = ["RMSprop"]
@@ -29,19 +28,8 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    self._init_step(state)
-                    state["square_avg"] = _f.zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _f.zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = _f.zeros_like(p)
-                grad = p.grad if not maximize else -p.grad
+            keys = ("square_avg",) + (("momentum_buffer",) if momentum > 0 else ()) + (("grad_avg",) if centered else ())
+            for p, grad, state in self._params_with_grad(group, *keys):
                 square_avg = state["square_avg"]
                 state["step"].add_(1)
                 if weight_decay != 0:
