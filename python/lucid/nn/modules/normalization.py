@@ -16,6 +16,20 @@ def _full(shape, value, dtype):
     return lucid.full(tuple(shape), value, dtype=dtype)
 
 
+def _init_affine(module, shape, affine, bias, dtype):
+    """weight = ones(shape) and bias = zeros(shape) as Parameters (or registered None), as every
+    normalisation layer creates them."""
+    module.register_parameter("weight", Parameter(_full(shape, 1.0, dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(_full(shape, 0.0, dtype)) if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        init.zeros_(module.bias)
+
+
 class _BatchNorm(Module):
     _version = 2
     _expected_dims = ()
@@ -28,15 +42,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_full((num_features,), 1.0, dtype))
-            if bias:
-                self.bias = Parameter(_full((num_features,), 0.0, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _init_affine(self, (num_features,), affine, bias, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _full((num_features,), 0.0, dtype))
             self.register_buffer("running_var", _full((num_features,), 1.0, dtype))
@@ -54,10 +60,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         if input.dim() not in self._expected_dims:
@@ -115,21 +118,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_full(self.normalized_shape, 1.0, dtype))
-            if bias:
-                self.bias = Parameter(_full(self.normalized_shape, 0.0, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _init_affine(self, self.normalized_shape, elementwise_affine, bias, dtype)
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -148,21 +140,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_full((num_channels,), 1.0, dtype))
-            if bias:
-                self.bias = Parameter(_full((num_channels,), 0.0, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _init_affine(self, (num_channels,), affine, bias, dtype)
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
