@@ -36,33 +36,25 @@ def _reduction(size_average, reduce, reduction):
     return "mean" if size_average else "sum"
 
 
-def _softmax_dim(ndim):
-    return 0 if ndim in (0, 1, 3) else 1
+def _softmax_args(input, dim, dtype):
+    """torch's legacy default dim (0 for 0-, 1- and 3-d inputs, else 1) and the optional cast."""
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return (input if dtype is None else input.to(dtype)), dim
 
 
 # ---- activations --------------------------------------------------------------------------
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dim is None:
-        dim = _softmax_dim(input.ndim)
-    if dtype is not None:
-        input = input.to(dtype)
-    return _C._nn_softmax(input, dim)
+    return _C._nn_softmax(*_softmax_args(input, dim, dtype))
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dim is None:
-        dim = _softmax_dim(input.ndim)
-    if dtype is not None:
-        input = input.to(dtype)
-    return _C._nn_log_softmax(input, dim)
+    return _C._nn_log_softmax(*_softmax_args(input, dim, dtype))
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    if dim is None:
-        dim = _softmax_dim(input.ndim)
-    if dtype is not None:
-        input = input.to(dtype)
-    return _C._nn_softmax(-input, dim)
+    x, dim = _softmax_args(input, dim, dtype)
+    return _C._nn_softmax(-x, dim)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
