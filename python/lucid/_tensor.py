@@ -94,11 +94,8 @@ Tensor.type = lambda self, dtype=None: self.dtype if dtype is None else self.to_
 Tensor.is_floating_point = lambda self: self.dtype.is_floating_point
 Tensor.element_size = lambda self: self.dtype.itemsize
 Tensor.cpu = lambda self: self
-Tensor.view_as = lambda self, other: self.reshape(other.shape)
 Tensor.expand_as = lambda self, other: self.expand(other.shape)
 Tensor.__hash__ = object.__hash__
-Tensor.t = lambda self: self.transpose(0, 1) if self.ndim == 2 else self
-Tensor.view = lambda self, *shape: self.reshape(*shape)
 
 
 
