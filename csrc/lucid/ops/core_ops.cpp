@@ -4,6 +4,7 @@
 
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/elementwise_util.h"
+#include "lucid/ops/reduce.h"
 #include "lucid/ops/scalar_math.h"
 #include "lucid/ops/view_util.h"
 
@@ -24,31 +25,20 @@ LUCID_REGISTER_OP(Copy, [] {
 Tensor cast(const Tensor& x, DType dtype) { return dispatch1(OpId::Copy, {x}, {{"dtype", dtype}}); }
 
 // ---- SumTo --------------------------------------------------------------------------------
+// The broadcast dims of x relative to the target shape: leading extra dims, and dims where the
+// target has size 1 and x does not. The shared row-reduction driver does the summing.
 static void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   const Tensor& x = in[0];
-  const Tensor& o = out[0];
-  // Accumulate in double for floats (exact enough for gradients), then cast.
-  DType acc_t = is_floating(o.dtype()) ? DType::Float64 : DType::Int64;
-  Tensor acc = Tensor::empty(o.shape(), acc_t);
-  std::memset(acc.data_ptr(), 0, acc.numel() * itemsize(acc_t));
-  Tensor xc = Tensor::empty(x.shape(), acc_t);
-  cpu::copy_into(xc, x);
-  // View acc at x's shape with stride 0 on the reduced dims.
-  int64_t off = x.ndim() - acc.ndim();
-  Strides st(x.ndim(), 0);
-  for (int64_t d = 0; d < acc.ndim(); ++d)
-    st[d + off] = acc.shape()[d] == 1 ? 0 : acc.strides()[d];
-  Tensor accv = Tensor::make_view(acc, x.shape(), st, 0);
-  cpu::StridedIter it({&accv, &xc});
-  auto accumulate = [&](auto tag) {
-    using A = typename decltype(tag)::type;
-    it.for_each([](char** p, const int64_t* s, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<A*>(p[0] + i * s[0]) += *reinterpret_cast<A*>(p[1] + i * s[1]);
-    }, INT64_MAX);  // serial: reduced dims alias the same output element
-  };
-  if (acc_t == DType::Float64) accumulate(std::type_identity<double>{});
-  else accumulate(std::type_identity<int64_t>{});
-  cpu::copy_into(o, acc);
+  const Shape& target = out[0].shape();
+  int64_t lead = x.ndim() - static_cast<int64_t>(target.size());
+  IntList dims;
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (d < lead || (target[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
+  if (dims.empty()) {
+    cpu::copy_into(out[0], x);
+    return;
+  }
+  reduce_sum_into(x, dims, out[0]);
 }
 
 LUCID_REGISTER_OP(SumTo, [] {

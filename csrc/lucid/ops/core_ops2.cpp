@@ -2,8 +2,8 @@
 // helpers the reduce family builds on).
 #include <algorithm>
 
-#include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/reduce.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/scalar_math.h"
 
@@ -127,27 +127,7 @@ Tensor reduction_rows(const Tensor& x, const IntList& dims, int64_t& outer, int6
 }
 
 static void sum_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  const Tensor& x = in[0];
-  IntList dims = reduce_dims(a.ints("dims"), x.ndim(), "sum");
-  int64_t outer, inner;
-  Tensor rows = reduction_rows(x, dims, outer, inner);
-  const Tensor& o = out[0];
-  DType ot = o.dtype();
-  Tensor xr = rows.dtype() == ot ? rows : [&] { Tensor t = Tensor::empty(rows.shape(), ot); cpu::copy_into(t, rows); return t; }();
-  LUCID_DISPATCH_NUMERIC(ot, "sum", [&] {
-    using C = compute_t<scalar_t>;
-    using Acc = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
-    const scalar_t* src = xr.data<scalar_t>();
-    scalar_t* dst = o.data<scalar_t>();
-    parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        Acc acc = 0;
-        const scalar_t* row = src + r * inner;
-        for (int64_t i = 0; i < inner; ++i) acc += static_cast<Acc>(static_cast<C>(row[i]));
-        dst[r] = static_cast<scalar_t>(static_cast<C>(acc));
-      }
-    });
-  });
+  reduce_sum_into(in[0], reduce_dims(a.ints("dims"), in[0].ndim(), "sum"), out[0]);
 }
 
 LUCID_REGISTER_OP(Sum, [] {
