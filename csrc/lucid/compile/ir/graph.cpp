@@ -38,6 +38,13 @@ std::vector<int> Graph::add_node(OpId op, std::vector<int> inputs, Attrs attrs, 
   return nodes_.back().outputs;
 }
 
+std::vector<int> Graph::add_fused(std::vector<int> inputs, std::shared_ptr<const Graph> body,
+                                  const std::vector<TensorMeta>& outs) {
+  std::vector<int> o = add_node(OpId::FusedElementwise, std::move(inputs), Attrs{}, outs);
+  nodes_.back().body = std::move(body);
+  return o;
+}
+
 void verify(const Graph& g) {
   const auto& vals = g.values();
   int nv = static_cast<int>(vals.size());

@@ -7,6 +7,7 @@
 // graph (wiring, attributes, shapes, outputs, assigns), never on the op sequence alone.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,16 @@ struct Value {
   int slot = -1;          // index into inputs / states / consts (other kinds)
 };
 
+class Graph;
+
 struct Node {
   OpId op{};
   Attrs attrs;
   std::vector<int> inputs;   // value ids; -1 = absent optional input (None)
   std::vector<int> outputs;  // value ids
+  // FusedElementwise only: the group as a graph whose inputs are this node's inputs and whose
+  // outputs are this node's outputs (elementwise nodes only). Shared and immutable.
+  std::shared_ptr<const Graph> body;
 };
 
 struct Assign {
@@ -44,6 +50,8 @@ class Graph {
   int add_state(const Shape& shape, DType dtype);
   int add_const(const Tensor& data);  // keeps the payload
   std::vector<int> add_node(OpId op, std::vector<int> inputs, Attrs attrs, const std::vector<TensorMeta>& outs);
+  // FusedElementwise node with its body graph (see Node::body).
+  std::vector<int> add_fused(std::vector<int> inputs, std::shared_ptr<const Graph> body, const std::vector<TensorMeta>& outs);
   void add_assign(int state, int value) { assigns_.push_back({state, value}); }
   void set_outputs(std::vector<int> outs) { outputs_ = std::move(outs); }
 

@@ -1,0 +1,73 @@
+// Compiler passes over the IR, one per file, each with a what-and-why header and IR-text tests
+// (tests/cpp/test_passes.cpp). A pass takes a graph and returns a new one: graphs are values,
+// never edited in place, so a cached executable's graph can't change under it. Every pass
+// keeps the graph's inputs and states in the same slots (the runtime feeds them by slot).
+//
+// Rewriter is the shared "copy with changes" helper: it copies inputs, states and constants,
+// then the pass copies, drops or replaces nodes, remapping value ids as it goes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "lucid/compile/ir/graph.h"
+
+namespace lucid::ir {
+
+class Rewriter {
+ public:
+  explicit Rewriter(const Graph& src);  // copies inputs, states, constants (same slots)
+
+  const Graph& src() const { return src_; }
+  Graph& out() { return out_; }
+  int map(int old) const { return old < 0 ? -1 : map_.at(old); }  // -1 (absent) stays -1
+  std::vector<int> map(const std::vector<int>& old) const;
+  void set(int old, int new_id) { map_.at(old) = new_id; }          // old value now stands for new_id
+  // Copies a source node with its inputs mapped; maps its outputs; returns the new output ids.
+  std::vector<int> copy(const Node& n);
+  // Adds a new node over new-graph ids.
+  std::vector<int> add(OpId op, std::vector<int> inputs, Attrs attrs, const std::vector<TensorMeta>& outs);
+  int add_const(const Tensor& data) { return out_.add_const(data); }
+  TensorMeta meta(int new_id) const { return {out_.value(new_id).shape, out_.value(new_id).dtype}; }
+  // Maps the source's outputs and assigns, verifies, and returns the new graph.
+  Graph finish();
+
+ private:
+  const Graph& src_;
+  Graph out_;
+  std::vector<int> map_;
+};
+
+// Uses of each value: node indices that read it (graph outputs and assigns are not counted here;
+// see is_escaping).
+std::vector<std::vector<int>> value_users(const Graph& g);
+// True for values a pass must keep observable: graph outputs and assigned values.
+std::vector<bool> escaping_values(const Graph& g);
+
+// ---- passes (each in its own .cpp) --------------------------------------------------------
+Graph dead_code_elimination(const Graph& g);        // dce.cpp
+Graph common_subexpression_elimination(const Graph& g);  // cse.cpp
+Graph constant_folding(const Graph& g);             // const_fold.cpp
+Graph fold_batchnorm(const Graph& g);               // bn_fold.cpp: eval BatchNorm into the preceding conv
+Graph absorb_epilogues(const Graph& g);             // epilogue.cpp: bias/activation/residual into oneDNN post-ops
+Graph group_elementwise(const Graph& g);            // ew_group.cpp: elementwise chains -> FusedElementwise
+
+// Memory plan (memory_plan.cpp): where each value lives at run time.
+struct MemoryPlan {
+  static constexpr int64_t kFresh = -1;  // allocated per call (graph outputs and their bases)
+  static constexpr int64_t kAlias = -2;  // a view: shares its base's storage (set by the view op)
+  static constexpr int64_t kExternal = -3;  // input, state or constant: fed, never allocated
+  std::vector<int64_t> offset;  // per value id: byte offset in the arena, or one of the above
+  int64_t arena_bytes = 0;
+  int in_place = 0;  // values that reuse a dying input's buffer in place
+  std::string str(const Graph& g) const;  // one line per node value, for tests and LUCID_DUMP_IR
+};
+MemoryPlan plan_memory(const Graph& g);
+
+// The pipeline lucid.compile runs, in order. `dump` names a pass (or "all") whose output is
+// printed to stderr (LUCID_DUMP_IR).
+struct PassStats {
+  int nodes_before = 0, nodes_after = 0, fused_groups = 0;
+};
+Graph optimize(const Graph& g, const std::string& dump, PassStats* stats);
+
+}  // namespace lucid::ir
