@@ -10,5 +10,6 @@ from lucid._ops import *  # noqa: F401,F403
 from lucid import autograd  # noqa: E402
 from lucid import nn, optim  # noqa: E402  (pylib)
 from lucid.serialization import save, load  # noqa: E402  (pylib)
+from lucid import compile  # noqa: E402,A004  (callable namespace: lucid.compile(model))
 
 __version__ = "0.1.0"

@@ -74,8 +74,9 @@ void verify(const Graph& g) {
   for (int id : g.outputs())
     LUCID_CHECK(id >= 0 && id < nv && defined[id], Error, "verify: graph output %", id, " is not defined");
   for (const Assign& a : g.assigns()) {
-    LUCID_CHECK(a.state >= 0 && a.state < nv && vals[a.state].kind == ValueKind::State, Error,
-                "verify: assign target %", a.state, " is not a state value");
+    LUCID_CHECK(a.state >= 0 && a.state < nv &&
+                    (vals[a.state].kind == ValueKind::State || vals[a.state].kind == ValueKind::Input),
+                Error, "verify: assign target %", a.state, " is not a state or input value");
     LUCID_CHECK(a.value >= 0 && a.value < nv && defined[a.value], Error, "verify: assign reads undefined %", a.value);
     LUCID_CHECK(vals[a.state].shape == vals[a.value].shape && vals[a.state].dtype == vals[a.value].dtype, Error,
                 "verify: assign %", a.state, " <- %", a.value, " changes shape or dtype");

@@ -40,7 +40,7 @@ struct Node {
 };
 
 struct Assign {
-  int state = -1;  // value id of a State value
+  int state = -1;  // value id of a State value (or an Input: the function wrote into its argument)
   int value = -1;  // value written into it
 };
 

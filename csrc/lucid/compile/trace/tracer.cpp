@@ -5,14 +5,39 @@ namespace lucid {
 int Tracer::add_input(const Tensor& t) {
   int id = graph_.add_input(t.shape(), t.dtype());
   ids_[t.impl()] = id;
+  input_of_[t.impl()] = id;
   keep_alive_.push_back(t);
+  return id;
+}
+
+const TensorImpl* Tracer::root_of(const Tensor& t) {
+  return t.impl()->is_view && t.impl()->view_base ? t.impl()->view_base.get() : nullptr;
+}
+
+int Tracer::add_view_of_root(const Tensor& t, int root_value) {
+  const TensorImpl* root = root_of(t);
+  Attrs a{{"shape", t.shape()}, {"strides", t.strides()}, {"offset", t.offset() - root->offset}};
+  int id = graph_.add_node(OpId::AsStrided, {root_value}, std::move(a), {{t.shape(), t.dtype()}})[0];
+  ids_[t.impl()] = id;
+  view_src_[t.impl()] = root_value;
   return id;
 }
 
 int Tracer::value_of(const Tensor& t) {
   if (!t.defined()) return -1;
-  if (auto it = ids_.find(t.impl()); it != ids_.end()) return it->second;
+  auto it = ids_.find(t.impl());
+  const TensorImpl* root = root_of(t);
+  if (it != ids_.end()) {
+    // A view whose base was written after the view was taken reads the new content.
+    if (root) {
+      auto vs = view_src_.find(t.impl());
+      auto rb = ids_.find(root);
+      if (vs != view_src_.end() && rb != ids_.end() && rb->second != vs->second) return add_view_of_root(t, rb->second);
+    }
+    return it->second;
+  }
   keep_alive_.push_back(t);
+  if (root && ids_.count(root) && root->dtype == t.dtype()) return add_view_of_root(t, ids_[root]);
   int id;
   if (t.impl()->is_wrapped_number) {
     id = graph_.add_const(t);
@@ -26,6 +51,10 @@ int Tracer::value_of(const Tensor& t) {
 }
 
 void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) {
+  const OpDef& def = op_def(id);
+  if (def.lowering == Lowering::Random)
+    fallback(str(def.api_name, ": random ops are not compiled yet (each call must draw fresh numbers; "
+                               "compiled RNG comes with compiled training)"));
   std::vector<int> ins;
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
@@ -35,29 +64,67 @@ void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const 
   for (size_t k = 0; k < outputs.size(); ++k) {
     ids_[outputs[k].impl()] = outs[k];
     keep_alive_.push_back(outputs[k]);
+    // A view remembers which value of its root it was taken from (see value_of).
+    if (def.view)
+      if (const TensorImpl* root = root_of(outputs[k]))
+        if (auto rb = ids_.find(root); rb != ids_.end()) view_src_[outputs[k].impl()] = rb->second;
   }
+}
+
+void Tracer::record_write(const TensorImpl* target, int value) {
+  ids_[target] = value;
+  // A write to bound state or to an argument is a side effect of the graph: one assign per
+  // write, in order; the runtime applies them in order, so the last one wins.
+  if (auto it = state_of_.find(target); it != state_of_.end()) graph_.add_assign(it->second, value);
+  else if (auto in = input_of_.find(target); in != input_of_.end()) graph_.add_assign(in->second, value);
 }
 
 void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) {
-  if (dst.impl()->is_view && dst.impl()->view_base &&
-      (state_of_.count(dst.impl()->view_base.get()) || !ids_.count(dst.impl()->view_base.get()))) {
-    fallback(str(op_def(id).api_name, "_: in-place write through a view of bound state is not traced yet"));
-  }
+  const OpDef& def = op_def(id);
+  if (def.lowering == Lowering::Random)
+    fallback(str(def.api_name, "_: random ops are not compiled yet (each call must draw fresh numbers; "
+                               "compiled RNG comes with compiled training)"));
   std::vector<int> ins;
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
-  value_of(dst);  // binds dst (as state) if the trace has not seen it yet
-  std::vector<int> outs = graph_.add_node(id, std::move(ins), attrs, {{dst.shape(), dst.dtype()}});
-  // The new content of dst; if dst is bound state, the write is a side effect of the graph.
-  ids_[dst.impl()] = outs[0];
-  if (auto it = state_of_.find(dst.impl()); it != state_of_.end()) {
-    // One assign per write, in order; the runtime applies them in order, so the last one wins.
-    graph_.add_assign(it->second, outs[0]);
+  int dst_id = value_of(dst);  // binds dst (as state) if the trace has not seen it yet
+  (void)dst_id;
+  // The op's own result type; a narrower destination gets an explicit cast, as eager does.
+  std::vector<TensorMeta> metas = def.infer(inputs, attrs);
+  int r = graph_.add_node(id, std::move(ins), attrs, {{dst.shape(), metas[0].dtype}})[0];
+  if (metas[0].dtype != dst.dtype())
+    r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {{dst.shape(), dst.dtype()}})[0];
+
+  const TensorImpl* root = root_of(dst);
+  if (!root) {
+    record_write(dst.impl(), r);
+    return;
   }
+  // A write through a view: the root's new content is as_strided_scatter(root, r) (PyTorch's
+  // CopySlices), and the view reads from the new root.
+  auto rb = ids_.find(root);
+  if (rb == ids_.end()) {
+    fallback(str(def.api_name, "_: in-place write through a view whose base the trace has not seen"));
+    ids_[dst.impl()] = r;
+    return;
+  }
+  const ir::Value& rv = graph_.value(rb->second);
+  Tensor root_t(dst.impl()->view_base);
+  if (!root_t.is_contiguous() || rv.dtype != dst.dtype()) {
+    fallback(str(def.api_name, "_: in-place write through a view of a non-contiguous base"));
+    ids_[dst.impl()] = r;
+    return;
+  }
+  Attrs a{{"shape", dst.shape()}, {"strides", dst.strides()}, {"offset", dst.offset() - root->offset}};
+  int root_new = graph_.add_node(OpId::AsStridedScatter, {rb->second, r}, a, {{rv.shape, rv.dtype}})[0];
+  record_write(root, root_new);
+  add_view_of_root(dst, root_new);
 }
 
 void Tracer::on_host_read(const Tensor& t, const char* what) {
-  if (ids_.count(t.impl()) || t.impl()->is_view)
-    fallback(str(what, "() read a traced tensor's value on the host: Python control flow may depend on data"));
+  // Any tensor's value read on the host during the trace may steer Python control flow, and a
+  // bound tensor's value may change between calls: either way the graph would freeze it.
+  if (!t.impl()->is_wrapped_number)
+    fallback(str(what, "() read a tensor's value on the host during the trace: Python control flow may depend on data"));
 }
 
 void Tracer::set_outputs(const TensorList& outs) {

@@ -2,7 +2,9 @@
 // eagerly (tracing by execution). Tensors the call passes in are graph inputs; any other tensor
 // an op reads is bound state (parameters, buffers, optimizer state), fed from its current
 // storage at every call, except Python scalars (wrapped numbers), which become constants.
-// In-place writes to bound state become explicit assigns. A host read of a traced value
+// In-place writes to bound state or to arguments become explicit assigns; writes through views
+// become AsStridedScatter on the view's root, and later reads of other views see the new root.
+// Random ops are not traced yet (they would replay one draw): they make the trace fall back. A host read of a traced value
 // (item, bool, tolist, numpy) means Python control flow may depend on data: the trace records
 // a fallback reason instead of pretending the graph is complete.
 #pragma once
@@ -30,10 +32,15 @@ class Tracer : public TraceHook {
 
  private:
   int value_of(const Tensor& t);           // lookup, or bind as state / constant
+  static const TensorImpl* root_of(const Tensor& t);  // a view's root base, or null
+  int add_view_of_root(const Tensor& t, int root_value);  // t as AsStrided of its root's value
+  void record_write(const TensorImpl* target, int value);  // new content; assign if state/input
   void fallback(const std::string& why) { if (fallback_.empty()) fallback_ = why; }
   ir::Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;      // tensor -> current value id
   std::unordered_map<const TensorImpl*, int> state_of_;  // bound tensor -> its State value id
+  std::unordered_map<const TensorImpl*, int> input_of_;  // argument -> its Input value id
+  std::unordered_map<const TensorImpl*, int> view_src_;  // view -> root value it was taken from
   TensorList keep_alive_;  // every tensor seen, so addresses are not reused during the trace
   TensorList state_feeds_;
   std::string fallback_;

@@ -8,12 +8,19 @@ new Parameter objects (lucid tensors have no `.data` setter); construct optimize
 from collections import OrderedDict, namedtuple
 import copy
 import itertools
+import threading
 
 import lucid
 from lucid._C import Tensor
 from lucid.nn.parameter import Parameter, Buffer
 
 __all__ = ["Module"]
+
+# lucid.compile support. _epoch_bump tells compiled modules that something that can change a
+# traced computation happened (a mode switch, a parameter/buffer/submodule (re)assignment);
+# _call_record collects the modules called while a trace is recording (per thread).
+_epoch_bump = lucid._C._compile_epoch_bump
+_call_record = threading.local()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -75,6 +82,9 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        rec = _call_record.__dict__.get("mods")
+        if rec is not None:
+            rec.append(self)
         for hook in list(self._forward_pre_hooks.values()):
             r = hook(self, args)
             if r is not None:
@@ -113,6 +123,7 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()
+        _epoch_bump()
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -130,6 +141,7 @@ class Module:
             raise KeyError('parameter name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
+        _epoch_bump()
         if param is None:
             self._parameters[name] = None
             return
@@ -198,6 +210,8 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        if name == "training" or value is None or isinstance(value, (Tensor, Module)):
+            _epoch_bump()
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
                 if name in d:
@@ -245,6 +259,7 @@ class Module:
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        _epoch_bump()
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -374,6 +389,7 @@ class Module:
         return self
 
     def _apply(self, fn):
+        _epoch_bump()
         for m in self.children():
             m._apply(fn)
         for key, param in list(self._parameters.items()):

@@ -1,0 +1,30 @@
+// The process-wide executable cache: optimised graph -> Executable, keyed by the graph's
+// canonical hash (wiring, attributes, shapes, dtypes, constants, outputs, assigns) and confirmed
+// by comparing the printed graphs, so two graphs with the same op sequence never share an
+// executable. LRU-bounded by LUCID_COMPILE_MAX_CACHE (default 64). Entries are shared_ptrs:
+// evicting one never invalidates an executable a CompiledModule still holds.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "lucid/compile/runtime/executable.h"
+
+namespace lucid::rt {
+
+struct CompileResult {
+  std::shared_ptr<const Executable> exe;
+  ir::PassStats stats;
+  uint64_t hash = 0;
+  bool cache_hit = false;  // the executable came from the process-wide cache
+};
+
+// Optimises a traced graph, then returns the cached executable for it or builds one.
+// dump: LUCID_DUMP_IR's value ("" for none).
+CompileResult compile_graph(const ir::Graph& traced, const std::string& dump);
+
+size_t executable_cache_size();
+size_t executable_cache_capacity();
+void set_executable_cache_capacity(size_t n);
+void clear_executable_cache();
+
+}  // namespace lucid::rt

@@ -1,0 +1,194 @@
+// Executable runtime (see executable.h).
+#include "lucid/compile/runtime/executable.h"
+
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/compile/runtime/fused_ew.h"
+
+namespace lucid::rt {
+
+using ir::MemoryPlan;
+using ir::ValueKind;
+
+struct Executable::Frame {
+  std::shared_ptr<Storage> arena;
+  std::vector<Tensor> slots;   // one per value id
+  std::vector<TensorList> ins, outs;  // per instruction
+  std::vector<int> transient;  // slots refilled per call (inputs, states, fresh, views)
+};
+
+ir::MemoryPlan eager_plan(const ir::Graph& g) {
+  MemoryPlan p;
+  p.offset.assign(g.values().size(), MemoryPlan::kFresh);
+  for (int id : g.inputs()) p.offset[id] = MemoryPlan::kExternal;
+  for (int id : g.states()) p.offset[id] = MemoryPlan::kExternal;
+  for (int id : g.consts()) p.offset[id] = MemoryPlan::kExternal;
+  for (const ir::Node& n : g.nodes())
+    if (!n.body && op_def(n.op).view)
+      for (int o : n.outputs) p.offset[o] = MemoryPlan::kAlias;
+  return p;
+}
+
+Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)), plan_(std::move(plan)) {
+  LUCID_CHECK(plan_.offset.size() == graph_.values().size(), Error, "Executable: the memory plan does not match the graph");
+  for (const ir::Node& n : graph_.nodes()) {
+    Instr in{Kind::Kernel, &n};
+    const OpDef& def = op_def(n.op);
+    if (n.body) {
+      in.kind = Kind::Fused;
+      in.fused = compile_fused(*n.body);
+    } else if (def.view) {
+      in.kind = Kind::View;
+      in.view = def.view;
+    } else {
+      LUCID_CHECK(def.cpu_kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
+      in.kernel = def.cpu_kernel;
+    }
+    if (in.kind != Kind::View)
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        int64_t off = plan_.offset[n.outputs[k]];
+        LUCID_CHECK(off >= 0 || off == MemoryPlan::kFresh, Error, "Executable: ", def.name,
+                    " output planned as neither arena nor fresh");
+        if (off == MemoryPlan::kFresh) in.fresh.push_back(static_cast<int>(k));
+      }
+    instrs_.push_back(std::move(in));
+  }
+  // Only the last write to each target matters (the runtime writes after all nodes ran).
+  std::vector<bool> seen(graph_.values().size(), false);
+  for (auto it = graph_.assigns().rbegin(); it != graph_.assigns().rend(); ++it)
+    if (!seen[it->state]) {
+      seen[it->state] = true;
+      final_assigns_.insert(final_assigns_.begin(), *it);
+    }
+}
+
+Executable::~Executable() = default;
+
+std::unique_ptr<Executable::Frame> Executable::make_frame() const {
+  auto f = std::make_unique<Frame>();
+  const auto& vals = graph_.values();
+  f->slots.resize(vals.size());
+  if (plan_.arena_bytes > 0) f->arena = Storage::allocate(static_cast<size_t>(plan_.arena_bytes));
+  for (size_t id = 0; id < vals.size(); ++id) {
+    int64_t off = plan_.offset[id];
+    const ir::Value& v = vals[id];
+    if (off >= 0) {
+      auto impl = std::make_shared<TensorImpl>();
+      size_t nbytes = static_cast<size_t>(numel_of(v.shape)) * itemsize(v.dtype);
+      impl->storage = Storage::wrap(static_cast<char*>(f->arena->data) + off, nbytes, f->arena);
+      impl->shape = v.shape;
+      impl->strides = contiguous_strides(v.shape);
+      impl->dtype = v.dtype;
+      f->slots[id] = Tensor(std::move(impl));
+    } else if (v.kind == ValueKind::Const) {
+      f->slots[id] = graph_.const_data(v.slot);
+    } else {
+      f->transient.push_back(static_cast<int>(id));
+    }
+  }
+  for (const Instr& in : instrs_) {
+    f->ins.emplace_back(in.node->inputs.size());
+    TensorList outs;
+    for (int o : in.node->outputs) outs.push_back(f->slots[o]);
+    f->outs.push_back(std::move(outs));
+  }
+  return f;
+}
+
+std::unique_ptr<Executable::Frame> Executable::acquire() const {
+  {
+    std::lock_guard<std::mutex> lk(pool_mu_);
+    if (!pool_.empty()) {
+      auto f = std::move(pool_.back());
+      pool_.pop_back();
+      return f;
+    }
+  }
+  return make_frame();
+}
+
+void Executable::release(std::unique_ptr<Frame> f) const {
+  for (int id : f->transient) f->slots[id] = Tensor();
+  for (size_t k = 0; k < instrs_.size(); ++k) {
+    for (Tensor& t : f->ins[k]) t = Tensor();
+    for (int j : instrs_[k].fresh) f->outs[k][j] = Tensor();
+  }
+  std::lock_guard<std::mutex> lk(pool_mu_);
+  if (pool_.size() < 8) pool_.push_back(std::move(f));
+}
+
+size_t Executable::pooled_frames() const {
+  std::lock_guard<std::mutex> lk(pool_mu_);
+  return pool_.size();
+}
+
+void Executable::check_feeds(const TensorList& inputs, const TensorList& states) const {
+  LUCID_CHECK(inputs.size() == graph_.inputs().size() && states.size() == graph_.states().size(), ValueError,
+              "lucid.compile: executable expects ", graph_.inputs().size(), " tensor inputs and ",
+              graph_.states().size(), " bound tensors, got ", inputs.size(), " and ", states.size());
+  auto check = [](const Tensor& t, const ir::Value& v, const char* what, size_t i) {
+    LUCID_CHECK(t.defined() && t.shape() == v.shape && t.dtype() == v.dtype, ValueError, "lucid.compile: ", what, " ", i,
+                " expected ", dtype_name(v.dtype), shape_str(v.shape), ", got ",
+                t.defined() ? str(dtype_name(t.dtype()), shape_str(t.shape())) : std::string("None"));
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) check(inputs[i], graph_.value(graph_.inputs()[i]), "input", i);
+  for (size_t i = 0; i < states.size(); ++i) check(states[i], graph_.value(graph_.states()[i]), "bound tensor", i);
+}
+
+TensorList Executable::run(const TensorList& inputs, const TensorList& states) const {
+  check_feeds(inputs, states);
+  std::unique_ptr<Frame> f = acquire();
+  struct Release {
+    const Executable* ex;
+    std::unique_ptr<Frame>& f;
+    ~Release() { ex->release(std::move(f)); }
+  } rel{this, f};
+  std::vector<Tensor>& s = f->slots;
+  for (size_t i = 0; i < inputs.size(); ++i) s[graph_.inputs()[i]] = inputs[i];
+  for (size_t i = 0; i < states.size(); ++i) s[graph_.states()[i]] = states[i];
+  for (size_t k = 0; k < instrs_.size(); ++k) {
+    const Instr& in = instrs_[k];
+    const ir::Node& n = *in.node;
+    TensorList& ins = f->ins[k];
+    for (size_t j = 0; j < n.inputs.size(); ++j) ins[j] = n.inputs[j] < 0 ? Tensor() : s[n.inputs[j]];
+    if (in.kind == Kind::View) {
+      TensorList r = in.view(ins, n.attrs);
+      for (size_t j = 0; j < n.outputs.size(); ++j) s[n.outputs[j]] = std::move(r[j]);
+      continue;
+    }
+    TensorList& outs = f->outs[k];
+    for (int j : in.fresh) {
+      const ir::Value& v = graph_.value(n.outputs[j]);
+      outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
+    }
+    if (in.kind == Kind::Fused) run_fused(*in.fused, ins, outs);
+    else in.kernel(ins, outs, n.attrs);
+  }
+  for (const ir::Assign& a : final_assigns_) {
+    const ir::Value& tv = graph_.value(a.state);
+    const Tensor& dst = tv.kind == ValueKind::State ? states[tv.slot] : inputs[tv.slot];
+    Tensor src = s[a.value];
+    if (src.impl() == dst.impl()) continue;
+    if (src.impl()->storage == dst.impl()->storage) {  // overlapping: copy out first
+      Tensor c = Tensor::empty(src.shape(), src.dtype());
+      cpu::copy_into(c, src);
+      src = c;
+    }
+    cpu::copy_into(dst, src);
+    dst.bump_version();
+  }
+  TensorList out;
+  out.reserve(graph_.outputs().size());
+  for (int id : graph_.outputs()) {
+    const Tensor& t = s[id];
+    if (graph_.value(id).kind == ValueKind::Const) {  // never hand out the graph's own constant
+      Tensor c = Tensor::empty(t.shape(), t.dtype());
+      cpu::copy_into(c, t);
+      out.push_back(std::move(c));
+    } else {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+}  // namespace lucid::rt

@@ -1,0 +1,66 @@
+// Executable: what a compiled signature runs. Built once from an optimised graph and its memory
+// plan, then immutable and shared (shared_ptr) by every CompiledModule entry whose graph hashes
+// the same. A call binds the inputs and bound state by slot, runs a flat instruction list
+// (kernel pointer + slots; view functions for aliases; the block interpreter for fused
+// elementwise groups) over a statically planned arena, applies the graph's assigns (writes to
+// state or arguments) in order, and returns fresh outputs that never alias the arena.
+// Concurrent calls each take an arena frame from a small pool, so run() is thread-safe and
+// needs no Python (callers release the GIL around it).
+#pragma once
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lucid/compile/ir/graph.h"
+#include "lucid/compile/passes/passes.h"
+
+namespace lucid::rt {
+
+struct FusedProgram;  // fused_ew.h
+
+class Executable {
+ public:
+  Executable(ir::Graph g, ir::MemoryPlan plan);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  // inputs and states by slot; shapes and dtypes must match the graph (checked by the caller's
+  // signature; run() re-checks cheaply and raises rather than reading out of bounds).
+  TensorList run(const TensorList& inputs, const TensorList& states) const;
+
+  const ir::Graph& graph() const { return graph_; }
+  const ir::MemoryPlan& plan() const { return plan_; }
+  int64_t arena_bytes() const { return plan_.arena_bytes; }
+  size_t num_instructions() const { return instrs_.size(); }
+  size_t pooled_frames() const;
+
+ private:
+  enum class Kind : uint8_t { Kernel, View, Fused };
+  struct Instr {
+    Kind kind;
+    const ir::Node* node;
+    KernelFn kernel = nullptr;
+    ViewFn view = nullptr;
+    std::shared_ptr<FusedProgram> fused;
+    std::vector<int> fresh;  // outputs allocated per call (positions in node->outputs)
+  };
+  struct Frame;
+  std::unique_ptr<Frame> make_frame() const;
+  std::unique_ptr<Frame> acquire() const;
+  void release(std::unique_ptr<Frame> f) const;
+  void check_feeds(const TensorList& inputs, const TensorList& states) const;
+
+  ir::Graph graph_;
+  ir::MemoryPlan plan_;
+  std::vector<Instr> instrs_;
+  std::vector<ir::Assign> final_assigns_;  // the last write to each target, in order
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<Frame>> pool_;
+};
+
+// The plan the runtime uses when the memory planner is switched off: every node value is
+// allocated per call (views alias), exactly as eager would.
+ir::MemoryPlan eager_plan(const ir::Graph& g);
+
+}  // namespace lucid::rt

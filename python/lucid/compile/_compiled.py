@@ -1,0 +1,340 @@
+"""CompiledModule: a model or function compiled per call signature.
+
+The cached path is C++ (`_C._CompiledCore.__call__`): it hashes the call signature, finds the
+entry and runs its executable with the GIL released. This file is the slow path and the
+bookkeeping around it: tracing a new signature, the fallback policy, keeping bound state in step
+with the module (mode switches, replaced parameters), and the introspection API
+(cache_info, timing, ir, clear_cache).
+"""
+import dataclasses
+import logging
+import os
+import threading
+import time
+import warnings
+
+import lucid
+from lucid import _C
+from lucid._C import Tensor
+from lucid.compile._errors import CompileError, CompileWarning
+from lucid.nn.modules import module as _module_mod
+
+__all__ = ["CompiledModule"]
+
+log = logging.getLogger("lucid.compile")
+if os.environ.get("LUCID_COMPILE_VERBOSE", "") not in ("", "0"):
+    log.setLevel(logging.INFO)
+    if not log.handlers:
+        _h = logging.StreamHandler()
+        _h.setFormatter(logging.Formatter("[lucid.compile] %(message)s"))
+        log.addHandler(_h)
+
+_OUT_SINGLE, _OUT_TUPLE, _OUT_UNFLATTEN = 0, 1, 2
+
+
+def _flatten_output(out):
+    """(leaves, out_kind, unflatten) for the function's result; raises TypeError if unsupported."""
+    if isinstance(out, Tensor):
+        return [out], _OUT_SINGLE, None
+    if type(out) is tuple and all(isinstance(o, Tensor) for o in out):
+        return list(out), _OUT_TUPLE, None
+    leaves = []
+
+    def spec(o, depth=0):
+        if depth > 32:
+            raise TypeError("output nested deeper than 32 levels")
+        if isinstance(o, Tensor):
+            leaves.append(o)
+            return ("T", len(leaves) - 1)
+        if isinstance(o, tuple) and hasattr(o, "_fields"):
+            return ("N", type(o), [spec(v, depth + 1) for v in o])
+        if isinstance(o, (tuple, list)):
+            return ("S", type(o), [spec(v, depth + 1) for v in o])
+        if isinstance(o, dict):
+            return ("D", type(o), [(k, spec(v, depth + 1)) for k, v in o.items()])
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            return ("C", type(o), [(f.name, spec(getattr(o, f.name), depth + 1)) for f in dataclasses.fields(o)])
+        if o is None or isinstance(o, (bool, int, float, str)):
+            return ("V", o)
+        raise TypeError(f"the function returned a {type(o).__name__}; compiled outputs are tensors, Python "
+                        "scalars/strings/None and tuples/lists/dicts/dataclasses of them")
+
+    s = spec(out)
+
+    def build(sp, ts):
+        kind = sp[0]
+        if kind == "T":
+            return ts[sp[1]]
+        if kind == "V":
+            return sp[1]
+        if kind == "N":
+            return sp[1](*[build(c, ts) for c in sp[2]])
+        if kind == "S":
+            return sp[1](build(c, ts) for c in sp[2])
+        if kind == "D":
+            return sp[1]((k, build(c, ts)) for k, c in sp[2])
+        return sp[1](**{k: build(c, ts) for k, c in sp[2]})
+
+    return leaves, _OUT_UNFLATTEN, lambda ts: build(s, ts)
+
+
+def _describe(flat, args, kwargs):
+    parts = []
+    for t in flat:
+        dt = str(t.dtype).replace("lucid.", "")
+        parts.append(f"{dt}[{','.join(str(d) for d in t.shape)}]" + ("(rg)" if t.requires_grad else ""))
+    other = [a for a in list(args) + list(kwargs.values()) if not isinstance(a, Tensor)]
+    s = "(" + ", ".join(parts) + ")"
+    if other:
+        s += " " + repr(other)[:80]
+    return s
+
+
+class CompiledModule(_C._CompiledCore):
+    """`lucid.compile(target)`: calls `target` through cached executables, one per signature."""
+
+    def __init__(self, target, *, dynamic=False, strict=False):
+        if dynamic:
+            raise NotImplementedError(
+                "lucid.compile(dynamic=True): a symbolic batch dimension is not implemented yet; "
+                "each new batch size compiles its own executable (dynamic=False)")
+        if not callable(target):
+            raise TypeError(f"lucid.compile: expected an nn.Module or a callable, got {type(target).__name__}")
+        super().__init__(target)
+        self.model = target
+        self.strict = bool(strict)
+        self._lock = threading.RLock()
+        self._watched = []        # modules whose training flags are part of the signature
+        self._watched_ids = set()
+        self._modes = {}          # tuple of training flags -> small int
+        self._info = {}           # key -> dict(descr, reason, compile_ms, names)
+        self._warned = set()
+        self._misses = 0
+        self._order = 0
+        self._capacity = _C._executable_cache_capacity()
+        if isinstance(target, lucid.nn.Module):
+            self._watch(target.modules())
+        self._refresh()
+
+    # ---------------------------------------------------------------- signature bookkeeping
+    def _watch(self, mods):
+        added = False
+        for m in mods:
+            if id(m) not in self._watched_ids:
+                self._watched_ids.add(id(m))
+                self._watched.append(m)
+                added = True
+        return added
+
+    def _refresh(self):
+        """Recompute the module-mode id and re-bind every entry's state to the current tensors."""
+        epoch = _C._compile_epoch()
+        flags = tuple(m.training for m in self._watched)
+        mode = self._modes.setdefault(flags, len(self._modes))
+        self._set_mode(mode, epoch)
+        self._epoch_seen = epoch
+        for key in list(self._keys()):
+            info = self._info.get(key)
+            if info is None or not info["names"]:
+                continue
+            old = self._entry_states(key)
+            new, changed = [], False
+            for t, name in zip(old, info["names"]):
+                cur = t if name is None else self._lookup(name)
+                if cur is None or not isinstance(cur, Tensor) or cur.shape != t.shape or cur.dtype != t.dtype:
+                    self._drop(key)  # reshaped or removed state: recompile on the next call
+                    break
+                changed |= _C._impl_id(cur) != _C._impl_id(t)
+                new.append(cur)
+            else:
+                if changed:
+                    self._set_entry_states(key, new)
+
+    def _lookup(self, name):
+        widx, attr = name
+        m = self._watched[widx]
+        for d in (m.__dict__.get("_parameters", {}), m.__dict__.get("_buffers", {}), m.__dict__):
+            if attr in d:
+                return d[attr]
+        return None
+
+    def _state_names(self, states):
+        """Where each bound tensor lives in a watched module, so replacing it re-binds (or None)."""
+        where = {}
+        for widx, m in enumerate(self._watched):
+            for d in (m.__dict__.get("_parameters", {}), m.__dict__.get("_buffers", {}), m.__dict__):
+                for attr, v in d.items():
+                    if isinstance(v, Tensor):
+                        where.setdefault(_C._impl_id(v), (widx, attr))
+        return [where.get(_C._impl_id(t)) for t in states]
+
+    def _drop(self, key):
+        self._remove(key)
+        self._info.pop(key, None)
+
+    # ---------------------------------------------------------------- slow path
+    def _slow_call(self, args, kwargs, key):
+        fn = self._fn
+        if _C._trace_active():  # called inside another trace: run eagerly so the outer trace records it
+            return fn(*args, **kwargs)
+        with self._lock:
+            if _C._compile_epoch() != self._epoch_seen:
+                self._refresh()
+            key, flat, guards = self._key_of(args, kwargs)
+            status = self._status(key)
+            if status == "ok":
+                return self._run_key(key, flat)
+            if status == "eager":
+                return fn(*args, **kwargs)
+            if status == "stale" and not self._grad_blocked(key):
+                self._drop(key)
+            elif status == "stale":  # a bound tensor requires grad under grad mode
+                return fn(*args, **kwargs)
+            return self._trace(args, kwargs, key, flat, guards)
+
+    def _grad_blocked(self, key):
+        if not lucid.is_grad_enabled():
+            return False
+        return any(t.requires_grad for t in self._entry_states(key))
+
+    def _fallback(self, key, descr, reason, out):
+        self._insert(key, None, [], 0, None, None, True)
+        self._info[key] = {"descr": descr, "reason": reason, "compile_ms": 0.0, "names": None}
+        name = type(self.model).__name__ if isinstance(self.model, lucid.nn.Module) else getattr(self.model, "__name__", "fn")
+        log.info("eager fallback for %s %s: %s", name, descr, reason)
+        if self.strict:
+            raise CompileError(f"lucid.compile(strict=True): {name} {descr}: {reason}")
+        if reason not in self._warned:
+            self._warned.add(reason)
+            warnings.warn(f"lucid.compile: {name} {descr} runs eagerly: {reason}", CompileWarning, stacklevel=4)
+        return out
+
+    def _trace(self, args, kwargs, key, flat, guards):
+        fn = self._fn
+        self._misses += 1
+        descr = _describe(flat, args, kwargs) + (" grad" if lucid.is_grad_enabled() else "")
+        t0 = time.perf_counter()
+        if lucid.is_grad_enabled() and any(t.requires_grad for t in flat):
+            out = fn(*args, **kwargs)
+            return self._fallback(key, descr, "autograd: an input requires grad under grad mode (backward through "
+                                  "compiled code is not built yet; use lucid.no_grad() for inference)", out)
+        tr = _C._Tracer()
+        for t in flat:
+            tr.add_input(t)
+        rec = _module_mod._call_record
+        outer = rec.__dict__.get("mods")
+        rec.mods = []
+        tr.start()
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            tr.stop()
+            called = rec.mods
+            rec.mods = outer
+        if not tr.ok:
+            return self._fallback(key, descr, tr.reason, out)
+        try:
+            leaves, out_kind, unflatten = _flatten_output(out)
+        except TypeError as e:
+            return self._fallback(key, descr, str(e), out)
+        tr.set_outputs(leaves)
+        states = tr.state_feeds
+        if lucid.is_grad_enabled() and any(t.requires_grad for t in states):
+            return self._fallback(key, descr, "autograd: parameters require grad under grad mode (backward through "
+                                  "compiled code is not built yet; use lucid.no_grad() for inference)", out)
+        if self._watch(called):  # new modules: their training flags join the signature
+            self._refresh()
+            key, _, guards = self._key_of(args, kwargs)
+        try:
+            exe, stats = _C._compile_graph(tr.graph, os.environ.get("LUCID_DUMP_IR", ""))
+        except Exception as e:  # an op the compiler can't lower: eager, with the reason
+            return self._fallback(key, descr, f"{type(e).__name__}: {e}", out)
+        ms = (time.perf_counter() - t0) * 1e3
+        self._insert(key, exe, states, out_kind, unflatten, guards, False)
+        self._info[key] = {"descr": descr, "reason": None, "compile_ms": ms, "names": self._state_names(states),
+                           "stats": stats, "order": self._order}
+        self._order += 1
+        if log.isEnabledFor(logging.INFO):
+            log.info("compiled %s %s: nodes %d -> %d, fused groups %d, arena %d B, in-place %d, %.1f ms%s",
+                     type(self.model).__name__, descr, stats["nodes_before"], stats["nodes_after"],
+                     stats["fused_groups"], stats["arena_bytes"], stats["in_place"], ms,
+                     " (executable cache hit)" if stats["cache_hit"] else "")
+        return out
+
+    # ---------------------------------------------------------------- public API
+    @property
+    def training(self):
+        return getattr(self.model, "training", False)
+
+    def train(self, mode=True):
+        self.model.train(mode)
+        return self
+
+    def eval(self):
+        self.model.eval()
+        return self
+
+    def to(self, *args, **kwargs):
+        self.model.to(*args, **kwargs)
+        return self
+
+    def load_state_dict(self, *args, **kwargs):
+        return self.model.load_state_dict(*args, **kwargs)
+
+    def parameters(self, *args, **kwargs):
+        return self.model.parameters(*args, **kwargs)
+
+    def named_parameters(self, *args, **kwargs):
+        return self.model.named_parameters(*args, **kwargs)
+
+    def buffers(self, *args, **kwargs):
+        return self.model.buffers(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        return self.model.state_dict(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("model", "_info", "_watched"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["model"], name)
+
+    def cache_info(self):
+        keys = list(self._keys())
+        n_calls = self._n_calls
+        return {
+            "entries": len(keys),
+            "keys": [self._info[k]["descr"] for k in keys if k in self._info],
+            "eager_only": {self._info[k]["descr"]: self._info[k]["reason"]
+                           for k in keys if k in self._info and self._info[k]["reason"]},
+            "n_calls": n_calls,
+            "hits": n_calls - self._misses,
+            "misses": self._misses,
+        }
+
+    def timing(self):
+        out = {}
+        for k in self._keys():
+            info, e = self._info.get(k), self._entry_info(k)
+            if info is not None:
+                out[info["descr"]] = {"compile_ms": info["compile_ms"], "last_run_ms": e["last_run_ms"],
+                                      "n_hits": e["n_hits"]}
+        return out
+
+    def clear_cache(self):
+        with self._lock:
+            self._clear()
+            self._info.clear()
+            self._warned.clear()
+
+    def ir(self, key=None):
+        """The optimised IR of one compiled entry as text (key: a cache_info() key; default: the latest)."""
+        cands = [k for k in self._keys() if k in self._info and self._info[k]["reason"] is None]
+        if key is not None:
+            cands = [k for k in cands if self._info[k]["descr"] == key or k == key]
+        if not cands:
+            raise KeyError(f"lucid.compile: no compiled entry{'' if key is None else ' for ' + repr(key)}")
+        k = max(cands, key=lambda c: self._info[c]["order"])
+        return self._executable(k).ir
+
+    def __repr__(self):
+        return f"CompiledModule({self.model!r})"

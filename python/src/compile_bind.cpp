@@ -1,0 +1,493 @@
+// lucid.compile's C++ side: the tracer and graph handles, the executable cache, and
+// _CompiledCore, the base class of lucid.compile.CompiledModule. Its __call__ is the cached
+// fast path: it hashes the call's signature (tensor shapes/dtypes/requires_grad/layout/aliasing,
+// Python values, nesting, grad mode, the module-mode id the Python side maintains), finds the
+// entry, checks the bound state still has its traced shapes, releases the GIL and runs the
+// executable. Anything else (first call of a signature, a changed module, unsupported argument
+// types, nested tracing) goes to the Python slow path, `self._slow_call(args, kwargs, key)`.
+#include <atomic>
+#include <cstring>
+#include <chrono>
+#include <unordered_map>
+
+#include "bind.h"
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/compile/ir/interpret.h"
+#include "lucid/compile/runtime/cache.h"
+#include "lucid/compile/trace/tracer.h"
+
+namespace lucid::py {
+
+namespace {
+
+// Bumped by every change that may alter what a traced module computes: train()/eval(),
+// assigning or replacing parameters, buffers or submodules, Module._apply (to(), half()...).
+std::atomic<uint64_t> g_epoch{1};
+
+struct PyTracer {
+  std::unique_ptr<Tracer> tr = std::make_unique<Tracer>();
+  TraceHook* prev = nullptr;
+  bool active = false;
+  void start() {
+    LUCID_CHECK(!active, Error, "lucid.compile: this tracer is already recording");
+    prev = current_trace_hook();
+    set_trace_hook(tr.get());
+    active = true;
+  }
+  void stop() {
+    if (!active) return;
+    set_trace_hook(prev);
+    active = false;
+  }
+};
+
+struct PyGraph {
+  std::shared_ptr<const ir::Graph> g;
+};
+
+struct PyExecutable {
+  std::shared_ptr<const rt::Executable> exe;
+};
+
+// ---- call signature ------------------------------------------------------------------------
+struct Sig {
+  uint64_t h = 0x84222325cbf29ce4ULL;
+  void mix(uint64_t v) {
+    v *= 0x9e3779b97f4a7c15ULL;
+    h ^= v ^ (v >> 29);
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+  }
+};
+
+struct SigWalk {
+  Sig s;
+  TensorList flat;
+  std::vector<nb::handle> guards;  // non-primitive hashable values: compared with == on a hit
+  bool unsupported = false;
+  std::string why;
+
+  void tensor(const Tensor& t) {
+    s.mix(1);
+    s.mix(static_cast<uint64_t>(t.dtype()));
+    s.mix(t.shape().size());
+    for (int64_t d : t.shape()) s.mix(static_cast<uint64_t>(d));
+    s.mix(t.requires_grad() ? 1 : 0);
+    s.mix(t.is_contiguous() ? 1 : 0);
+    // Aliasing between arguments changes what a traced graph means (the same tensor passed
+    // twice is one value in the trace): part of the key.
+    for (size_t j = 0; j < flat.size(); ++j) {
+      if (flat[j].impl() == t.impl()) { s.mix(1000 + j); break; }
+      if (flat[j].impl()->storage == t.impl()->storage) { s.mix(2000000 + j); break; }
+    }
+    flat.push_back(t);
+  }
+
+  void walk(nb::handle o, int depth) {
+    if (unsupported) return;
+    PyObject* p = o.ptr();
+    if (depth > 32) { unsupported = true; why = "arguments nested deeper than 32 levels"; return; }
+    if (nb::isinstance<Tensor>(o)) { tensor(nb::cast<const Tensor&>(o)); return; }
+    if (p == Py_None) { s.mix(2); return; }
+    if (PyBool_Check(p)) { s.mix(3); s.mix(p == Py_True); return; }
+    if (PyLong_CheckExact(p)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+      s.mix(4);
+      if (overflow) { s.mix(static_cast<uint64_t>(PyObject_Hash(p))); guards.push_back(o); }
+      else s.mix(static_cast<uint64_t>(v));
+      return;
+    }
+    if (PyFloat_CheckExact(p)) {
+      double v = PyFloat_AS_DOUBLE(p);
+      uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      s.mix(5);
+      s.mix(bits);
+      return;
+    }
+    if (PyUnicode_CheckExact(p)) { s.mix(6); s.mix(static_cast<uint64_t>(PyObject_Hash(p))); guards.push_back(o); return; }
+    if (PyTuple_Check(p) || PyList_Check(p)) {
+      s.mix(PyTuple_Check(p) ? 7 : 8);
+      s.mix(reinterpret_cast<uintptr_t>(Py_TYPE(p)));  // namedtuples differ from tuples
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(p);
+      s.mix(static_cast<uint64_t>(n));
+      for (Py_ssize_t i = 0; i < n; ++i) walk(PySequence_Fast_GET_ITEM(p, i), depth + 1);
+      return;
+    }
+    if (PyDict_Check(p)) {
+      s.mix(9);
+      s.mix(static_cast<uint64_t>(PyDict_Size(p)));
+      PyObject *k, *v;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(p, &pos, &k, &v)) {
+        walk(k, depth + 1);
+        walk(v, depth + 1);
+      }
+      return;
+    }
+    nb::handle tp(reinterpret_cast<PyObject*>(Py_TYPE(p)));
+    if (nb::hasattr(tp, "__dataclass_fields__")) {
+      s.mix(10);
+      s.mix(reinterpret_cast<uintptr_t>(Py_TYPE(p)));
+      nb::object fields = nb::getattr(tp, "__dataclass_fields__");
+      for (nb::handle name : fields) {
+        walk(name, depth + 1);
+        walk(nb::getattr(o, name), depth + 1);
+      }
+      return;
+    }
+    Py_hash_t hv = PyObject_Hash(p);
+    if (hv == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      unsupported = true;
+      why = str("an argument of type '", Py_TYPE(p)->tp_name,
+                "' is not hashable; lucid.compile keys calls by the values of non-tensor arguments "
+                "(pass tensors, or hashable Python values)");
+      return;
+    }
+    s.mix(11);
+    s.mix(reinterpret_cast<uintptr_t>(Py_TYPE(p)));
+    s.mix(static_cast<uint64_t>(hv));
+    guards.push_back(o);
+  }
+};
+
+SigWalk signature(nb::handle args, nb::handle kwargs, int64_t mode) {
+  SigWalk w;
+  w.walk(args, 0);
+  if (kwargs.is_valid() && !kwargs.is_none()) w.walk(kwargs, 0);
+  w.s.mix(GradMode::is_enabled() ? 0x51 : 0x50);
+  w.s.mix(static_cast<uint64_t>(mode));
+  return w;
+}
+
+// ---- compiled entries ----------------------------------------------------------------------
+enum OutKind : int { kOutSingle = 0, kOutTuple = 1, kOutUnflatten = 2 };
+
+struct Entry {
+  std::shared_ptr<const rt::Executable> exe;  // null for an eager-only entry
+  TensorList states;
+  int out_kind = kOutSingle;
+  nb::object unflatten;  // kOutUnflatten: callable(list of tensors) -> result
+  nb::object guards;     // tuple of non-primitive argument values (compared with ==)
+  bool eager_only = false;
+  uint64_t hits = 0, tick = 0;
+  double last_run_ms = 0;
+};
+
+class CompiledCore {
+ public:
+  explicit CompiledCore(nb::object fn) : fn_(std::move(fn)) {}
+  virtual ~CompiledCore() = default;
+
+  nb::object call(nb::args args, nb::kwargs kwargs) {
+    ++n_calls_;
+    if (current_trace_hook() || epoch_seen_ != g_epoch.load(std::memory_order_relaxed)) return slow(args, kwargs, nb::none());
+    SigWalk w = signature(args, kwargs, mode_);
+    if (w.unsupported) return slow(args, kwargs, nb::none());
+    auto it = entries_.find(w.s.h);
+    if (it == entries_.end()) return slow(args, kwargs, nb::int_(w.s.h));
+    std::shared_ptr<Entry> e = it->second;
+    if (!guards_match(*e, w)) return slow(args, kwargs, nb::int_(w.s.h));
+    if (e->eager_only) {
+      ++hits_;
+      ++e->hits;
+      e->tick = ++tick_;
+      nb::object fn = fn_;
+      return fn(*args, **kwargs);
+    }
+    if (!states_valid(*e)) return slow(args, kwargs, nb::int_(w.s.h));
+    ++hits_;
+    ++e->hits;
+    e->tick = ++tick_;
+    return run_entry(*e, w.flat);
+  }
+
+  // Python slow-path helpers.
+  nb::object key_of(nb::args args, nb::kwargs kwargs) {
+    SigWalk w = signature(args, kwargs, mode_);
+    if (w.unsupported) throw TypeError(str("lucid.compile: ", w.why));
+    nb::list flat;
+    for (Tensor& t : w.flat) flat.append(nb::cast(t));
+    nb::list guards;
+    for (nb::handle g : w.guards) guards.append(g);
+    return nb::make_tuple(nb::int_(w.s.h), flat, nb::tuple(guards));
+  }
+
+  void insert(uint64_t key, nb::object exe, nb::list states, int out_kind, nb::object unflatten, nb::object guards,
+              bool eager_only) {
+    auto e = std::make_shared<Entry>();
+    if (!eager_only) e->exe = nb::cast<PyExecutable&>(exe).exe;
+    for (nb::handle t : states) e->states.push_back(nb::cast<Tensor>(t));
+    e->out_kind = out_kind;
+    e->unflatten = std::move(unflatten);
+    e->guards = std::move(guards);
+    e->eager_only = eager_only;
+    e->tick = ++tick_;
+    entries_[key] = e;
+    while (entries_.size() > capacity_) {
+      auto victim = entries_.begin();
+      for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->second->tick < victim->second->tick) victim = it;
+      entries_.erase(victim);
+    }
+  }
+
+  // "missing", "eager", "stale" (bound state changed shape or dtype) or "ok".
+  std::string status(uint64_t key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return "missing";
+    if (it->second->eager_only) return "eager";
+    return states_valid(*it->second) ? "ok" : "stale";
+  }
+
+  nb::object run_key(uint64_t key, nb::list flat) {
+    auto it = entries_.find(key);
+    LUCID_CHECK(it != entries_.end() && !it->second->eager_only, Error, "lucid.compile: no compiled entry for this key");
+    TensorList ts;
+    for (nb::handle t : flat) ts.push_back(nb::cast<Tensor>(t));
+    std::shared_ptr<Entry> e = it->second;
+    ++e->hits;
+    e->tick = ++tick_;
+    return run_entry(*e, ts);
+  }
+
+  nb::list entry_states(uint64_t key) {
+    nb::list l;
+    auto it = entries_.find(key);
+    if (it != entries_.end())
+      for (Tensor& t : it->second->states) l.append(nb::cast(t));
+    return l;
+  }
+  void set_entry_states(uint64_t key, nb::list states) {
+    auto it = entries_.find(key);
+    LUCID_CHECK(it != entries_.end(), Error, "lucid.compile: no entry for this key");
+    TensorList ts;
+    for (nb::handle t : states) ts.push_back(nb::cast<Tensor>(t));
+    it->second->states = std::move(ts);
+  }
+  void remove(uint64_t key) { entries_.erase(key); }
+  void clear() { entries_.clear(); }
+  nb::list keys() {
+    nb::list l;
+    for (auto& [k, e] : entries_) l.append(nb::int_(k));
+    return l;
+  }
+  nb::dict entry_info(uint64_t key) {
+    nb::dict d;
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return d;
+    const Entry& e = *it->second;
+    d["n_hits"] = e.hits;
+    d["last_run_ms"] = e.last_run_ms;
+    d["eager_only"] = e.eager_only;
+    d["arena_bytes"] = e.exe ? e.exe->arena_bytes() : 0;
+    d["instructions"] = e.exe ? e.exe->num_instructions() : 0;
+    return d;
+  }
+  nb::object executable(uint64_t key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || !it->second->exe) return nb::none();
+    return nb::cast(PyExecutable{it->second->exe});
+  }
+
+  void set_mode(int64_t mode, uint64_t epoch) {
+    mode_ = mode;
+    epoch_seen_ = epoch;
+  }
+  int64_t mode() const { return mode_; }
+  uint64_t n_calls() const { return n_calls_; }
+  uint64_t hits() const { return hits_; }
+  void reset_counters() { n_calls_ = hits_ = 0; }
+  size_t capacity() const { return capacity_; }
+  void set_capacity(size_t n) { capacity_ = n > 0 ? n : 1; }
+  nb::object fn() const { return fn_; }
+
+  // Python GC support: the core owns Python objects (the target, output builders, guards).
+  int traverse(visitproc visit, void* arg) {
+    Py_VISIT(fn_.ptr());
+    for (auto& [k, e] : entries_) {
+      Py_VISIT(e->unflatten.ptr());
+      Py_VISIT(e->guards.ptr());
+    }
+    return 0;
+  }
+  void clear_refs() {
+    entries_.clear();
+    fn_ = nb::object();
+  }
+
+ private:
+  nb::object slow(nb::args& args, nb::kwargs& kwargs, nb::object key) {
+    return nb::handle(nb::find(this)).attr("_slow_call")(args, kwargs, key);
+  }
+
+  static bool guards_match(const Entry& e, const SigWalk& w) {
+    if (w.guards.empty()) return true;
+    if (!e.guards.is_valid() || nb::len(e.guards) != w.guards.size()) return false;
+    for (size_t i = 0; i < w.guards.size(); ++i) {
+      int r = PyObject_RichCompareBool(w.guards[i].ptr(), nb::tuple(e.guards)[i].ptr(), Py_EQ);
+      if (r != 1) {
+        if (r < 0) PyErr_Clear();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static bool states_valid(const Entry& e) {
+    const ir::Graph& g = e.exe->graph();
+    bool grad = GradMode::is_enabled();
+    for (size_t i = 0; i < e.states.size(); ++i) {
+      const Tensor& t = e.states[i];
+      const ir::Value& v = g.value(g.states()[i]);
+      if (t.shape() != v.shape || t.dtype() != v.dtype) return false;
+      if (grad && t.requires_grad()) return false;  // autograd through compiled code: eager for now
+    }
+    return true;
+  }
+
+  nb::object run_entry(Entry& e, const TensorList& flat) {
+    TensorList outs;
+    {
+      nb::gil_scoped_release nogil;
+      auto t0 = std::chrono::steady_clock::now();
+      outs = e.exe->run(flat, e.states);
+      e.last_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (e.out_kind == kOutSingle) return nb::cast(std::move(outs[0]));
+    nb::list l;
+    for (Tensor& t : outs) l.append(nb::cast(std::move(t)));
+    if (e.out_kind == kOutTuple) return nb::tuple(l);
+    return e.unflatten(l);
+  }
+
+  nb::object fn_;
+  std::unordered_map<uint64_t, std::shared_ptr<Entry>> entries_;
+  uint64_t epoch_seen_ = 0, n_calls_ = 0, hits_ = 0, tick_ = 0;
+  int64_t mode_ = 0;
+  size_t capacity_ = 64;
+};
+
+int core_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  return nb::inst_ptr<CompiledCore>(self)->traverse(visit, arg);
+}
+int core_clear(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<CompiledCore>(self)->clear_refs();
+  return 0;
+}
+PyType_Slot core_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(core_traverse)},
+                            {Py_tp_clear, reinterpret_cast<void*>(core_clear)},
+                            {0, nullptr}};
+
+nb::list tensors_to_list(const TensorList& ts) {
+  nb::list l;
+  for (const Tensor& t : ts) l.append(nb::cast(t));
+  return l;
+}
+
+}  // namespace
+
+LUCID_BINDER(compile) {
+  m.def("_compile_epoch", [] { return g_epoch.load(); });
+  m.def("_compile_epoch_bump", [] { g_epoch.fetch_add(1); });
+  m.def("_trace_active", [] { return current_trace_hook() != nullptr; });
+  m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
+
+  nb::class_<PyGraph>(m, "_Graph")
+      .def("__str__", [](const PyGraph& g) { return ir::print(*g.g); })
+      .def("__repr__", [](const PyGraph& g) { return ir::print(*g.g); })
+      .def_prop_ro("hash", [](const PyGraph& g) { return ir::canonical_hash(*g.g); })
+      .def_prop_ro("num_nodes", [](const PyGraph& g) { return g.g->nodes().size(); })
+      .def_prop_ro("num_states", [](const PyGraph& g) { return g.g->states().size(); })
+      .def("nodes", [](const PyGraph& g) {
+        // (op name, first output shape, first output dtype) per node, for diagnose().
+        nb::list l;
+        for (const ir::Node& n : g.g->nodes()) {
+          nb::list shape;
+          nb::object dt = nb::none();
+          if (!n.outputs.empty()) {
+            const ir::Value& v = g.g->value(n.outputs[0]);
+            for (int64_t d : v.shape) shape.append(d);
+            dt = nb::str(dtype_name(v.dtype));
+          }
+          l.append(nb::make_tuple(op_name(n.op), nb::tuple(shape), dt));
+        }
+        return l;
+      })
+      .def("interpret", [](const PyGraph& g, std::vector<Tensor> inputs, std::vector<Tensor> states) {
+        return tensors_to_list(ir::interpret(*g.g, inputs, states));
+      });
+  m.def("_parse_ir", [](const std::string& text) { return PyGraph{std::make_shared<const ir::Graph>(ir::parse(text))}; });
+
+  nb::class_<PyTracer>(m, "_Tracer")
+      .def(nb::init<>())
+      .def("start", &PyTracer::start)
+      .def("stop", &PyTracer::stop)
+      .def("add_input", [](PyTracer& t, const Tensor& x) { t.tr->add_input(x); })
+      .def("set_outputs", [](PyTracer& t, std::vector<Tensor> outs) { t.tr->set_outputs(outs); })
+      .def_prop_ro("ok", [](const PyTracer& t) { return t.tr->ok(); })
+      .def_prop_ro("reason", [](const PyTracer& t) { return t.tr->fallback_reason(); })
+      .def_prop_ro("graph", [](const PyTracer& t) { return PyGraph{std::make_shared<const ir::Graph>(t.tr->graph())}; })
+      .def_prop_ro("state_feeds", [](const PyTracer& t) { return tensors_to_list(t.tr->state_feeds()); });
+
+  nb::class_<PyExecutable>(m, "_Executable")
+      .def("run", [](const PyExecutable& e, std::vector<Tensor> inputs, std::vector<Tensor> states) {
+        TensorList outs;
+        {
+          nb::gil_scoped_release nogil;
+          outs = e.exe->run(inputs, states);
+        }
+        return tensors_to_list(outs);
+      })
+      .def_prop_ro("ir", [](const PyExecutable& e) { return ir::print(e.exe->graph()); })
+      .def_prop_ro("arena_bytes", [](const PyExecutable& e) { return e.exe->arena_bytes(); })
+      .def_prop_ro("num_instructions", [](const PyExecutable& e) { return e.exe->num_instructions(); })
+      .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); });
+
+  // Optimise and build (or fetch from the process-wide cache). Returns (executable, stats dict).
+  m.def("_compile_graph", [](const PyGraph& g, const std::string& dump) {
+    rt::CompileResult r = rt::compile_graph(*g.g, dump);
+    nb::dict st;
+    st["nodes_before"] = r.stats.nodes_before;
+    st["nodes_after"] = r.stats.nodes_after;
+    st["fused_groups"] = r.stats.fused_groups;
+    st["arena_bytes"] = r.exe->arena_bytes();
+    st["in_place"] = r.exe->plan().in_place;
+    st["hash"] = r.hash;
+    st["cache_hit"] = r.cache_hit;
+    return nb::make_tuple(PyExecutable{r.exe}, st);
+  });
+  m.def("_executable_cache_size", &rt::executable_cache_size);
+  m.def("_executable_cache_capacity", &rt::executable_cache_capacity);
+  m.def("_set_executable_cache_capacity", &rt::set_executable_cache_capacity);
+  m.def("_clear_executable_cache", &rt::clear_executable_cache);
+
+  nb::class_<CompiledCore>(m, "_CompiledCore", nb::type_slots(core_slots))
+      .def(nb::init<nb::object>())
+      .def("__call__", &CompiledCore::call)
+      .def("_key_of", &CompiledCore::key_of)
+      .def("_insert", &CompiledCore::insert, nb::arg("key"), nb::arg("exe").none(), nb::arg("states"),
+           nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("eager_only"))
+      .def("_status", &CompiledCore::status)
+      .def("_run_key", &CompiledCore::run_key)
+      .def("_entry_states", &CompiledCore::entry_states)
+      .def("_set_entry_states", &CompiledCore::set_entry_states)
+      .def("_remove", &CompiledCore::remove)
+      .def("_clear", &CompiledCore::clear)
+      .def("_keys", &CompiledCore::keys)
+      .def("_entry_info", &CompiledCore::entry_info)
+      .def("_executable", &CompiledCore::executable)
+      .def("_set_mode", &CompiledCore::set_mode)
+      .def_prop_ro("_mode", &CompiledCore::mode)
+      .def_prop_ro("_n_calls", &CompiledCore::n_calls)
+      .def_prop_ro("_hits", &CompiledCore::hits)
+      .def("_reset_counters", &CompiledCore::reset_counters)
+      .def_prop_rw("_capacity", &CompiledCore::capacity, &CompiledCore::set_capacity)
+      .def_prop_ro("_fn", &CompiledCore::fn);
+}
+
+}  // namespace lucid::py
