@@ -4,6 +4,7 @@
 // they broadcast together, and the indexed dims land where PyTorch puts them (in place when the
 // dims are adjacent, first otherwise). Kernels precompute offset tables so the inner copy is a
 // flat loop; index bounds are checked serially before any parallel region.
+#include "lucid/compile/trace/trace_hook.h"
 #include <algorithm>
 
 #include "lucid/ops/movement.h"
@@ -522,6 +523,8 @@ const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, cons
 }
 
 TensorList nonzero_indices(const Tensor& mask) {
+  // The result's shape depends on the mask's data: a trace can't record it as a graph.
+  if (TraceHook* h = current_trace_hook()) h->on_host_read(mask, "nonzero");
   Tensor m = mask.contiguous_data();
   int64_t nd = m.ndim(), n = m.numel();
   LUCID_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::UInt8, TypeError,

@@ -106,6 +106,7 @@ class CompiledModule(_C._CompiledCore):
         self._lock = threading.RLock()
         self._watched = []        # modules whose training flags are part of the signature
         self._watched_ids = set()
+        self._children = []       # per watched module: ids of its submodules when watched
         self._modes = {}          # tuple of training flags -> small int
         self._info = {}           # key -> dict(descr, reason, compile_ms, names)
         self._warned = set()
@@ -123,12 +124,27 @@ class CompiledModule(_C._CompiledCore):
             if id(m) not in self._watched_ids:
                 self._watched_ids.add(id(m))
                 self._watched.append(m)
+                self._children.append(self._child_ids(m))
                 added = True
         return added
+
+    @staticmethod
+    def _child_ids(m):
+        return tuple(id(c) for c in m.__dict__.get("_modules", {}).values())
+
+    def _restructure(self):
+        """A watched module gained, lost or replaced a submodule: every entry may be stale."""
+        self._clear()
+        self._info.clear()
+        self._watched, self._watched_ids, self._children = [], set(), []
+        if isinstance(self.model, lucid.nn.Module):
+            self._watch(self.model.modules())
 
     def _refresh(self):
         """Recompute the module-mode id and re-bind every entry's state to the current tensors."""
         epoch = _C._compile_epoch()
+        if any(self._child_ids(m) != c for m, c in zip(self._watched, self._children)):
+            self._restructure()
         flags = tuple(m.training for m in self._watched)
         mode = self._modes.setdefault(flags, len(self._modes))
         self._set_mode(mode, epoch)

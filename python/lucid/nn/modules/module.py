@@ -23,6 +23,18 @@ _epoch_bump = lucid._C._compile_epoch_bump
 _call_record = threading.local()
 
 
+class _StateDict(OrderedDict):
+    """The parameter/buffer/submodule dicts: any (re)assignment or removal bumps the compile epoch."""
+
+    def __setitem__(self, key, value):
+        _epoch_bump()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        _epoch_bump()
+        super().__delitem__(key)
+
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
@@ -70,10 +82,10 @@ class Module:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
         d = self.__dict__
         d["training"] = True
-        d["_parameters"] = OrderedDict()
-        d["_buffers"] = OrderedDict()
+        d["_parameters"] = _StateDict()
+        d["_buffers"] = _StateDict()
         d["_non_persistent_buffers_set"] = set()
-        d["_modules"] = OrderedDict()
+        d["_modules"] = _StateDict()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
 

@@ -1,0 +1,484 @@
+"""lucid.compile semantics: compiled == eager, signature cache, bound state, side effects,
+fallback policy, threads, memory. Every compiled result is compared with eager on the same inputs."""
+import collections
+import dataclasses
+import gc
+import logging
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import lucid
+import lucid.nn as nn
+from lucid import _C
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=rtol, atol=atol)
+
+
+def mlp(seed=0):
+    lucid.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+class BNNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x)).relu()
+        return self.head(y.mean(dim=(2, 3)))
+
+
+# ---------------------------------------------------------------- basics and the signature cache
+def test_compiled_equals_eager_and_one_entry_per_shape():
+    m = mlp()
+    cm = lucid.compile(m)
+    x = lucid.randn(5, 8)
+    with lucid.no_grad():
+        ref = m(x)
+        for _ in range(20):
+            close(cm(x), ref)
+        # new data with the same signature: same entry, new answer
+        x2 = lucid.randn(5, 8)
+        close(cm(x2), m(x2))
+    info = cm.cache_info()
+    assert info["entries"] == 1 and info["misses"] == 1 and info["n_calls"] == 21 and info["hits"] == 20
+    assert info["eager_only"] == {}
+
+
+def test_four_batch_sizes_give_four_entries():
+    m = mlp()
+    cm = lucid.compile(m)
+    with lucid.no_grad():
+        for rep in range(3):
+            for b in (1, 2, 7, 32):
+                x = lucid.randn(b, 8)
+                close(cm(x), m(x))
+    assert cm.cache_info()["entries"] == 4
+    assert cm.cache_info()["misses"] == 4
+
+
+def test_cached_call_runs_no_python_ops():
+    calls = []
+
+    class Spy(nn.Module):
+        def forward(self, x):
+            calls.append(1)
+            return x * 2 + 1
+
+    cm = lucid.compile(Spy())
+    x = lucid.randn(4)
+    with lucid.no_grad():
+        for _ in range(5):
+            close(cm(x), x * 2 + 1)
+    assert len(calls) == 1  # traced once; later calls never enter forward
+
+
+def test_train_eval_on_submodule_rekeys():
+    lucid.manual_seed(0)
+    m = BNNet()
+    ref = BNNet()
+    ref.load_state_dict(m.state_dict())
+    cm = lucid.compile(m)
+    x = lucid.randn(2, 3, 6, 6)
+    with lucid.no_grad():
+        for _ in range(3):  # train mode: batch statistics, running stats updated every call
+            close(cm(x), ref(x), rtol=1e-4, atol=1e-5)
+        close(m.bn.running_mean, ref.bn.running_mean)
+        close(m.bn.running_var, ref.bn.running_var)
+        assert m.bn.num_batches_tracked.item() == 3
+        m.bn.eval()  # only the submodule
+        ref.bn.eval()
+        close(cm(x), ref(x), rtol=1e-4, atol=1e-5)
+        close(m.bn.running_mean, ref.bn.running_mean)
+        m.bn.train()
+        ref.bn.train()
+        close(cm(x), ref(x), rtol=1e-4, atol=1e-5)
+    assert cm.cache_info()["entries"] == 2
+    assert m.bn.num_batches_tracked.item() == 4
+
+
+def test_load_state_dict_and_in_place_updates_are_seen():
+    m = mlp(0)
+    cm = lucid.compile(m)
+    x = lucid.randn(3, 8)
+    with lucid.no_grad():
+        cm(x)
+        m.load_state_dict(mlp(1).state_dict())
+        close(cm(x), m(x))
+        m[0].weight.mul_(2.0)
+        close(cm(x), m(x))
+    assert cm.cache_info()["entries"] == 1
+
+
+def test_parameter_replacement_rebinds_or_recompiles():
+    m = mlp(0)
+    cm = lucid.compile(m)
+    x = lucid.randn(3, 8)
+    with lucid.no_grad():
+        cm(x)
+        m[2].weight = nn.Parameter(lucid.randn(4, 16))  # same shape: re-bound, same entry
+        close(cm(x), m(x))
+        assert cm.cache_info()["misses"] == 1
+        m[2].weight = nn.Parameter(lucid.randn(4, 16).double().float())
+        close(cm(x), m(x))
+        m[2] = nn.Linear(16, 6)  # new submodule with a new shape: recompiles
+        y = cm(x)
+        assert tuple(y.shape) == (3, 6)
+        close(y, m(x))
+
+
+def test_to_dtype_recompiles():
+    m = mlp(0)
+    cm = lucid.compile(m)
+    with lucid.no_grad():
+        cm(lucid.randn(3, 8))
+        cm.to(dtype=lucid.float64)
+        x = lucid.randn(3, 8, dtype=lucid.float64)
+        y = cm(x)
+        assert y.dtype == lucid.float64
+        close(y, m(x))
+
+
+def test_clear_cache():
+    m = mlp()
+    cm = lucid.compile(m)
+    x = lucid.randn(3, 8)
+    with lucid.no_grad():
+        cm(x)
+        cm.clear_cache()
+        assert cm.cache_info()["entries"] == 0
+        close(cm(x), m(x))
+    assert cm.cache_info()["entries"] == 1 and cm.cache_info()["misses"] == 2
+
+
+def test_same_op_sequence_different_graphs_never_share():
+    f = lucid.compile(lambda a, b: a - b)
+    g = lucid.compile(lambda a, b: b - a)
+    a, b = lucid.randn(4), lucid.randn(4)
+    for _ in range(2):
+        close(f(a, b), a - b)
+        close(g(a, b), b - a)
+    assert f.ir() != g.ir()
+
+
+def test_same_graph_shares_executable_but_not_state():
+    m1, m2 = mlp(0), mlp(1)
+    c1, c2 = lucid.compile(m1), lucid.compile(m2)
+    x = lucid.randn(3, 8)
+    with lucid.no_grad():
+        for _ in range(2):
+            close(c1(x), m1(x))
+            close(c2(x), m2(x))
+    assert c1.ir() == c2.ir()
+
+
+def test_executable_cache_eviction_keeps_executables_in_use():
+    old = _C._executable_cache_capacity()
+    _C._set_executable_cache_capacity(2)
+    try:
+        fns = [lucid.compile(lambda x, k=k: x * float(k + 2) + 1.0) for k in range(5)]
+        x = lucid.randn(6)
+        for f in fns:
+            f(x)
+        assert _C._executable_cache_size() <= 2
+        for k, f in enumerate(fns):  # evicted from the process cache, still held by their entry
+            close(f(x), x * float(k + 2) + 1.0)
+    finally:
+        _C._set_executable_cache_capacity(old)
+
+
+def test_python_values_are_part_of_the_key():
+    f = lucid.compile(lambda x, s, mode="add": x + s if mode == "add" else x * s)
+    x = lucid.randn(5)
+    close(f(x, 2.0), x + 2.0)
+    close(f(x, 3.0), x + 3.0)
+    close(f(x, 3.0, mode="mul"), x * 3.0)
+    close(f(x, -1), x - 1)
+    close(f(x, -2), x - 2)  # hash(-1) == hash(-2) in CPython: keys use the value itself
+    close(f(x, 2.0), x + 2.0)
+    assert f.cache_info()["entries"] == 5
+
+
+def test_unhashable_argument_is_a_clear_error():
+    f = lucid.compile(lambda x, a: x)
+    with pytest.raises(TypeError, match="not hashable"):
+        f(lucid.randn(2), np.zeros(3))
+
+
+def test_nested_inputs_and_outputs():
+    Out = collections.namedtuple("Out", "s d")
+
+    @dataclasses.dataclass
+    class Pair:
+        a: object
+        b: object
+
+    @lucid.compile
+    def f(inp, pair):
+        x, y = inp["x"], inp["ys"][1]
+        return {"sum": x + y, "nt": Out(x - y, [pair.a * pair.b, 3]), "none": None}
+
+    x, y0, y1, a, b = (lucid.randn(3) for _ in range(5))
+    for _ in range(3):
+        r = f({"x": x, "ys": (y0, y1)}, Pair(a, b))
+        close(r["sum"], x + y1)
+        assert isinstance(r["nt"], Out)
+        close(r["nt"].s, x - y1)
+        close(r["nt"].d[0], a * b)
+        assert r["nt"].d[1] == 3 and r["none"] is None
+    assert f.cache_info()["entries"] == 1
+
+
+def test_aliased_arguments_are_part_of_the_key():
+    f = lucid.compile(lambda a, b: a * 2 + b)
+    x, y = lucid.randn(4), lucid.randn(4)
+    close(f(x, x), x * 2 + x)
+    close(f(x, y), x * 2 + y)
+    assert f.cache_info()["entries"] == 2
+
+
+def test_returns_input_and_state_and_constant():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", lucid.ones(3))
+
+        def forward(self, x):
+            return x, self.b, lucid.zeros(2)
+
+    m = M()
+    cm = lucid.compile(m)
+    x = lucid.randn(3)
+    for _ in range(3):
+        r = cm(x)
+        close(r[0], x)
+        close(r[1], m.b)
+        close(r[2], lucid.zeros(2))
+    r[2].add_(5.0)  # a returned constant is the caller's own copy
+    close(cm(x)[2], lucid.zeros(2))
+
+
+# ---------------------------------------------------------------- side effects
+def test_buffer_counter_and_writes_through_views_replay():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", lucid.zeros(1))
+            self.register_buffer("hist", lucid.zeros(4))
+
+        def forward(self, x):
+            self.count.add_(1)
+            self.hist[1:3] += x.sum()
+            return x * self.count
+
+    m, ref = Counter(), Counter()
+    cm = lucid.compile(m)
+    x = lucid.randn(3)
+    for _ in range(5):
+        close(cm(x), ref(x))
+    close(m.count, ref.count)
+    close(m.hist, ref.hist)
+    assert m.count.item() == 5
+    assert cm.cache_info()["eager_only"] == {}
+
+
+def test_in_place_write_to_argument_replays():
+    @lucid.compile
+    def f(x):
+        x.mul_(2)
+        y = x[0:2]
+        y.add_(1)
+        return x.sum()
+
+    a = lucid.arange(4).float()
+    ref = lucid.arange(4).float()
+    for _ in range(3):
+        r = f(a)
+        ref.mul_(2)
+        ref[0:2].add_(1)
+        close(a, ref)
+        close(r, ref.sum())
+    assert f.cache_info()["eager_only"] == {}
+
+
+def test_view_read_after_base_write_sees_new_value():
+    @lucid.compile
+    def f(x):
+        y = x * 1
+        v = y[1:]
+        y[0:2] = 7.0
+        return v * 1
+
+    x = lucid.randn(4)
+    for _ in range(2):
+        r = f(x)
+        ref = x * 1
+        ref[0:2] = 7.0
+        close(r, ref[1:])
+
+
+# ---------------------------------------------------------------- fallback policy
+def test_host_read_branch_falls_back_and_is_correct_on_both_branches():
+    @lucid.compile
+    def f(x):
+        if x.sum().item() > 0:
+            return x * 2
+        return x - 1
+
+    pos, neg = lucid.ones(3), -lucid.ones(3)
+    with pytest.warns(lucid.compile.CompileWarning, match="item"):
+        close(f(pos), pos * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once per reason
+        close(f(neg), neg - 1)
+        close(f(pos), pos * 2)
+    reasons = f.cache_info()["eager_only"]
+    assert len(reasons) == 1 and "item()" in next(iter(reasons.values()))
+
+
+def test_random_op_falls_back_and_draws_fresh_numbers():
+    f = lucid.compile(lambda x: x + lucid.randn(3))
+    x = lucid.zeros(3)
+    with pytest.warns(lucid.compile.CompileWarning, match="random"):
+        a = f(x)
+    b = f(x)
+    assert not np.allclose(a.numpy(), b.numpy())
+    assert "random" in next(iter(f.cache_info()["eager_only"].values()))
+
+
+def test_strict_mode_raises_with_the_reason():
+    f = lucid.compile(lambda x: x * float(x.sum().item()), strict=True)
+    with pytest.raises(lucid.compile.CompileError, match="item"):
+        f(lucid.ones(2))
+
+    @lucid.compile(strict=True)
+    def g(x):
+        return x + 1
+
+    close(g(lucid.ones(2)), lucid.ones(2) + 1)
+
+
+def test_data_dependent_shape_op_falls_back():
+    f = lucid.compile(lambda x: x[x > 0] * 2)
+    for x in (lucid.tensor([1.0, -1.0, 2.0]), lucid.tensor([1.0, 2.0, 3.0])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", lucid.compile.CompileWarning)
+            close(f(x), x[x > 0] * 2)
+
+
+def test_grad_mode_with_params_requiring_grad_runs_eagerly_with_autograd():
+    m = mlp()
+    cm = lucid.compile(m)
+    x = lucid.randn(3, 8)
+    with pytest.warns(lucid.compile.CompileWarning, match="autograd"):
+        y = cm(x)
+    y.sum().backward()
+    assert m[0].weight.grad is not None
+    with lucid.no_grad():
+        close(cm(x), m(x))
+    assert cm.cache_info()["entries"] == 2
+
+
+def test_dynamic_is_not_implemented_yet():
+    with pytest.raises(NotImplementedError, match="dynamic"):
+        lucid.compile(mlp(), dynamic=True)
+
+
+def test_nested_compiled_call_inside_a_trace():
+    inner = lucid.compile(lambda x: x * 3)
+    outer = lucid.compile(lambda x: inner(x) + 1)
+    x = lucid.randn(4)
+    for _ in range(3):
+        close(outer(x), x * 3 + 1)
+        close(inner(x), x * 3)
+
+
+# ---------------------------------------------------------------- introspection, logging
+def test_timing_ir_and_tracing_context():
+    m = mlp()
+    cm = lucid.compile(m)
+    with lucid.no_grad():
+        for _ in range(3):
+            cm(lucid.randn(2, 8))
+    (key, t), = cm.timing().items()
+    assert t["n_hits"] == 2 and t["compile_ms"] > 0 and t["last_run_ms"] > 0
+    assert "Linear" in cm.ir() and "Linear" in cm.ir(key)
+    with lucid.compile._tracing() as tr:
+        y = lucid.randn(2) * 2
+    assert "Mul" in str(tr.graph)
+
+
+def test_verbose_logging(caplog):
+    caplog.set_level(logging.INFO, logger="lucid.compile")
+    f = lucid.compile(lambda x: x + 1)
+    f(lucid.randn(2))
+    assert any("compiled" in r.getMessage() and "nodes" in r.getMessage() for r in caplog.records)
+
+
+def test_diagnose_report():
+    m = mlp()
+    rep = lucid.compile.diagnose(lambda x: m(x).argmax(dim=1), lucid.randn(2, 8))
+    assert rep.total_ops == 4
+    assert "Linear" in rep.registered and "Relu" in rep.registered
+    assert [o.name for o in rep.uncovered] == ["Argmax"] and rep.uncovered[0].count == 1
+    assert rep.uncovered[0].sample_shape == (2,)
+    assert "Argmax" in rep.grad_sinks and rep.not_lowered == []
+    assert "Argmax" in str(rep)
+    rep2 = lucid.compile.diagnose(lambda x: x * lucid.randn(2), lucid.randn(2))
+    assert rep2.not_lowered and "random" in rep2.not_lowered[0]
+
+
+# ---------------------------------------------------------------- threads and memory
+def test_eight_threads_thousand_calls_each():
+    m = mlp()
+    cm = lucid.compile(m)
+    xs = [lucid.randn(4, 8) for _ in range(8)]
+    with lucid.no_grad():
+        refs = [m(x).numpy() for x in xs]
+        cm(xs[0])
+    errors = []
+
+    def work(i):
+        try:
+            with lucid.no_grad():
+                for _ in range(1000):
+                    y = cm(xs[i]).numpy()
+                    if not np.allclose(y, refs[i], rtol=1e-5, atol=1e-6):
+                        errors.append(i)
+                        return
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    assert cm.cache_info()["entries"] == 1
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_cached_calls_do_not_grow_memory():
+    f = lucid.compile(lambda x: (x + 1) * 2)
+    x = lucid.randn(64)
+    for _ in range(2000):
+        f(x)
+    gc.collect()
+    before = _rss_bytes()
+    for _ in range(100_000):
+        f(x)
+    gc.collect()
+    assert _rss_bytes() - before < 4 * 1024 * 1024
