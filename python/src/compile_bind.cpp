@@ -156,7 +156,8 @@ struct SigWalk {
 SigWalk signature(nb::handle args, nb::handle kwargs, int64_t mode) {
   SigWalk w;
   w.walk(args, 0);
-  if (kwargs.is_valid() && !kwargs.is_none()) w.walk(kwargs, 0);
+  // No keyword arguments (a null dict from tp_call, or {}) hash alike.
+  if (kwargs.is_valid() && PyDict_Check(kwargs.ptr()) && PyDict_Size(kwargs.ptr()) > 0) w.walk(kwargs, 0);
   w.s.mix(GradMode::is_enabled() ? 0x51 : 0x50);
   w.s.mix(static_cast<uint64_t>(mode));
   return w;
@@ -181,7 +182,8 @@ class CompiledCore {
   explicit CompiledCore(nb::object fn) : fn_(std::move(fn)) {}
   virtual ~CompiledCore() = default;
 
-  nb::object call(nb::args args, nb::kwargs kwargs) {
+  // args: a tuple; kwargs: a dict or null (CPython's tp_call convention).
+  nb::object call(nb::handle args, nb::handle kwargs) {
     ++n_calls_;
     if (current_trace_hook() || epoch_seen_ != g_epoch.load(std::memory_order_relaxed)) return slow(args, kwargs, nb::none());
     SigWalk w = signature(args, kwargs, mode_);
@@ -194,8 +196,9 @@ class CompiledCore {
       ++hits_;
       ++e->hits;
       e->tick = ++tick_;
-      nb::object fn = fn_;
-      return fn(*args, **kwargs);
+      PyObject* r = PyObject_Call(fn_.ptr(), args.ptr(), kwargs.ptr());
+      if (!r) throw nb::python_error();
+      return nb::steal(r);
     }
     if (!states_valid(*e)) return slow(args, kwargs, nb::int_(w.s.h));
     ++hits_;
@@ -205,7 +208,8 @@ class CompiledCore {
   }
 
   // Python slow-path helpers.
-  nb::object key_of(nb::args args, nb::kwargs kwargs) {
+  // (args tuple, kwargs dict) -> (key, flat tensors, guards): the same signature as the fast path.
+  nb::object key_of(nb::handle args, nb::handle kwargs) {
     SigWalk w = signature(args, kwargs, mode_);
     if (w.unsupported) throw TypeError(str("lucid.compile: ", w.why));
     nb::list flat;
@@ -319,8 +323,10 @@ class CompiledCore {
   }
 
  private:
-  nb::object slow(nb::args& args, nb::kwargs& kwargs, nb::object key) {
-    return nb::handle(nb::find(this)).attr("_slow_call")(args, kwargs, key);
+  // args: a tuple; kwargs: a dict or null (tp_call passes null when there are none).
+  nb::object slow(nb::handle args, nb::handle kwargs, nb::object key) {
+    nb::object kw = kwargs.is_valid() ? nb::borrow(kwargs) : nb::dict();
+    return nb::handle(nb::find(this)).attr("_slow_call")(args, kw, key);
   }
 
   static bool guards_match(const Entry& e, const SigWalk& w) {
@@ -379,7 +385,29 @@ int core_clear(PyObject* self) {
   if (nb::inst_ready(self)) nb::inst_ptr<CompiledCore>(self)->clear_refs();
   return 0;
 }
-PyType_Slot core_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(core_traverse)},
+// tp_call: the cached path is entered straight from CPython (no attribute lookup of __call__,
+// no argument conversion); C++ errors become the same Python exceptions as elsewhere.
+PyObject* core_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    return nb::inst_ptr<CompiledCore>(self)->call(args, kwargs).release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const IndexError& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyType_Slot core_slots[] = {{Py_tp_call, reinterpret_cast<void*>(core_call)},
+                            {Py_tp_traverse, reinterpret_cast<void*>(core_traverse)},
                             {Py_tp_clear, reinterpret_cast<void*>(core_clear)},
                             {0, nullptr}};
 
@@ -468,7 +496,6 @@ LUCID_BINDER(compile) {
 
   nb::class_<CompiledCore>(m, "_CompiledCore", nb::type_slots(core_slots))
       .def(nb::init<nb::object>())
-      .def("__call__", &CompiledCore::call)
       .def("_key_of", &CompiledCore::key_of)
       .def("_insert", &CompiledCore::insert, nb::arg("key"), nb::arg("exe").none(), nb::arg("states"),
            nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("eager_only"))

@@ -61,7 +61,7 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
     }
 }
 
-Executable::~Executable() = default;
+Executable::~Executable() { delete hot_.exchange(nullptr); }
 
 std::unique_ptr<Executable::Frame> Executable::make_frame() const {
   auto f = std::make_unique<Frame>();
@@ -95,6 +95,7 @@ std::unique_ptr<Executable::Frame> Executable::make_frame() const {
 }
 
 std::unique_ptr<Executable::Frame> Executable::acquire() const {
+  if (Frame* f = hot_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<Frame>(f);
   {
     std::lock_guard<std::mutex> lk(pool_mu_);
     if (!pool_.empty()) {
@@ -112,13 +113,18 @@ void Executable::release(std::unique_ptr<Frame> f) const {
     for (Tensor& t : f->ins[k]) t = Tensor();
     for (int j : instrs_[k].fresh) f->outs[k][j] = Tensor();
   }
+  Frame* expected = nullptr;
+  if (hot_.compare_exchange_strong(expected, f.get(), std::memory_order_release)) {
+    f.release();
+    return;
+  }
   std::lock_guard<std::mutex> lk(pool_mu_);
   if (pool_.size() < 8) pool_.push_back(std::move(f));
 }
 
 size_t Executable::pooled_frames() const {
   std::lock_guard<std::mutex> lk(pool_mu_);
-  return pool_.size();
+  return pool_.size() + (hot_.load() != nullptr);
 }
 
 void Executable::check_feeds(const TensorList& inputs, const TensorList& states) const {

@@ -7,6 +7,7 @@
 // Concurrent calls each take an arena frame from a small pool, so run() is thread-safe and
 // needs no Python (callers release the GIL around it).
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -55,6 +56,7 @@ class Executable {
   ir::MemoryPlan plan_;
   std::vector<Instr> instrs_;
   std::vector<ir::Assign> final_assigns_;  // the last write to each target, in order
+  mutable std::atomic<Frame*> hot_{nullptr};  // one frame ready without locking (the common case)
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Frame>> pool_;
 };
