@@ -51,6 +51,7 @@ def test_compiled_equals_eager_and_one_entry_per_shape():
     info = cm.cache_info()
     assert info["entries"] == 1 and info["misses"] == 1 and info["n_calls"] == 21 and info["hits"] == 20
     assert info["eager_only"] == {}
+    assert cm._hits == 20  # every later call took the C++ cached path, none the Python slow path
 
 
 def test_four_batch_sizes_give_four_entries():
