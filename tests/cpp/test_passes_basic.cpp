@@ -1,5 +1,5 @@
 // Tests of the basic IR passes (dead code elimination, common subexpression elimination,
-// constant folding): IR text in -> pass -> IR text out, compared with the expected text written
+// constant folding, algebraic simplification): IR text in -> pass -> IR text out, compared with the expected text written
 // from each pass's definition, plus a numerical check that the reference interpreter gives the
 // same outputs and state updates for the graph before and after the pass on random inputs.
 #include <gtest/gtest.h>
@@ -512,4 +512,91 @@ TEST(ConstantFolding, FusedNodeOverConstantsFolds) {
   EXPECT_EQ(count_op(f, OpId::FusedElementwise), 0);
   expect_same_tensor(const_of(f, f.consts()[1]), neg(dispatch1(OpId::Exp, {c_data})), "folded body");
   expect_same_results(g, f);
+}
+
+// ---- algebraic simplification ----------------------------------------------------------------
+
+TEST(AlgebraicSimplification, IdentityOperationsBecomeTheirOperand) {
+  // Replaced: %7..%11 (-> %0), %14 (-> %1), %18 (-> %17), %20 (-> %0, an all-ones tensor).
+  // Kept: 0 - x (%12), int * 1.0 (%13, promotes to float), int / 1 (%15, float), the view base
+  // of an output (%17), a real reshape (%19), a broadcasting multiply (%21), an output (%26).
+  const char* in =
+      "graph(%0: float32[2,3] input, %1: int32[2,3] input, %2: float32[3] input, %3: float64[] const=1, "
+      "%4: float64[] const=0, %5: int64[] const=1, %6: float32[2,3] const=1) {\n"
+      "  %7 = Mul(%0, %3) : float32[2,3]\n"
+      "  %8 = Mul(%3, %7) : float32[2,3]\n"
+      "  %9 = Add(%8, %4) : float32[2,3]\n"
+      "  %10 = Sub(%9, %4) : float32[2,3]\n"
+      "  %11 = Div(%10, %3) : float32[2,3]\n"
+      "  %12 = Sub(%4, %11) : float32[2,3]\n"
+      "  %13 = Mul(%1, %3) : float32[2,3]\n"
+      "  %14 = Mul(%1, %5) : int32[2,3]\n"
+      "  %15 = Div(%14, %5) : float32[2,3]\n"
+      "  %16 = Neg(%12) : float32[2,3]\n"
+      "  %17 = Neg(%16) : float32[2,3]\n"
+      "  %18 = Reshape(%17) {shape=[2,3]} : float32[2,3]\n"
+      "  %19 = Reshape(%17) {shape=[3,2]} : float32[3,2]\n"
+      "  %20 = Mul(%0, %6) : float32[2,3]\n"
+      "  %21 = Mul(%2, %6) : float32[2,3]\n"
+      "  %22 = Add(%18, %20) : float32[2,3]\n"
+      "  %23 = Add(%22, %13) : float32[2,3]\n"
+      "  %24 = Add(%23, %15) : float32[2,3]\n"
+      "  %25 = Add(%24, %21) : float32[2,3]\n"
+      "  %26 = Mul(%25, %3) : float32[2,3]\n"
+      "  return (%26, %19)\n"
+      "}\n";
+  const char* want =
+      "graph(%0: float32[2,3] input, %1: int32[2,3] input, %2: float32[3] input, %3: float64[] const=1, "
+      "%4: float64[] const=0, %5: int64[] const=1, %6: float32[2,3] const) {\n"
+      "  %7 = Sub(%4, %0) : float32[2,3]\n"
+      "  %8 = Mul(%1, %3) : float32[2,3]\n"
+      "  %9 = Div(%1, %5) : float32[2,3]\n"
+      "  %10 = Neg(%7) : float32[2,3]\n"
+      "  %11 = Neg(%10) : float32[2,3]\n"
+      "  %12 = Reshape(%11) {shape=[3,2]} : float32[3,2]\n"
+      "  %13 = Mul(%2, %6) : float32[2,3]\n"
+      "  %14 = Add(%11, %0) : float32[2,3]\n"
+      "  %15 = Add(%14, %8) : float32[2,3]\n"
+      "  %16 = Add(%15, %9) : float32[2,3]\n"
+      "  %17 = Add(%16, %13) : float32[2,3]\n"
+      "  %18 = Mul(%17, %3) : float32[2,3]\n"
+      "  return (%18, %12)\n"
+      "}\n";
+  ir::Graph g = ir::parse(in);
+  ir::Graph s = ir::algebraic_simplification(g);
+  EXPECT_EQ(ir::print(s), want);
+  expect_same_results(g, s);
+}
+
+TEST(AlgebraicSimplification, DoubleNegationAndNonIdentityConstants) {
+  // -(-x) -> x (the inner Neg is left for DCE); x * 2, x + 1, x * [1, 2] stay.
+  const char* in =
+      "graph(%0: float32[2] input, %1: float64[] const=2, %2: float64[] const=1) {\n"
+      "  %3 = Neg(%0) : float32[2]\n"
+      "  %4 = Neg(%3) : float32[2]\n"
+      "  %5 = Mul(%4, %1) : float32[2]\n"
+      "  %6 = Add(%5, %2) : float32[2]\n"
+      "  %7 = Exp(%6) : float32[2]\n"
+      "  return (%7)\n"
+      "}\n";
+  const char* want =
+      "graph(%0: float32[2] input, %1: float64[] const=2, %2: float64[] const=1) {\n"
+      "  %3 = Mul(%0, %1) : float32[2]\n"
+      "  %4 = Add(%3, %2) : float32[2]\n"
+      "  %5 = Exp(%4) : float32[2]\n"
+      "  return (%5)\n"
+      "}\n";
+  ir::Graph g = ir::parse(in);
+  ir::Graph s = ir::dead_code_elimination(ir::algebraic_simplification(g));
+  EXPECT_EQ(ir::print(s), want);
+  expect_same_results(g, s);
+
+  ir::Graph h;
+  int x = h.add_input({2}, DType::Float32);
+  Tensor one_two = full({2}, 1.0, DType::Float32);
+  one_two.data<float>()[1] = 2.0f;
+  int c = h.add_const(one_two);
+  int m = h.add_node(OpId::Mul, {x, c}, {}, {{{2}, DType::Float32}})[0];
+  h.set_outputs({h.add_node(OpId::Exp, {m}, {}, {{{2}, DType::Float32}})[0]});
+  EXPECT_EQ(ir::print(ir::algebraic_simplification(h)), ir::print(h));
 }

@@ -40,18 +40,6 @@ struct NoTrace {
 
 bool is_view_op(const Node& n) { return !n.body && op_def(n.op).view != nullptr; }
 
-// Values a caller observes: outputs, assigned values, and (through views) their base values.
-std::vector<bool> observable_values(const Graph& g) {
-  std::vector<bool> obs = escaping_values(g);
-  for (size_t n = g.nodes().size(); n-- > 0;) {
-    const Node& node = g.nodes()[n];
-    if (!is_view_op(node) || node.inputs.empty() || node.inputs[0] < 0) continue;
-    for (int out : node.outputs)
-      if (obs[out]) obs[node.inputs[0]] = true;
-  }
-  return obs;
-}
-
 int64_t numel_of_value(const Graph& g, int id) { return numel_of(g.value(id).shape); }
 
 // The node's kind, observability and size allow folding (its inputs are checked by the caller).
