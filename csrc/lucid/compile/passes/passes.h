@@ -42,11 +42,16 @@ class Rewriter {
 std::vector<std::vector<int>> value_users(const Graph& g);
 // True for values a pass must keep observable: graph outputs and assigned values.
 std::vector<bool> escaping_values(const Graph& g);
+// Escaping values and, through view ops, their bases: values whose storage the caller sees. A
+// pass must not replace one of these by a constant, an input or another such value (eager mode
+// gives each call, and each output, its own tensor).
+std::vector<bool> observable_values(const Graph& g);
 
 // ---- passes (each in its own .cpp) --------------------------------------------------------
 Graph dead_code_elimination(const Graph& g);        // dce.cpp
 Graph common_subexpression_elimination(const Graph& g);  // cse.cpp
 Graph constant_folding(const Graph& g);             // const_fold.cpp
+Graph algebraic_simplification(const Graph& g);     // simplify.cpp: x*1, x+0, x-0, x/1, -(-x), no-op reshapes -> x
 Graph fold_batchnorm(const Graph& g);               // bn_fold.cpp: eval BatchNorm into the preceding conv
 Graph absorb_epilogues(const Graph& g);             // epilogue.cpp: bias/activation/residual into oneDNN post-ops
 Graph group_elementwise(const Graph& g);            // ew_group.cpp: elementwise chains -> FusedElementwise

@@ -51,4 +51,15 @@ std::vector<bool> escaping_values(const Graph& g) {
   return e;
 }
 
+std::vector<bool> observable_values(const Graph& g) {
+  std::vector<bool> obs = escaping_values(g);
+  for (size_t n = g.nodes().size(); n-- > 0;) {
+    const Node& node = g.nodes()[n];
+    if (node.body || !op_def(node.op).view || node.inputs.empty() || node.inputs[0] < 0) continue;
+    for (int out : node.outputs)
+      if (obs[out]) obs[node.inputs[0]] = true;
+  }
+  return obs;
+}
+
 }  // namespace lucid::ir
