@@ -1,7 +1,6 @@
-"""Main demo: train the README's MLP and a small CNN eagerly on synthetic data; the loss falls.
-
-(lucid.compile is the next milestone; this demo will show eager vs compiled once it lands.)
-"""
+"""Main demo: train the README's MLP and a small CNN eagerly on synthetic data (the loss falls),
+then run each trained model eagerly and through lucid.compile: the outputs are equal and the
+measured speed-up is printed."""
 import time
 
 import numpy as np
@@ -44,6 +43,33 @@ def train(name, model, x, y, steps=60, batch=64, lr=1e-3):
     print(f"  {dt*1e3:.2f} ms/step, train accuracy {acc:.2%}")
 
 
+def bench(fn, x, reps=200):
+    fn(x)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn(x)
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best
+
+
+def compare_compiled(name, model, x):
+    model.eval()
+    compiled = lucid.compile(model)
+    with lucid.no_grad():
+        t0 = time.perf_counter()
+        compiled(x)  # first call: traces and compiles
+        first_ms = (time.perf_counter() - t0) * 1e3
+        eager_out, comp_out = model(x), compiled(x)
+        err = ((eager_out - comp_out).abs().max() / eager_out.abs().max()).item()
+        t_eager, t_comp = bench(model, x), bench(compiled, x)
+    info = compiled.cache_info()
+    print(f"\n{name}, batch {x.shape[0]}: eager {t_eager*1e6:.1f} us, compiled {t_comp*1e6:.1f} us "
+          f"-> {t_eager / t_comp:.2f}x; max relative difference {err:.1e}; first call {first_ms:.1f} ms; "
+          f"cache: {info['entries']} entry, {info['hits']} hits, eager-only {len(info['eager_only'])}")
+
+
 def main():
     lucid.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -57,6 +83,12 @@ def main():
         nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
         nn.Flatten(), nn.Linear(32 * 16, 10))
     train("small CNN", cnn, x, y, steps=40, lr=3e-3)
+
+    print("\nlucid.compile: the same trained models, eager vs compiled (inference, lucid.no_grad())")
+    for batch in (1, 32):
+        xb = lucid.tensor(x[:batch])
+        compare_compiled("MLP 784-256-10", mlp, xb)
+        compare_compiled("small CNN", cnn, xb)
 
 
 if __name__ == "__main__":

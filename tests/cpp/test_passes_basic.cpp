@@ -273,7 +273,7 @@ TEST(CommonSubexpressionElimination, ConstantsMergeOnlyWithEqualBytesAndPromotio
   ir::verify(g);
   ir::Graph d = ir::dead_code_elimination(ir::common_subexpression_elimination(g));
   EXPECT_EQ(ir::print(d),
-            "graph(%0: float32[3] input, %1: float32[3] const, %2: float32[3] const, %3: float64[] const=2, "
+            "graph(%0: float32[3] input, %1: float32[3] const, %2: float32[3] const, %3: float64[] scalar=2, "
             "%4: float64[] const=2) {\n"
             "  %5 = Add(%0, %1) : float32[3]\n"
             "  %6 = Add(%0, %2) : float32[3]\n"
@@ -400,7 +400,7 @@ TEST(ConstantFolding, TensorConstantsViewsAndLimits) {
 
   ir::Graph f = ir::constant_folding(g);
   EXPECT_EQ(ir::print(f),
-            "graph(%0: float32[2,3] input, %1: float32[2,3] state, %2: float32[2,3] const, %3: float64[] const=2, "
+            "graph(%0: float32[2,3] input, %1: float32[2,3] state, %2: float32[2,3] const, %3: float64[] scalar=2, "
             "%4: float32[2,3] const, %5: float32[3,2] const, %6: float32[2,3] const, %7: float32[3] const) {\n"
             "  %8 = Expand(%7) {shape=[2,3]} : float32[2,3]\n"
             "  %9 = Mul(%1, %3) : float32[2,3]\n"
@@ -427,7 +427,7 @@ TEST(ConstantFolding, TensorConstantsViewsAndLimits) {
   // DCE drops the intermediate constants (%4, %5) but keeps the one the output reads.
   ir::Graph fd = ir::dead_code_elimination(f);
   EXPECT_EQ(ir::print(fd),
-            "graph(%0: float32[2,3] input, %1: float32[2,3] state, %2: float32[2,3] const, %3: float64[] const=2, "
+            "graph(%0: float32[2,3] input, %1: float32[2,3] state, %2: float32[2,3] const, %3: float64[] scalar=2, "
             "%4: float32[2,3] const, %5: float32[3] const) {\n"
             "  %6 = Expand(%5) {shape=[2,3]} : float32[2,3]\n"
             "  %7 = Mul(%1, %3) : float32[2,3]\n"

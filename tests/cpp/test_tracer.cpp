@@ -18,7 +18,7 @@ TEST(Tracer, RecordsInputsStateConstantsAndOutputs) {
   }
   EXPECT_TRUE(tr.ok());
   EXPECT_EQ(ir::print(tr.graph()),
-            "graph(%0: float32[2,3] input, %1: float32[3] state, %2: float64[] const=0.5) {\n"
+            "graph(%0: float32[2,3] input, %1: float32[3] state, %2: float64[] scalar=0.5) {\n"
             "  %3 = Add(%0, %1) : float32[2,3]\n"
             "  %4 = Mul(%3, %2) : float32[2,3]\n"
             "  %5 = Sum(%4) {dims=[1], keepdim=false} : float32[2]\n"

@@ -122,6 +122,7 @@ uint64_t canonical_hash(const Graph& g) {
   hs.i64(static_cast<int64_t>(g.consts().size()));
   for (int id : g.consts()) {
     hs.meta(g.value(id));
+    hs.i64(g.const_data(g.value(id).slot).impl()->is_wrapped_number ? 1 : 0);
     Tensor c = g.const_data(g.value(id).slot).contiguous_data();
     hs.bytes(c.data_ptr(), static_cast<size_t>(c.numel()) * itemsize(c.dtype()));
   }

@@ -30,8 +30,10 @@ std::string print(const Graph& g) {
   for (int id : g.inputs()) header(id, "input");
   for (int id : g.states()) header(id, "state");
   for (int id : g.consts()) {
-    header(id, "const");
+    // A Python scalar (wrapped number) promotes like a scalar, a 0-d tensor like a tensor: the
+    // text keeps them apart ("scalar=1.5" vs "const=1.5").
     const Tensor& c = g.const_data(g.value(id).slot);
+    header(id, c.impl()->is_wrapped_number ? "scalar" : "const");
     if (c.numel() == 1) {
       double v = 0;
       LUCID_DISPATCH_ALL(c.dtype(), "print", [&] { v = static_cast<double>(static_cast<compute_t<scalar_t>>(*c.contiguous_data().data<scalar_t>())); });
@@ -181,7 +183,8 @@ struct Parser {
           id = g.add_input(m.shape, m.dtype);
         } else if (kind == "state") {
           id = g.add_state(m.shape, m.dtype);
-        } else if (kind == "const") {
+        } else if (kind == "const" || kind == "scalar") {
+          LUCID_CHECK(kind == "const" || m.shape.empty(), ValueError, "parse: a Python-scalar constant ('scalar') is 0-d");
           Tensor c = Tensor::empty(m.shape, m.dtype);
           double v = 0;
           if (accept("=")) {
@@ -194,9 +197,10 @@ struct Parser {
             scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(v));
             for (int64_t k = 0; k < c.numel(); ++k) c.data<scalar_t>()[k] = sv;
           });
+          c.impl()->is_wrapped_number = kind == "scalar";
           id = g.add_const(c);
         } else {
-          fail("input, state or const");
+          fail("input, state, const or scalar");
         }
         bind(tid, id);
       } while (accept(","));
