@@ -88,9 +88,9 @@ def test_train_eval_on_submodule_rekeys():
     ref = BNNet()
     ref.load_state_dict(m.state_dict())
     cm = lucid.compile(m)
-    x = lucid.randn(2, 3, 6, 6)
     with lucid.no_grad():
-        for _ in range(3):  # train mode: batch statistics, running stats updated every call
+        for _ in range(3):  # train mode: batch statistics of new data, running stats updated every call
+            x = lucid.randn(2, 3, 6, 6)
             close(cm(x), ref(x), rtol=1e-4, atol=1e-5)
         close(m.bn.running_mean, ref.bn.running_mean)
         close(m.bn.running_var, ref.bn.running_var)
@@ -308,6 +308,19 @@ def test_in_place_write_to_argument_replays():
         close(a, ref)
         close(r, ref.sum())
     assert f.cache_info()["eager_only"] == {}
+
+
+def test_detached_alias_reads_the_traced_value():
+    @lucid.compile
+    def f(x):
+        y = x * 2
+        return y.detach() + 1, y[1:].detach() * 3
+
+    for _ in range(3):
+        x = lucid.randn(4)
+        a, b = f(x)
+        close(a, x * 2 + 1)
+        close(b, (x * 2)[1:] * 3)
 
 
 def test_view_read_after_base_write_sees_new_value():

@@ -11,8 +11,13 @@ struct PassEntry {
   const char* name;
   Graph (*fn)(const Graph&);
 };
+// Order: cheap clean-ups first so later passes see canonical graphs; DCE last removes what
+// folding, CSE and simplification left unused.
 const PassEntry kPipeline[] = {
-    {"dce", nullptr},
+    {"simplify", algebraic_simplification},
+    {"const_fold", constant_folding},
+    {"cse", common_subexpression_elimination},
+    {"dce", dead_code_elimination},
 };
 }  // namespace
 

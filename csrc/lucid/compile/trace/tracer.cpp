@@ -2,9 +2,28 @@
 
 namespace lucid {
 
+void Tracer::note_storage(const Tensor& t) {
+  if (t.defined() && !t.impl()->is_view) storage_owner_.emplace(t.impl()->storage.get(), t);
+}
+
+// A tensor the trace has not seen may still alias one it has: detach(), or an alias made by C++
+// code without dispatch. It must read the traced value (not be frozen as bound state).
+int Tracer::alias_value(const Tensor& t) {
+  auto so = storage_owner_.find(t.impl()->storage.get());
+  if (so == storage_owner_.end()) return -1;
+  const Tensor& o = so->second;
+  auto ov = ids_.find(o.impl());
+  if (ov == ids_.end() || o.dtype() != t.dtype()) return -1;
+  if (t.shape() == o.shape() && t.strides() == o.strides() && t.offset() == o.offset()) return ov->second;
+  if (!o.is_contiguous()) return -1;
+  Attrs a{{"shape", t.shape()}, {"strides", t.strides()}, {"offset", t.offset() - o.offset()}};
+  return graph_.add_node(OpId::AsStrided, {ov->second}, std::move(a), {{t.shape(), t.dtype()}})[0];
+}
+
 int Tracer::add_input(const Tensor& t) {
   int id = graph_.add_input(t.shape(), t.dtype());
   ids_[t.impl()] = id;
+  note_storage(t);
   input_of_[t.impl()] = id;
   keep_alive_.push_back(t);
   return id;
@@ -38,6 +57,13 @@ int Tracer::value_of(const Tensor& t) {
   }
   keep_alive_.push_back(t);
   if (root && ids_.count(root) && root->dtype == t.dtype()) return add_view_of_root(t, ids_[root]);
+  if (!t.impl()->is_wrapped_number) {
+    int a = alias_value(t);
+    if (a >= 0) {
+      ids_[t.impl()] = a;
+      return a;
+    }
+  }
   int id;
   if (t.impl()->is_wrapped_number) {
     id = graph_.add_const(t);
@@ -45,6 +71,7 @@ int Tracer::value_of(const Tensor& t) {
     id = graph_.add_state(t.shape(), t.dtype());
     state_of_[t.impl()] = id;
     state_feeds_.push_back(t);
+    note_storage(t);
   }
   ids_[t.impl()] = id;
   return id;
@@ -64,6 +91,7 @@ void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const 
   for (size_t k = 0; k < outputs.size(); ++k) {
     ids_[outputs[k].impl()] = outs[k];
     keep_alive_.push_back(outputs[k]);
+    note_storage(outputs[k]);
     // A view remembers which value of its root it was taken from (see value_of).
     if (def.view)
       if (const TensorImpl* root = root_of(outputs[k]))

@@ -35,12 +35,15 @@ class Tracer : public TraceHook {
   static const TensorImpl* root_of(const Tensor& t);  // a view's root base, or null
   int add_view_of_root(const Tensor& t, int root_value);  // t as AsStrided of its root's value
   void record_write(const TensorImpl* target, int value);  // new content; assign if state/input
+  void note_storage(const Tensor& t);  // t owns its storage in the trace
+  int alias_value(const Tensor& t);    // value an unseen alias of a traced tensor reads, or -1
   void fallback(const std::string& why) { if (fallback_.empty()) fallback_ = why; }
   ir::Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;      // tensor -> current value id
   std::unordered_map<const TensorImpl*, int> state_of_;  // bound tensor -> its State value id
   std::unordered_map<const TensorImpl*, int> input_of_;  // argument -> its Input value id
   std::unordered_map<const TensorImpl*, int> view_src_;  // view -> root value it was taken from
+  std::unordered_map<const Storage*, Tensor> storage_owner_;  // storage -> the traced tensor owning it
   TensorList keep_alive_;  // every tensor seen, so addresses are not reused during the trace
   TensorList state_feeds_;
   std::string fallback_;
