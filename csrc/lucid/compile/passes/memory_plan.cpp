@@ -1,0 +1,175 @@
+// Static memory plan: decides, once per compiled graph, where every value lives at run time, so
+// the runtime allocates one arena per executable instead of one tensor per node per call.
+//
+//   input / state / constant        kExternal  fed by the caller, never allocated
+//   output of a view op (ViewFn)    kAlias     made at run time by the ViewFn on its base
+//   graph output, or the base of a  kFresh     allocated per call: it is handed to the caller,
+//   view chain that is an output               so it must not live in the reused arena
+//   every other node output         offset     a contiguous tensor inside the arena
+//
+// Lifetimes are node-index intervals [producer, last reader]. A view keeps its base alive, so
+// a read of a view (or of a view of a view) counts as a read of the root base; a value assigned
+// into state is copied at the end of the call, so its root base lives to the end (index N).
+//
+// In-place reuse: an elementwise node (Lowering::Elementwise or FusedElementwise) reads and writes
+// each element at the same index, so an output may take over the buffer of an input that dies
+// at this node: the input lives in the arena, has the output's exact shape and dtype, is read by
+// no later node and no view of it is read at or after this node (a permuted view read here would
+// see already-overwritten elements). Each input's buffer goes to at most one output. A handover
+// merges the two values into one buffer whose interval is the union of theirs.
+//
+// Packing is the greedy-by-size heuristic (TFLite's GreedyBySize, the same idea as TVM/XLA):
+// buffers sorted by size descending, each placed in the smallest gap between the already placed
+// buffers whose intervals overlap it, else above them. Sizes are rounded up to 64 bytes so every
+// offset is 64-byte aligned; arena_bytes is the high-water mark.
+#include <algorithm>
+#include <sstream>
+
+#include "lucid/compile/passes/passes.h"
+
+namespace lucid::ir {
+
+namespace {
+
+constexpr int64_t kArenaAlign = 64;
+constexpr int64_t kUnplanned = -4;  // a node value bound for the arena, offset not yet chosen
+
+int64_t value_bytes(const Value& v) { return numel_of(v.shape) * static_cast<int64_t>(itemsize(v.dtype)); }
+
+int64_t align_up(int64_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
+bool is_view_node(const Node& n) { return op_def(n.op).view != nullptr; }
+
+bool is_elementwise_node(const Node& n) {
+  return n.op == OpId::FusedElementwise || op_def(n.op).lowering == Lowering::Elementwise;
+}
+
+// An arena allocation: one value, or a chain of values joined by in-place handovers.
+struct Buffer {
+  int64_t size = 0;  // aligned bytes
+  int first = 0, last = 0;
+  int64_t offset = 0;
+};
+
+bool overlaps(const Buffer& a, const Buffer& b) { return a.first <= b.last && b.first <= a.last; }
+
+// Greedy by size: largest buffers first, each into the smallest gap left by the placed buffers
+// whose lifetimes overlap it. Returns the high-water mark.
+int64_t pack(std::vector<Buffer>& bufs) {
+  std::vector<int> order(bufs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
+    return bufs[a].first != bufs[b].first ? bufs[a].first < bufs[b].first : a < b;
+  });
+  std::vector<int> placed;  // kept sorted by offset
+  int64_t high = 0;
+  for (int b : order) {
+    Buffer& buf = bufs[b];
+    if (buf.size == 0) continue;  // occupies no bytes; offset 0
+    int64_t best = -1, best_gap = INT64_MAX, top = 0;
+    for (int p : placed) {
+      const Buffer& q = bufs[p];
+      if (!overlaps(buf, q)) continue;
+      int64_t gap = q.offset - top;
+      if (gap >= buf.size && gap < best_gap) best = top, best_gap = gap;
+      top = std::max(top, q.offset + q.size);
+    }
+    buf.offset = best >= 0 ? best : top;
+    high = std::max(high, buf.offset + buf.size);
+    auto at = std::upper_bound(placed.begin(), placed.end(), buf.offset,
+                               [&](int64_t off, int p) { return off < bufs[p].offset; });
+    placed.insert(at, b);
+  }
+  return high;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g) {
+  const auto& nodes = g.nodes();
+  const int nv = static_cast<int>(g.values().size());
+  const int end = static_cast<int>(nodes.size());  // "after the last node": assigns are copied here
+  MemoryPlan plan;
+  plan.offset.assign(nv, MemoryPlan::kExternal);
+
+  // Classify node outputs and find each value's root: the non-view value whose storage it uses.
+  std::vector<int> root(nv), last(nv, -1);
+  for (int v = 0; v < nv; ++v) root[v] = v;
+  for (int n = 0; n < end; ++n) {
+    const Node& node = nodes[n];
+    bool view = is_view_node(node);
+    for (int o : node.outputs) {
+      plan.offset[o] = view ? MemoryPlan::kAlias : kUnplanned;
+      if (view) root[o] = root[node.inputs.at(0)];
+      last[o] = n;
+    }
+  }
+  // Lifetimes, counted on roots: a read of a view is a read of its base.
+  for (int n = 0; n < end; ++n)
+    for (int in : nodes[n].inputs)
+      if (in >= 0) last[root[in]] = std::max(last[root[in]], n);
+  for (const Assign& a : g.assigns()) last[root[a.value]] = end;
+  // Graph outputs (and the bases of output views) escape the call: fresh per call.
+  for (int o : g.outputs())
+    if (plan.offset[root[o]] == kUnplanned) plan.offset[root[o]] = MemoryPlan::kFresh;
+
+  // One buffer per arena value, except where an elementwise output takes over a dying input.
+  std::vector<int> buffer_of(nv, -1);
+  std::vector<Buffer> bufs;
+  std::vector<bool> taken(nv, false);
+  for (int n = 0; n < end; ++n) {
+    const Node& node = nodes[n];
+    bool elementwise = is_elementwise_node(node);
+    std::vector<int> viewed_here;  // roots read through a view at this node
+    for (int in : node.inputs)
+      if (in >= 0 && plan.offset[in] == MemoryPlan::kAlias) viewed_here.push_back(root[in]);
+    // An input that dies here, lives in the arena, has o's shape and dtype, is not read here
+    // through a view, and was not already handed to another output.
+    auto find_donor = [&](const Value& ov) {
+      if (!elementwise) return -1;
+      for (int in : node.inputs) {
+        if (in < 0 || plan.offset[in] != kUnplanned || taken[in] || last[in] != n) continue;
+        const Value& iv = g.value(in);
+        if (iv.shape != ov.shape || iv.dtype != ov.dtype) continue;
+        if (std::find(viewed_here.begin(), viewed_here.end(), in) == viewed_here.end()) return in;
+      }
+      return -1;
+    };
+    for (int o : node.outputs) {
+      if (plan.offset[o] != kUnplanned) continue;
+      const Value& ov = g.value(o);
+      int donor = find_donor(ov);
+      if (donor >= 0) {
+        taken[donor] = true;
+        buffer_of[o] = buffer_of[donor];
+        bufs[buffer_of[o]].last = last[o];
+        ++plan.in_place;
+      } else {
+        buffer_of[o] = static_cast<int>(bufs.size());
+        bufs.push_back({align_up(value_bytes(ov)), n, last[o], 0});
+      }
+    }
+  }
+
+  plan.arena_bytes = pack(bufs);
+  for (int v = 0; v < nv; ++v)
+    if (buffer_of[v] >= 0) plan.offset[v] = bufs[buffer_of[v]].offset;
+  return plan;
+}
+
+std::string MemoryPlan::str(const Graph& g) const {
+  std::vector<int> c = canonical_ids(g);
+  std::ostringstream s;
+  for (const Node& n : g.nodes())
+    for (int o : n.outputs) {
+      s << '%' << c[o] << ' ';
+      int64_t off = offset.at(o);
+      if (off >= 0) s << "arena[" << off << ',' << off + value_bytes(g.value(o)) << ")\n";
+      else s << (off == kFresh ? "fresh\n" : "alias\n");  // node values are never external
+    }
+  s << "arena_bytes=" << arena_bytes << " in_place=" << in_place << '\n';
+  return s.str();
+}
+
+}  // namespace lucid::ir
