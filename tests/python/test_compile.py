@@ -496,3 +496,19 @@ def test_cached_calls_do_not_grow_memory():
         f(x)
     gc.collect()
     assert _rss_bytes() - before < 4 * 1024 * 1024
+
+
+def test_memory_plan_uses_an_arena_with_in_place_reuse():
+    def fn(x):
+        y = (x @ x).relu()
+        z = (y @ y).tanh()
+        return z.sum(dim=1)
+
+    f = lucid.compile(fn)
+    for _ in range(3):
+        x = lucid.randn(16, 16) * 0.3
+        close(f(x), fn(x), rtol=1e-5, atol=1e-5)
+    (key,) = f._keys()
+    exe = f._executable(key)
+    assert exe.arena_bytes > 0 and "arena[" in exe.memory_plan
+    assert f._info[key]["stats"]["in_place"] >= 1  # relu/tanh write over the dying matmul result
