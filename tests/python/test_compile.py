@@ -512,3 +512,18 @@ def test_memory_plan_uses_an_arena_with_in_place_reuse():
     exe = f._executable(key)
     assert exe.arena_bytes > 0 and "arena[" in exe.memory_plan
     assert f._info[key]["stats"]["in_place"] >= 1  # relu/tanh write over the dying matmul result
+
+
+def test_elementwise_chain_is_fused_and_equal():
+    def fn(x, b):
+        return ((x * 2.0 + b).sigmoid() * x - 1.0).abs()
+
+    f = lucid.compile(fn)
+    b = lucid.randn(1, 33)
+    for _ in range(3):
+        x = lucid.randn(40, 33)
+        close(f(x, b), fn(x, b))
+    xt = lucid.randn(33, 40).transpose(0, 1)  # strided input: its own signature
+    close(f(xt, b), fn(xt, b))
+    assert "FusedElementwise" in f.ir()
+    assert f.cache_info()["entries"] == 2

@@ -45,6 +45,27 @@ std::vector<int> Graph::add_fused(std::vector<int> inputs, std::shared_ptr<const
   return o;
 }
 
+// A FusedElementwise body: its inputs and outputs match the node's, it has no state, and it
+// verifies on its own.
+static void verify_body(const Node& node, int n, const Graph& g) {
+  const Graph& b = *node.body;
+  auto same = [&](int outer, int inner) {
+    return g.value(outer).shape == b.value(inner).shape && g.value(outer).dtype == b.value(inner).dtype;
+  };
+  LUCID_CHECK(b.inputs().size() == node.inputs.size() && b.outputs().size() == node.outputs.size(), Error,
+              "verify: node ", n, " (FusedElementwise) has ", node.inputs.size(), " inputs and ", node.outputs.size(),
+              " outputs, its body ", b.inputs().size(), " and ", b.outputs().size());
+  for (size_t k = 0; k < node.inputs.size(); ++k)
+    LUCID_CHECK(node.inputs[k] >= 0 && same(node.inputs[k], b.inputs()[k]), Error, "verify: node ", n,
+                " (FusedElementwise): input ", k, " is absent or differs in shape or dtype from its body's");
+  for (size_t k = 0; k < node.outputs.size(); ++k)
+    LUCID_CHECK(same(node.outputs[k], b.outputs()[k]), Error, "verify: node ", n, " (FusedElementwise): output ", k,
+                " differs in shape or dtype from its body's");
+  LUCID_CHECK(b.states().empty() && b.assigns().empty(), Error, "verify: node ", n,
+              " (FusedElementwise): a body has no state and no assigns");
+  verify(b);
+}
+
 void verify(const Graph& g) {
   const auto& vals = g.values();
   int nv = static_cast<int>(vals.size());
@@ -70,6 +91,9 @@ void verify(const Graph& g) {
                   Error, "verify: %", out, " does not record node ", n, " output ", k, " as its producer");
       defined[out] = true;
     }
+    LUCID_CHECK((node.op == OpId::FusedElementwise) == (node.body != nullptr), Error, "verify: node ", n, " (",
+                op_name(node.op), "): a body goes with FusedElementwise, and only with it");
+    if (node.body) verify_body(node, static_cast<int>(n), g);
   }
   for (int id : g.outputs())
     LUCID_CHECK(id >= 0 && id < nv && defined[id], Error, "verify: graph output %", id, " is not defined");
@@ -132,6 +156,7 @@ uint64_t canonical_hash(const Graph& g) {
     hs.i64(static_cast<int64_t>(n.inputs.size()));
     for (int in : n.inputs) hs.i64(cid(in));
     for (int out : n.outputs) hs.meta(g.value(out));
+    if (n.body) hs.i64(static_cast<int64_t>(canonical_hash(*n.body)));
   }
   hs.i64(-1);
   for (int id : g.outputs()) hs.i64(cid(id));

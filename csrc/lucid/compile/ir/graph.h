@@ -86,6 +86,13 @@ std::vector<int> canonical_ids(const Graph& g);
 //     assign %1 <- %4
 //     return (%3, %5)
 //   }
+// A FusedElementwise node's body follows its result types as a nested block (ids are local):
+//     %3 = FusedElementwise(%0, %1) : float32[2,3] {
+//       graph(%0: float32[2,3] input, %1: float32[3] input) {
+//         %2 = Add(%0, %1) : float32[2,3]
+//         return (%2)
+//       }
+//     }
 std::string print(const Graph& g);
 Graph parse(const std::string& text);  // raises ValueError with the line and what was expected
 

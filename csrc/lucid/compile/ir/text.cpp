@@ -17,11 +17,11 @@ static std::string type_str(const Value& v) {
   return os.str();
 }
 
-std::string print(const Graph& g) {
+// One graph at indentation `ind`; a FusedElementwise node's body follows its result types as a
+// nested block, indented two more levels.
+static void print_graph(std::ostream& os, const Graph& g, const std::string& ind) {
   std::vector<int> c = canonical_ids(g);
-  std::ostringstream os;
-  os.precision(17);
-  os << "graph(";
+  os << ind << "graph(";
   bool first = true;
   auto header = [&](int id, const char* kind) {
     os << (first ? "" : ", ") << "%" << c[id] << ": " << type_str(g.value(id)) << " " << kind;
@@ -42,7 +42,7 @@ std::string print(const Graph& g) {
   }
   os << ") {\n";
   for (const Node& n : g.nodes()) {
-    os << "  ";
+    os << ind << "  ";
     for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << "%" << c[n.outputs[k]];
     os << " = " << op_name(n.op) << "(";
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -54,12 +54,23 @@ std::string print(const Graph& g) {
     if (!n.attrs.items().empty()) os << " " << n.attrs.str();
     os << " : ";
     for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << type_str(g.value(n.outputs[k]));
+    if (n.body) {
+      os << " {\n";
+      print_graph(os, *n.body, ind + "    ");
+      os << ind << "  }";
+    }
     os << "\n";
   }
-  for (const Assign& a : g.assigns()) os << "  assign %" << c[a.state] << " <- %" << c[a.value] << "\n";
-  os << "  return (";
+  for (const Assign& a : g.assigns()) os << ind << "  assign %" << c[a.state] << " <- %" << c[a.value] << "\n";
+  os << ind << "  return (";
   for (size_t k = 0; k < g.outputs().size(); ++k) os << (k ? ", " : "") << "%" << c[g.outputs()[k]];
-  os << ")\n}\n";
+  os << ")\n" << ind << "}\n";
+}
+
+std::string print(const Graph& g) {
+  std::ostringstream os;
+  os.precision(17);
+  print_graph(os, g, "");
   return os.str();
 }
 
@@ -168,7 +179,10 @@ struct Parser {
     return a;
   }
 
-  Graph run() {
+  // "graph(...) { ... }": value ids are local to the graph, so a nested body numbers its own.
+  Graph graph() {
+    std::vector<int> outer = std::move(remap);
+    remap.clear();
     Graph g;
     expect("graph");
     expect("(");
@@ -243,9 +257,23 @@ struct Parser {
       std::vector<TensorMeta> metas;
       do metas.push_back(type()); while (accept(","));
       if (metas.size() != outs_text.size()) fail(str(outs_text.size(), " result types"));
-      std::vector<int> outs = g.add_node(op, ins, a, metas);
+      std::vector<int> outs;
+      if (accept("{")) {
+        if (op != OpId::FusedElementwise || !a.items().empty()) fail("a body only on FusedElementwise, without attributes");
+        auto body = std::make_shared<const Graph>(graph());
+        expect("}");
+        outs = g.add_fused(ins, std::move(body), metas);
+      } else {
+        outs = g.add_node(op, ins, a, metas);
+      }
       for (size_t k = 0; k < outs.size(); ++k) bind(outs_text[k], outs[k]);
     }
+    remap = std::move(outer);
+    return g;
+  }
+
+  Graph run() {
+    Graph g = graph();
     ws();
     if (i != s.size()) fail("end of text");
     return g;

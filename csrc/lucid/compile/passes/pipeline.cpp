@@ -18,6 +18,7 @@ const PassEntry kPipeline[] = {
     {"const_fold", constant_folding},
     {"cse", common_subexpression_elimination},
     {"dce", dead_code_elimination},
+    {"ew_group", group_elementwise},
 };
 }  // namespace
 

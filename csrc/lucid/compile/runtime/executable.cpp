@@ -35,7 +35,7 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
     const OpDef& def = op_def(n.op);
     if (n.body) {
       in.kind = Kind::Fused;
-      in.fused = compile_fused(*n.body);
+      in.fused = std::make_shared<FusedProgram>(*n.body, wrapped_inputs(graph_, n));
     } else if (def.view) {
       in.kind = Kind::View;
       in.view = def.view;

@@ -15,9 +15,11 @@
 #include "lucid/compile/ir/graph.h"
 #include "lucid/compile/passes/passes.h"
 
-namespace lucid::rt {
-
+namespace lucid {
 struct FusedProgram;  // fused_ew.h
+}
+
+namespace lucid::rt {
 
 class Executable {
  public:

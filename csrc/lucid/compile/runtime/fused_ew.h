@@ -1,16 +1,74 @@
-// Block interpreter for FusedElementwise groups (placeholder until the block interpreter lands:
-// runs the body op by op through the reference interpreter).
+// Block interpreter for FusedElementwise bodies: the first tier that runs a fused elementwise
+// group, with no compiler at run time. A FusedProgram is built once from a body graph: per node,
+// the op's BlockFn for the dtype the eager kernel would compute in, the casts eager would do on
+// its inputs, and scratch registers. run_fused then walks the iteration space in 1024-element
+// blocks: inputs are read through their broadcast strides (any strided view), intermediates live
+// in small per-thread registers (never materialised at full size), outputs are written
+// contiguously. Each op runs the same BlockFn on the same stored dtypes as eager, so results are
+// bit-identical to running the ops one by one (one exception: a binary op with a float32 vector
+// path, SiluBackward, takes that path on contiguous registers where eager, on a broadcast or
+// strided operand, would take its scalar path; the two agree to a few ulp).
 #pragma once
-#include <memory>
+#include <optional>
+#include <vector>
 
 #include "lucid/compile/ir/graph.h"
 
-namespace lucid::rt {
+namespace lucid {
+
+// The dtype an elementwise node's BlockFn runs in, as the eager kernel picks it: the output dtype,
+// except comparisons (bool output, computed in the inputs' result type) and logical ops (bool).
+// `inputs` stand for the node's inputs: their dtype, rank and wrapped-number flag count (and a
+// wrapped number's value, which pow's check reads). nullopt when the node can't run on the block
+// interpreter: not elementwise, no block for that dtype, or a recorded output dtype `out` that the
+// op would not produce (an in-place write into a narrower tensor).
+std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, DType out);
+
+// A stand-in tensor for ew_block_dtype: value v's dtype, its rank (dims of size 1), value zero.
+Tensor ew_stand_in(const ir::Value& v, bool wrapped);
 
 struct FusedProgram {
-  std::shared_ptr<const ir::Graph> body;
+  static constexpr int64_t kBlock = 1024;
+  using ConvertFn = void (*)(const char* src, int64_t src_stride, char* dst, int64_t n);
+
+  // wrapped_inputs[i]: body input i is a wrapped Python number (a traced scalar constant), which
+  // promotes like one (int_tensor < 0.5 compares in the default float). Empty: none is.
+  // Raises Error when the body is not a group of elementwise nodes with outputs of one shape.
+  explicit FusedProgram(const ir::Graph& body, std::vector<bool> wrapped_inputs = {});
+
+  Shape shape;                           // the iteration shape: every output's
+  std::vector<TensorMeta> inputs, outputs;
+
+  // ---- the program (read by run_fused) ----
+  // An operand is one value in one dtype for the current block: a register, a body output's
+  // memory, or an input read in place.
+  struct Operand {
+    DType dtype;
+    int reg = -1;     // scratch register (kBlock elements), -1 if none
+    int output = -1;  // body output it is written to, -1 if none
+  };
+  enum class StepKind : uint8_t { Load, Cast, Op };
+  struct Step {
+    StepKind kind;
+    int dst = -1;                 // operand written
+    int input = -1;               // Load: body input read
+    int src[3] = {-1, -1, -1};    // Cast: src[0]; Op: its operands
+    int arity = 0;
+    BlockFn fn = nullptr;         // Op
+    ConvertFn convert = nullptr;  // Load (input dtype -> operand dtype) and Cast
+  };
+  std::vector<Operand> operands;
+  std::vector<Step> steps;  // every Load comes first, so a block's inputs are read before any write
+  int num_regs = 0;
 };
-std::shared_ptr<FusedProgram> compile_fused(const ir::Graph& body);
+
+// The wrapped-number flags of a FusedElementwise node's inputs in the graph g that holds it.
+std::vector<bool> wrapped_inputs(const ir::Graph& g, const ir::Node& fused);
+
+// Runs p: inputs as the body's inputs (shape and dtype, any strides), outputs allocated by the
+// caller (contiguous, the body's shapes and dtypes). An output may share an input's memory exactly
+// (in place: same start and element size, the input contiguous at the iteration shape) or overlap
+// an input broadcast over the whole iteration space; no other overlap is allowed.
 void run_fused(const FusedProgram& p, const TensorList& inputs, const TensorList& outputs);
 
-}  // namespace lucid::rt
+}  // namespace lucid
