@@ -11,8 +11,12 @@
 
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/passes/passes.h"
+#include "lucid/compile/trace/tracer.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/creation.h"
+#include "lucid/ops/elementwise.h"
+#include "lucid/ops/linalg.h"
+#include "lucid/ops/nn.h"
 
 using namespace lucid;
 
@@ -368,4 +372,47 @@ TEST(AbsorbEpilogues, AfterBatchNormFoldConvBnReluIsOneKernel) {
   EXPECT_EQ(last.op, OpId::ConvFused);
   EXPECT_EQ(last.attrs.s("activation"), "relu");
   expect_same(g, f, random_feeds(g, {3}), 1e-5);
+}
+
+// ---- both passes on a traced graph, against eager execution -----------------------------------
+
+TEST(FusionPasses, TracedConvBnResidualReluAndLinearBiasGeluMatchEager) {
+  Tensor w = randn({4, 3, 3, 3}, DType::Float32), b = randn({4}, DType::Float32);
+  Tensor rm = randn({4}, DType::Float32), rv = add(rand({4}, DType::Float32), full({}, 0.5, DType::Float32));
+  Tensor gamma = randn({4}, DType::Float32), beta = randn({4}, DType::Float32);
+  Tensor wl = randn({5, 8}, DType::Float32), bl = randn({5}, DType::Float32);
+  Tensor x = randn({2, 3, 8, 8}, DType::Float32), r = randn({2, 4, 8, 8}, DType::Float32), h = randn({6, 8}, DType::Float32);
+  auto model = [&] {
+    Tensor c = conv_nd(2, x, w, b, {1, 1}, {1, 1}, "", {1, 1}, 1);
+    Tensor y = relu(add(batch_norm(c, rm, rv, gamma, beta, false, 0.1, 1e-5), r));
+    Tensor z = gelu(add(linear(h, wl), bl), "tanh");
+    return TensorList{y, z};
+  };
+  Tracer tr;
+  {
+    TraceGuard guard(&tr);
+    for (const Tensor& t : {x, r, h}) tr.add_input(t);
+    tr.set_outputs(model());
+  }
+  ASSERT_TRUE(tr.ok());
+  ir::Graph opt = ir::absorb_epilogues(ir::fold_batchnorm(tr.graph()));
+  std::vector<OpId> kernels;
+  for (const ir::Node& n : opt.nodes())
+    if (n.op == OpId::ConvFused || n.op == OpId::LinearFused || n.op == OpId::BatchNorm || n.op == OpId::Conv ||
+        n.op == OpId::Linear)
+      kernels.push_back(n.op);
+  EXPECT_EQ(kernels, (std::vector<OpId>{OpId::ConvFused, OpId::LinearFused})) << ir::print(opt);
+  for (int call = 0; call < 2; ++call) {
+    TensorList eager = model(), got = ir::interpret(opt, {x, r, h}, tr.state_feeds());
+    for (size_t k = 0; k < eager.size(); ++k) {
+      std::vector<double> e = values(eager[k]), o = values(got[k]);
+      ASSERT_EQ(e.size(), o.size());
+      for (size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(o[i], e[i], 1e-5 * (1 + std::fabs(e[i]))) << "call " << call;
+    }
+    // Between calls the user changes the bound state in place; the compiled graph must see it.
+    rv.data<float>()[2] *= 3.0f;
+    rm.data<float>()[0] += 1.0f;
+    gamma.data<float>()[1] = -2.0f;
+    w.data<float>()[5] += 0.5f;
+  }
 }
