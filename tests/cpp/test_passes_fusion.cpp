@@ -1,0 +1,418 @@
+// Tests of the two fusion passes that rewrite around GEMM-like ops: fold_batchnorm (eval
+// BatchNorm into the preceding Conv) and absorb_epilogues (bias / activation / residual into
+// LinearFused / ConvFused post-ops). Each case parses IR text, runs the pass and the verifier,
+// and matches the printed result; rewritten cases are then checked numerically against the
+// reference interpreter on the unoptimised graph with random inputs and states.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "lucid/compile/ir/interpret.h"
+#include "lucid/compile/passes/passes.h"
+#include "lucid/compile/trace/tracer.h"
+#include "lucid/ops/core.h"
+#include "lucid/ops/creation.h"
+#include "lucid/ops/elementwise.h"
+#include "lucid/ops/linalg.h"
+#include "lucid/ops/nn.h"
+
+using namespace lucid;
+
+namespace {
+
+struct Feeds {
+  TensorList inputs, states;
+};
+
+// Random normal inputs and states; state slots in `positive` (variances) are drawn from [0.5, 1.5).
+Feeds random_feeds(const ir::Graph& g, const std::set<int>& positive = {}) {
+  Feeds f;
+  for (int id : g.inputs()) f.inputs.push_back(randn(g.value(id).shape, g.value(id).dtype));
+  for (size_t s = 0; s < g.states().size(); ++s) {
+    const ir::Value& v = g.value(g.states()[s]);
+    f.states.push_back(positive.count(static_cast<int>(s)) ? add(rand(v.shape, v.dtype), full({}, 0.5, v.dtype))
+                                                          : randn(v.shape, v.dtype));
+  }
+  return f;
+}
+
+std::vector<double> values(const Tensor& t) {
+  Tensor d = cast(t, DType::Float64);
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+}
+
+// interpret(opt) == interpret(ref) on the feeds: same shapes and dtypes, and every element
+// within rtol of the reference's largest magnitude (the folded/fused forms round differently).
+void expect_same(const ir::Graph& ref, const ir::Graph& opt, const Feeds& f, double rtol) {
+  TensorList a = ir::interpret(ref, f.inputs, f.states), b = ir::interpret(opt, f.inputs, f.states);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    ASSERT_EQ(a[k].shape(), b[k].shape()) << "output " << k;
+    ASSERT_EQ(a[k].dtype(), b[k].dtype()) << "output " << k;
+    std::vector<double> x = values(a[k]), y = values(b[k]);
+    double scale = 1e-30;
+    for (double v : x) scale = std::max(scale, std::fabs(v));
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+    EXPECT_LE(worst, rtol * scale) << "output " << k << ": largest difference " << worst << ", scale " << scale;
+  }
+}
+
+std::string fold_text(const std::string& text) { return ir::print(ir::fold_batchnorm(ir::parse(text))); }
+std::string epi_text(const std::string& text) { return ir::print(ir::absorb_epilogues(ir::parse(text))); }
+
+const char* kConv2d = "{stride=[1,1], padding_l=[1,1], padding_r=[1,1], dilation=[1,1], groups=1}";
+
+std::string conv2d(const std::string& s) {  // replaces "$C" by the conv attributes
+  std::string r = s;
+  for (size_t p; (p = r.find("$C")) != std::string::npos;) r.replace(p, 2, kConv2d);
+  return r;
+}
+
+}  // namespace
+
+// ---- fold_batchnorm ---------------------------------------------------------------------------
+
+const std::string kConvBn = conv2d(
+    "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4] state, %3: float32[4] state, "
+    "%4: float32[4] state, %5: float32[4] state, %6: float32[4] state) {\n"
+    "  %7 = Conv(%0, %1, %2) $C : float32[2,4,6,6]\n"
+    "  %8, %9, %10 = BatchNorm(%7, %3, %4, %5, %6) {training=false, momentum=0.5, eps=0.25} : float32[2,4,6,6], float32[4], float32[4]\n"
+    "  return (%8)\n"
+    "}\n");
+
+TEST(FoldBatchNorm, AffineWithConvBias) {
+  EXPECT_EQ(fold_text(kConvBn),
+            conv2d("graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4] state, %3: float32[4] state, "
+                   "%4: float32[4] state, %5: float32[4] state, %6: float32[4] state, %7: float32[] const=0.25) {\n"
+                   "  %8 = Add(%4, %7) : float32[4]\n"
+                   "  %9 = Rsqrt(%8) : float32[4]\n"
+                   "  %10 = Mul(%5, %9) : float32[4]\n"
+                   "  %11 = Reshape(%10) {shape=[4,1,1,1]} : float32[4,1,1,1]\n"
+                   "  %12 = Mul(%1, %11) : float32[4,3,3,3]\n"
+                   "  %13 = Sub(%2, %3) : float32[4]\n"
+                   "  %14 = Mul(%13, %10) : float32[4]\n"
+                   "  %15 = Add(%14, %6) : float32[4]\n"
+                   "  %16 = Conv(%0, %12, %15) $C : float32[2,4,6,6]\n"
+                   "  return (%16)\n"
+                   "}\n"));
+}
+
+TEST(FoldBatchNorm, FoldedGraphReadsCurrentStateAtEveryCall) {
+  ir::Graph g = ir::parse(kConvBn), f = ir::fold_batchnorm(g);
+  Feeds a = random_feeds(g, {3}), b = random_feeds(g, {3});
+  b.inputs = a.inputs;  // same input, every state changed (weights, bias, running stats, affine)
+  expect_same(g, f, a, 1e-5);
+  expect_same(g, f, b, 1e-5);
+  // The states matter: the two calls of the same folded graph give different results.
+  std::vector<double> ya = values(ir::interpret(f, a.inputs, a.states)[0]), yb = values(ir::interpret(f, b.inputs, b.states)[0]);
+  EXPECT_NE(ya, yb);
+  // A state updated in place (as BatchNorm's running stats are in training) is seen too.
+  Tensor rv = a.states[3];
+  rv.data<float>()[1] = 7.0f;
+  expect_same(g, f, a, 1e-5);
+}
+
+TEST(FoldBatchNorm, Conv1dWithoutBiasAndNonAffineBatchNorm) {
+  const std::string text =
+      "graph(%0: float64[2,3,9] input, %1: float64[5,3,3] state, %2: float64[5] state, %3: float64[5] state) {\n"
+      "  %4 = Conv(%0, %1, none) {stride=[2], padding_l=[0], padding_r=[1], dilation=[1], groups=1} : float64[2,5,4]\n"
+      "  %5, %6, %7 = BatchNorm(%4, %2, %3, none, none) {training=false, momentum=0.5, eps=0.125} : float64[2,5,4], float64[5], float64[5]\n"
+      "  return (%5)\n"
+      "}\n";
+  EXPECT_EQ(fold_text(text),
+            "graph(%0: float64[2,3,9] input, %1: float64[5,3,3] state, %2: float64[5] state, %3: float64[5] state, "
+            "%4: float64[] const=0.125) {\n"
+            "  %5 = Add(%3, %4) : float64[5]\n"
+            "  %6 = Rsqrt(%5) : float64[5]\n"
+            "  %7 = Reshape(%6) {shape=[5,1,1]} : float64[5,1,1]\n"
+            "  %8 = Mul(%1, %7) : float64[5,3,3]\n"
+            "  %9 = Neg(%2) : float64[5]\n"
+            "  %10 = Mul(%9, %6) : float64[5]\n"
+            "  %11 = Conv(%0, %8, %10) {stride=[2], padding_l=[0], padding_r=[1], dilation=[1], groups=1} : float64[2,5,4]\n"
+            "  return (%11)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::fold_batchnorm(g), random_feeds(g, {2}), 1e-12);
+}
+
+TEST(FoldBatchNorm, GroupedConvThenRelu) {
+  // Grouped conv (weight [C_out, C_in/groups, k, k]); the BN output feeds a Relu that stays.
+  const std::string text =
+      "graph(%0: float32[1,4,5,5] input, %1: float32[6,2,3,3] state, %2: float32[6] state, %3: float32[6] state, "
+      "%4: float32[6] state, %5: float32[6] state, %6: float32[6] state) {\n"
+      "  %7 = Conv(%0, %1, %2) {stride=[1,1], padding_l=[0,0], padding_r=[0,0], dilation=[1,1], groups=2} : float32[1,6,3,3]\n"
+      "  %8, %9, %10 = BatchNorm(%7, %3, %4, %5, %6) {training=false, momentum=0.5, eps=0.25} : float32[1,6,3,3], float32[6], float32[6]\n"
+      "  %11 = Relu(%8) : float32[1,6,3,3]\n"
+      "  return (%11)\n"
+      "}\n";
+  ir::Graph g = ir::parse(text), f = ir::fold_batchnorm(g);
+  auto count = [&](OpId op) {
+    return std::count_if(f.nodes().begin(), f.nodes().end(), [&](const ir::Node& n) { return n.op == op; });
+  };
+  EXPECT_EQ(count(OpId::BatchNorm), 0);
+  EXPECT_EQ(count(OpId::Conv), 1);
+  expect_same(g, f, random_feeds(g, {3}), 1e-5);
+}
+
+TEST(FoldBatchNorm, LeavesUnfoldableBatchNormsAlone) {
+  auto unchanged = [](const std::string& text) { EXPECT_EQ(fold_text(text), ir::print(ir::parse(text))); };
+  const std::string head =
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4] state, %3: float32[4] state, "
+      "%4: float32[4] state, %5: float32[4] state, %6: float32[4] state) {\n"
+      "  %7 = Conv(%0, %1, %2) $C : float32[2,4,6,6]\n";
+  const std::string bn_eval =
+      "  %8, %9, %10 = BatchNorm(%7, %3, %4, %5, %6) {training=false, momentum=0.5, eps=0.25} : float32[2,4,6,6], float32[4], float32[4]\n";
+  // Training mode normalises with the batch statistics.
+  unchanged(conv2d(head +
+                   "  %8, %9, %10 = BatchNorm(%7, none, none, %5, %6) {training=true, momentum=0.5, eps=0.25} : float32[2,4,6,6], float32[4], float32[4]\n"
+                   "  return (%8)\n}\n"));
+  // The conv output has another reader, or is itself a graph output.
+  unchanged(conv2d(head + bn_eval + "  %11 = Add(%8, %7) : float32[2,4,6,6]\n  return (%11)\n}\n"));
+  unchanged(conv2d(head + bn_eval + "  return (%8, %7)\n}\n"));
+  // The BatchNorm's statistics outputs are used.
+  unchanged(conv2d(head + bn_eval + "  return (%8, %10)\n}\n"));
+  // The input is not a conv.
+  unchanged(
+      "graph(%0: float32[2,4,6,6] input, %1: float32[4] state, %2: float32[4] state) {\n"
+      "  %3 = Relu(%0) : float32[2,4,6,6]\n"
+      "  %4, %5, %6 = BatchNorm(%3, %1, %2, none, none) {training=false, momentum=0.5, eps=0.25} : float32[2,4,6,6], float32[4], float32[4]\n"
+      "  return (%4)\n}\n");
+  // Running stats in another dtype than the conv.
+  unchanged(conv2d(
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float64[4] state, %3: float64[4] state) {\n"
+      "  %4 = Conv(%0, %1, none) $C : float32[2,4,6,6]\n"
+      "  %5, %6, %7 = BatchNorm(%4, %2, %3, none, none) {training=false, momentum=0.5, eps=0.25} : float32[2,4,6,6], float32[4], float32[4]\n"
+      "  return (%5)\n}\n"));
+}
+
+// ---- absorb_epilogues -------------------------------------------------------------------------
+
+TEST(AbsorbEpilogues, LinearRelu) {
+  const std::string text =
+      "graph(%0: float32[5,8] input, %1: float32[6,8] state, %2: float32[6] state) {\n"
+      "  %3 = Linear(%0, %1, %2) : float32[5,6]\n"
+      "  %4 = Relu(%3) : float32[5,6]\n"
+      "  return (%4)\n"
+      "}\n";
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float32[5,8] input, %1: float32[6,8] state, %2: float32[6] state) {\n"
+            "  %3 = LinearFused(%0, %1, %2, none) {activation=\"relu\", residual_first=false} : float32[5,6]\n"
+            "  return (%3)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+}
+
+TEST(AbsorbEpilogues, LinearBiasAddGeluThenResidual) {
+  // Bias-less Linear, bias added after (a [6] operand broadcasts along the features), erf Gelu,
+  // then a residual of the output's shape: one LinearFused with act(x w^T + b) + r.
+  const std::string text =
+      "graph(%0: float32[2,5,8] input, %1: float32[6,8] state, %2: float32[6] state, %3: float32[2,5,6] input) {\n"
+      "  %4 = Linear(%0, %1, none) : float32[2,5,6]\n"
+      "  %5 = Add(%4, %2) : float32[2,5,6]\n"
+      "  %6 = Gelu(%5) {approximate=\"none\"} : float32[2,5,6]\n"
+      "  %7 = Add(%3, %6) : float32[2,5,6]\n"
+      "  return (%7)\n"
+      "}\n";
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float32[2,5,8] input, %1: float32[2,5,6] input, %2: float32[6,8] state, %3: float32[6] state) {\n"
+            "  %4 = LinearFused(%0, %2, %3, %1) {activation=\"gelu\", residual_first=false} : float32[2,5,6]\n"
+            "  return (%4)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+}
+
+TEST(AbsorbEpilogues, LinearResidualThenGeluTanhFloat64) {
+  const std::string text =
+      "graph(%0: float64[4,8] input, %1: float64[3,8] state, %2: float64[3] state, %3: float64[4,3] input) {\n"
+      "  %4 = Linear(%0, %1, %2) : float64[4,3]\n"
+      "  %5 = Add(%4, %3) : float64[4,3]\n"
+      "  %6 = Gelu(%5) {approximate=\"tanh\"} : float64[4,3]\n"
+      "  return (%6)\n"
+      "}\n";
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float64[4,8] input, %1: float64[4,3] input, %2: float64[3,8] state, %3: float64[3] state) {\n"
+            "  %4 = LinearFused(%0, %2, %3, %1) {activation=\"gelu_tanh\", residual_first=true} : float64[4,3]\n"
+            "  return (%4)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-12);
+}
+
+TEST(AbsorbEpilogues, ConvResidualThenRelu) {
+  const std::string text = conv2d(
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4] state, %3: float32[2,4,6,6] input) {\n"
+      "  %4 = Conv(%0, %1, %2) $C : float32[2,4,6,6]\n"
+      "  %5 = Add(%4, %3) : float32[2,4,6,6]\n"
+      "  %6 = Relu(%5) : float32[2,4,6,6]\n"
+      "  return (%6)\n"
+      "}\n");
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float32[2,3,6,6] input, %1: float32[2,4,6,6] input, %2: float32[4,3,3,3] state, %3: float32[4] state) {\n"
+            "  %4 = ConvFused(%0, %2, %3, %1) {stride=[1,1], padding_l=[1,1], padding_r=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", residual_first=true} : float32[2,4,6,6]\n"
+            "  return (%4)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+}
+
+TEST(AbsorbEpilogues, ConvChannelBiasReluResidualFloat64) {
+  // The bias is a [4,1,1] operand (channel broadcast): reshaped to [4] and given to the conv.
+  const std::string text = conv2d(
+      "graph(%0: float64[2,3,6,6] input, %1: float64[4,3,3,3] state, %2: float64[4,1,1] state, %3: float64[2,4,6,6] input) {\n"
+      "  %4 = Conv(%0, %1, none) $C : float64[2,4,6,6]\n"
+      "  %5 = Add(%2, %4) : float64[2,4,6,6]\n"
+      "  %6 = Relu(%5) : float64[2,4,6,6]\n"
+      "  %7 = Add(%6, %3) : float64[2,4,6,6]\n"
+      "  return (%7)\n"
+      "}\n");
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float64[2,3,6,6] input, %1: float64[2,4,6,6] input, %2: float64[4,3,3,3] state, %3: float64[4,1,1] state) {\n"
+            "  %4 = Reshape(%3) {shape=[4]} : float64[4]\n"
+            "  %5 = ConvFused(%0, %2, %4, %1) {stride=[1,1], padding_l=[1,1], padding_r=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", residual_first=false} : float64[2,4,6,6]\n"
+            "  return (%5)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-12);
+}
+
+TEST(AbsorbEpilogues, BiasAloneBecomesTheOpsBias) {
+  const std::string text = conv2d(
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[1,4,1,1] state, "
+      "%3: float32[7,8] input, %4: float32[5,8] state, %5: float32[5] state) {\n"
+      "  %6 = Conv(%0, %1, none) $C : float32[2,4,6,6]\n"
+      "  %7 = Add(%6, %2) : float32[2,4,6,6]\n"
+      "  %8 = Linear(%3, %4, none) : float32[7,5]\n"
+      "  %9 = Add(%8, %5) : float32[7,5]\n"
+      "  return (%7, %9)\n"
+      "}\n");
+  EXPECT_EQ(epi_text(text),
+            conv2d("graph(%0: float32[2,3,6,6] input, %1: float32[7,8] input, %2: float32[4,3,3,3] state, "
+                   "%3: float32[1,4,1,1] state, %4: float32[5,8] state, %5: float32[5] state) {\n"
+                   "  %6 = Reshape(%3) {shape=[4]} : float32[4]\n"
+                   "  %7 = Conv(%0, %2, %6) $C : float32[2,4,6,6]\n"
+                   "  %8 = Linear(%1, %4, %5) : float32[7,5]\n"
+                   "  return (%7, %8)\n"
+                   "}\n"));
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+}
+
+TEST(AbsorbEpilogues, StopsWhereAnIntermediateIsObservable) {
+  // The Relu output is also returned: the Relu is absorbed, the residual Add stays.
+  const std::string text =
+      "graph(%0: float32[5,8] input, %1: float32[6,8] state, %2: float32[6] state, %3: float32[5,6] input) {\n"
+      "  %4 = Linear(%0, %1, %2) : float32[5,6]\n"
+      "  %5 = Relu(%4) : float32[5,6]\n"
+      "  %6 = Add(%5, %3) : float32[5,6]\n"
+      "  return (%6, %5)\n"
+      "}\n";
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float32[5,8] input, %1: float32[5,6] input, %2: float32[6,8] state, %3: float32[6] state) {\n"
+            "  %4 = LinearFused(%0, %2, %3, none) {activation=\"relu\", residual_first=false} : float32[5,6]\n"
+            "  %5 = Add(%4, %1) : float32[5,6]\n"
+            "  return (%5, %4)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+}
+
+TEST(AbsorbEpilogues, LeavesUnsupportedChainsAlone) {
+  auto unchanged = [](const std::string& text) { EXPECT_EQ(epi_text(text), ir::print(ir::parse(text))); };
+  const std::string head =
+      "graph(%0: float32[5,8] input, %1: float32[6,8] state, %2: float32[6] state, %3: float32[5,6] input) {\n"
+      "  %4 = Linear(%0, %1, %2) : float32[5,6]\n";
+  // The linear output has a second reader / is a graph output.
+  unchanged(head + "  %5 = Relu(%4) : float32[5,6]\n  %6 = Add(%4, %5) : float32[5,6]\n  return (%6)\n}\n");
+  unchanged(head + "  %5 = Relu(%4) : float32[5,6]\n  return (%5, %4)\n}\n");
+  // Activations the post-ops do not implement.
+  unchanged(head + "  %5 = Sigmoid(%4) : float32[5,6]\n  return (%5)\n}\n");
+  unchanged(head + "  %5 = LeakyRelu(%4) {negative_slope=0.5} : float32[5,6]\n  return (%5)\n}\n");
+  // A residual that broadcasts (the op already has a bias, so it is not a bias either).
+  unchanged(head + "  %5 = Add(%4, %2) : float32[5,6]\n  return (%5)\n}\n");
+  // A residual of another dtype (the Add promotes).
+  unchanged(
+      "graph(%0: float32[5,8] input, %1: float32[6,8] state, %2: float64[5,6] input) {\n"
+      "  %3 = Linear(%0, %1, none) : float32[5,6]\n"
+      "  %4 = Add(%3, %2) : float64[5,6]\n"
+      "  return (%4)\n}\n");
+  // x + x is not a residual.
+  unchanged(head + "  %5 = Add(%4, %4) : float32[5,6]\n  return (%5)\n}\n");
+  // A bias-less conv followed by an Add broadcasting along the width, not the channels.
+  unchanged(conv2d(
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[6] state) {\n"
+      "  %3 = Conv(%0, %1, none) $C : float32[2,4,6,6]\n"
+      "  %4 = Add(%3, %2) : float32[2,4,6,6]\n"
+      "  return (%4)\n}\n"));
+  // float16: the fused kernel would round once where the chain rounds after each step.
+  unchanged(
+      "graph(%0: float16[5,8] input, %1: float16[6,8] state) {\n"
+      "  %2 = Linear(%0, %1, none) : float16[5,6]\n"
+      "  %3 = Relu(%2) : float16[5,6]\n"
+      "  return (%3)\n}\n");
+}
+
+TEST(AbsorbEpilogues, AfterBatchNormFoldConvBnReluIsOneKernel) {
+  const std::string text = conv2d(
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4] state, %3: float32[4] state, "
+      "%4: float32[4] state, %5: float32[4] state, %6: float32[4] state) {\n"
+      "  %7 = Conv(%0, %1, %2) $C : float32[2,4,6,6]\n"
+      "  %8, %9, %10 = BatchNorm(%7, %3, %4, %5, %6) {training=false, momentum=0.5, eps=0.25} : float32[2,4,6,6], float32[4], float32[4]\n"
+      "  %11 = Relu(%8) : float32[2,4,6,6]\n"
+      "  return (%11)\n"
+      "}\n");
+  ir::Graph g = ir::parse(text), f = ir::absorb_epilogues(ir::fold_batchnorm(g));
+  const ir::Node& last = f.nodes().back();
+  EXPECT_EQ(last.op, OpId::ConvFused);
+  EXPECT_EQ(last.attrs.s("activation"), "relu");
+  expect_same(g, f, random_feeds(g, {3}), 1e-5);
+}
+
+// ---- both passes on a traced graph, against eager execution -----------------------------------
+
+TEST(FusionPasses, TracedConvBnResidualReluAndLinearBiasGeluMatchEager) {
+  Tensor w = randn({4, 3, 3, 3}, DType::Float32), b = randn({4}, DType::Float32);
+  Tensor rm = randn({4}, DType::Float32), rv = add(rand({4}, DType::Float32), full({}, 0.5, DType::Float32));
+  Tensor gamma = randn({4}, DType::Float32), beta = randn({4}, DType::Float32);
+  Tensor wl = randn({5, 8}, DType::Float32), bl = randn({5}, DType::Float32);
+  Tensor x = randn({2, 3, 8, 8}, DType::Float32), r = randn({2, 4, 8, 8}, DType::Float32), h = randn({6, 8}, DType::Float32);
+  auto model = [&] {
+    Tensor c = conv_nd(2, x, w, b, {1, 1}, {1, 1}, "", {1, 1}, 1);
+    Tensor y = relu(add(batch_norm(c, rm, rv, gamma, beta, false, 0.1, 1e-5), r));
+    Tensor z = gelu(add(linear(h, wl), bl), "tanh");
+    return TensorList{y, z};
+  };
+  Tracer tr;
+  {
+    TraceGuard guard(&tr);
+    for (const Tensor& t : {x, r, h}) tr.add_input(t);
+    tr.set_outputs(model());
+  }
+  ASSERT_TRUE(tr.ok());
+  ir::Graph opt = ir::absorb_epilogues(ir::fold_batchnorm(tr.graph()));
+  std::vector<OpId> kernels;
+  for (const ir::Node& n : opt.nodes())
+    if (n.op == OpId::ConvFused || n.op == OpId::LinearFused || n.op == OpId::BatchNorm || n.op == OpId::Conv ||
+        n.op == OpId::Linear)
+      kernels.push_back(n.op);
+  EXPECT_EQ(kernels, (std::vector<OpId>{OpId::ConvFused, OpId::LinearFused})) << ir::print(opt);
+  for (int call = 0; call < 2; ++call) {
+    TensorList eager = model(), got = ir::interpret(opt, {x, r, h}, tr.state_feeds());
+    for (size_t k = 0; k < eager.size(); ++k) {
+      std::vector<double> e = values(eager[k]), o = values(got[k]);
+      ASSERT_EQ(e.size(), o.size());
+      for (size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(o[i], e[i], 1e-5 * (1 + std::fabs(e[i]))) << "call " << call;
+    }
+    // Between calls the user changes the bound state in place; the compiled graph must see it.
+    rv.data<float>()[2] *= 3.0f;
+    rm.data<float>()[0] += 1.0f;
+    gamma.data<float>()[1] = -2.0f;
+    w.data<float>()[5] += 0.5f;
+  }
+}
