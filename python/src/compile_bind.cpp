@@ -449,6 +449,9 @@ LUCID_BINDER(compile) {
       .def("interpret", [](const PyGraph& g, std::vector<Tensor> inputs, std::vector<Tensor> states) {
         return tensors_to_list(ir::interpret(*g.g, inputs, states));
       });
+  m.def("_optimize", [](const PyGraph& g, const std::string& dump) {
+    return PyGraph{std::make_shared<const ir::Graph>(ir::optimize(*g.g, dump, nullptr))};
+  });
   m.def("_parse_ir", [](const std::string& text) { return PyGraph{std::make_shared<const ir::Graph>(ir::parse(text))}; });
 
   nb::class_<PyTracer>(m, "_Tracer")

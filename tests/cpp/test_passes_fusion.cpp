@@ -261,6 +261,28 @@ TEST(AbsorbEpilogues, ConvResidualThenRelu) {
   expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
+// Two convs meeting in one Add (a ResNet projection shortcut): the first takes the Add and the
+// ReLU, the second stays a plain conv and becomes the residual. Neither may be lost.
+TEST(AbsorbEpilogues, TwoOpsEndingInOneAddAbsorbOnce) {
+  const std::string text = conv2d(
+      "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4,3,3,3] state) {\n"
+      "  %3 = Conv(%0, %1, none) $C : float32[2,4,6,6]\n"
+      "  %4 = Conv(%0, %2, none) $C : float32[2,4,6,6]\n"
+      "  %5 = Add(%3, %4) : float32[2,4,6,6]\n"
+      "  %6 = Relu(%5) : float32[2,4,6,6]\n"
+      "  return (%6)\n"
+      "}\n");
+  EXPECT_EQ(epi_text(text),
+            "graph(%0: float32[2,3,6,6] input, %1: float32[4,3,3,3] state, %2: float32[4,3,3,3] state) {\n"
+            "  %3 = Conv(%0, %2, none) {stride=[1,1], padding_l=[1,1], padding_r=[1,1], dilation=[1,1], groups=1} : float32[2,4,6,6]\n"
+            "  %4 = ConvFused(%0, %1, none, %3) {stride=[1,1], padding_l=[1,1], padding_r=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", residual_first=true} : float32[2,4,6,6]\n"
+            "  return (%4)\n"
+            "}\n");
+  ir::Graph g = ir::parse(text);
+  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+}
+
 TEST(AbsorbEpilogues, ConvChannelBiasReluResidualFloat64) {
   // The bias is a [4,1,1] operand (channel broadcast): reshaped to [4] and given to the conv.
   const std::string text = conv2d(

@@ -125,9 +125,15 @@ Graph absorb_epilogues(const Graph& g) {
   std::vector<int> fused_at(N, -1);  // tail node -> the Linear/Conv node it completes
   std::vector<Epilogue> eps(N);
   std::vector<bool> absorbed(N, false);  // the op and every chain node but the tail
+  std::vector<bool> claimed(N, false);   // in some accepted chain (two ops may end in one Add)
   for (size_t i = 0; i < N; ++i) {
     Epilogue ep = m.match(static_cast<int>(i));
-    if (ep.chain.empty()) continue;
+    if (ep.chain.empty() || claimed[i]) continue;
+    bool taken = false;
+    for (int j : ep.chain) taken |= claimed[j];
+    if (taken) continue;  // conv_a + conv_b -> Add: the first op takes it, the second stays a residual
+    claimed[i] = true;
+    for (int j : ep.chain) claimed[j] = true;
     absorbed[i] = true;
     for (size_t k = 0; k + 1 < ep.chain.size(); ++k) absorbed[ep.chain[k]] = true;
     fused_at[ep.chain.back()] = static_cast<int>(i);

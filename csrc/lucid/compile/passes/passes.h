@@ -74,5 +74,7 @@ struct PassStats {
   int nodes_before = 0, nodes_after = 0, fused_groups = 0;
 };
 Graph optimize(const Graph& g, const std::string& dump, PassStats* stats);
+// LUCID_COMPILE_DISABLE=<name>[,<name>...] names passes (or "memory_plan") to skip.
+bool pass_disabled(const char* name);
 
 }  // namespace lucid::ir
