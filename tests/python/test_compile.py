@@ -527,3 +527,26 @@ def test_elementwise_chain_is_fused_and_equal():
     close(f(xt, b), fn(xt, b))
     assert "FusedElementwise" in f.ir()
     assert f.cache_info()["entries"] == 2
+
+
+def test_dump_ir_prints_after_the_named_pass(monkeypatch, capfd):
+    monkeypatch.setenv("LUCID_DUMP_IR", "cse")
+    f = lucid.compile(lambda x: (x * 2.0 + 1.0) + (x * 2.0 + 1.0))
+    x = lucid.randn(3)
+    close(f(x), (x * 2.0 + 1.0) * 2)
+    err = capfd.readouterr().err
+    assert "== lucid IR after cse ==" in err and "after dce" not in err
+    # CSE merged the two identical subexpressions: one Mul in the dumped graph
+    dumped = err.split("== lucid IR after cse ==")[1]
+    assert dumped.count("= Mul(") == 1
+
+
+def test_disable_passes_still_equal(monkeypatch):
+    monkeypatch.setenv("LUCID_COMPILE_DISABLE", "simplify,const_fold,cse,dce,bn_fold,epilogue,dce2,ew_group,memory_plan")
+    m = mlp()
+    cm = lucid.compile(m)
+    x = lucid.randn(3, 8)
+    with lucid.no_grad():
+        for _ in range(2):
+            close(cm(x), m(x))
+    assert "FusedElementwise" not in cm.ir() and "LinearFused" not in cm.ir()
