@@ -174,7 +174,7 @@ struct Entry {
   nb::object guards;     // tuple of non-primitive argument values (compared with ==)
   bool eager_only = false;
   uint64_t hits = 0, tick = 0;
-  double last_run_ms = 0;
+  std::atomic<double> last_run_ms{0};  // written by concurrent calls without the GIL
 };
 
 class CompiledCore {
@@ -284,7 +284,7 @@ class CompiledCore {
     if (it == entries_.end()) return d;
     const Entry& e = *it->second;
     d["n_hits"] = e.hits;
-    d["last_run_ms"] = e.last_run_ms;
+    d["last_run_ms"] = e.last_run_ms.load(std::memory_order_relaxed);
     d["eager_only"] = e.eager_only;
     d["arena_bytes"] = e.exe ? e.exe->arena_bytes() : 0;
     d["instructions"] = e.exe ? e.exe->num_instructions() : 0;
@@ -360,7 +360,7 @@ class CompiledCore {
       nb::gil_scoped_release nogil;
       auto t0 = std::chrono::steady_clock::now();
       outs = e.exe->run(flat, e.states);
-      e.last_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      e.last_run_ms.store(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), std::memory_order_relaxed);
     }
     if (e.out_kind == kOutSingle) return nb::cast(std::move(outs[0]));
     nb::list l;
