@@ -64,3 +64,18 @@ TEST(IR, HashSeesWiringNotJustOpSequence) {
   t4.replace(t4.find("return (%5, %6)"), 15, "return (%6, %5)");
   EXPECT_NE(ir::canonical_hash(g1), ir::canonical_hash(ir::parse(t4)));
 }
+
+TEST(IR, RandomDrawsRoundTripAndHash) {
+  const char* with =
+      "graph() {\n"
+      "  %0 = Normal() {shape=[4], dtype=float32, mean=0, std=1, seed=0, offset=0} : float32[4]\n"
+      "  rng_draws 8\n"
+      "  return (%0)\n"
+      "}\n";
+  ir::Graph g = ir::parse(with);
+  EXPECT_EQ(g.rng_draws(), 8);
+  EXPECT_EQ(ir::print(g), with);
+  std::string other = with;
+  other.replace(other.find("rng_draws 8"), 11, "rng_draws 12");
+  EXPECT_NE(ir::canonical_hash(g), ir::canonical_hash(ir::parse(other)));
+}

@@ -162,6 +162,8 @@ uint64_t canonical_hash(const Graph& g) {
   for (int id : g.outputs()) hs.i64(cid(id));
   hs.i64(-2);
   for (const Assign& a : g.assigns()) { hs.i64(cid(a.state)); hs.i64(cid(a.value)); }
+  hs.i64(-3);
+  hs.i64(g.rng_draws());
   return hs.h;
 }
 

@@ -54,6 +54,12 @@ class Graph {
   std::vector<int> add_fused(std::vector<int> inputs, std::shared_ptr<const Graph> body, const std::vector<TensorMeta>& outs);
   void add_assign(int state, int value) { assigns_.push_back({state, value}); }
   void set_outputs(std::vector<int> outs) { outputs_ = std::move(outs); }
+  // Random draws one call makes from the default generator (Philox). Random nodes carry their
+  // offset relative to the call's first draw and seed 0; the runtime reserves rng_draws at every
+  // call and fills in the generator's seed and the absolute offsets, so each call draws fresh
+  // numbers and the generator advances exactly as eager would.
+  void set_rng_draws(int64_t n) { rng_draws_ = n; }
+  int64_t rng_draws() const { return rng_draws_; }
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -72,6 +78,7 @@ class Graph {
   std::vector<int> inputs_, states_, consts_, outputs_;
   std::vector<Assign> assigns_;
   std::vector<Tensor> const_data_;
+  int64_t rng_draws_ = 0;
 };
 
 // Canonical numbering of values: inputs, states, constants, then node results in node order.

@@ -62,6 +62,7 @@ static void print_graph(std::ostream& os, const Graph& g, const std::string& ind
     os << "\n";
   }
   for (const Assign& a : g.assigns()) os << ind << "  assign %" << c[a.state] << " <- %" << c[a.value] << "\n";
+  if (g.rng_draws() > 0) os << ind << "  rng_draws " << g.rng_draws() << "\n";
   os << ind << "  return (";
   for (size_t k = 0; k < g.outputs().size(); ++k) os << (k ? ", " : "") << "%" << c[g.outputs()[k]];
   os << ")\n" << ind << "}\n";
@@ -232,6 +233,15 @@ struct Parser {
         g.set_outputs(outs);
         expect("}");
         break;
+      }
+      if (accept("rng_draws")) {
+        ws();
+        size_t e = i;
+        while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e]))) ++e;
+        if (e == i) fail("a number of draws");
+        g.set_rng_draws(std::stoll(s.substr(i, e - i)));
+        i = e;
+        continue;
       }
       if (accept("assign")) {
         int st = value_ref();

@@ -42,6 +42,7 @@ Graph optimize(const Graph& g, const std::string& dump, PassStats* stats) {
   for (const PassEntry& p : kPipeline) {
     if (pass_disabled(p.name)) continue;
     cur = p.fn(cur);
+    cur.set_rng_draws(g.rng_draws());  // a pass may drop a draw's node, never the generator's advance
     verify(cur);
     if (dump == p.name || dump == "all") std::fprintf(stderr, "== lucid IR after %s ==\n%s", p.name, print(cur).c_str());
   }

@@ -3,6 +3,7 @@
 
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/core/generator.h"
 
 namespace lucid::rt {
 
@@ -42,6 +43,7 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
     } else {
       LUCID_CHECK(def.cpu_kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
       in.kernel = def.cpu_kernel;
+      in.random = def.lowering == Lowering::Random;
     }
     if (in.kind != Kind::View)
       for (size_t k = 0; k < n.outputs.size(); ++k) {
@@ -148,6 +150,13 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     std::unique_ptr<Frame>& f;
     ~Release() { ex->release(std::move(f)); }
   } rel{this, f};
+  // This call's random draws, reserved at once so concurrent calls never share a draw.
+  uint64_t rng_seed = 0, rng_base = 0;
+  if (graph_.rng_draws() > 0) {
+    const auto& gen = default_generator();
+    rng_seed = gen->initial_seed();
+    rng_base = gen->reserve(static_cast<uint64_t>(graph_.rng_draws()));
+  }
   std::vector<Tensor>& s = f->slots;
   for (size_t i = 0; i < inputs.size(); ++i) s[graph_.inputs()[i]] = inputs[i];
   for (size_t i = 0; i < states.size(); ++i) s[graph_.states()[i]] = states[i];
@@ -166,8 +175,15 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
       const ir::Value& v = graph_.value(n.outputs[j]);
       outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
     }
-    if (in.kind == Kind::Fused) run_fused(*in.fused, ins, outs);
-    else in.kernel(ins, outs, n.attrs);
+    if (in.kind == Kind::Fused) {
+      run_fused(*in.fused, ins, outs);
+    } else if (in.random) {
+      Attrs a = n.attrs;
+      a.set("seed", static_cast<int64_t>(rng_seed)).set("offset", static_cast<int64_t>(rng_base + n.attrs.i("offset")));
+      in.kernel(ins, outs, a);
+    } else {
+      in.kernel(ins, outs, n.attrs);
+    }
   }
   for (const ir::Assign& a : final_assigns_) {
     const ir::Value& tv = graph_.value(a.state);

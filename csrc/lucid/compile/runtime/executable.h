@@ -47,6 +47,7 @@ class Executable {
     ViewFn view = nullptr;
     std::shared_ptr<FusedProgram> fused;
     std::vector<int> fresh;  // outputs allocated per call (positions in node->outputs)
+    bool random = false;     // Lowering::Random: seed and offset filled in per call
   };
   struct Frame;
   std::unique_ptr<Frame> make_frame() const;

@@ -1,6 +1,30 @@
 #include "lucid/compile/trace/tracer.h"
 
+#include "lucid/core/generator.h"
+
 namespace lucid {
+
+Tracer::Tracer() {
+  const auto& gen = default_generator();
+  rng_seed_ = gen->initial_seed();
+  rng_start_ = gen->offset();
+}
+
+// A random op drew from the default generator at an absolute offset: record it relative to the
+// trace's first draw, with the seed left to the runtime (see Graph::rng_draws).
+Attrs Tracer::random_attrs(const OpDef& def, const Attrs& attrs) {
+  const auto& gen = default_generator();
+  uint64_t off = static_cast<uint64_t>(attrs.i("offset"));
+  if (static_cast<uint64_t>(attrs.i("seed")) != rng_seed_ || gen->initial_seed() != rng_seed_ || off < rng_start_ ||
+      off >= gen->offset()) {
+    fallback(str(def.api_name, ": a random op drawing from a generator other than lucid's default one (or the "
+                               "default one was reseeded during the trace) is not compiled"));
+    return attrs;
+  }
+  Attrs a = attrs;
+  a.set("seed", int64_t{0}).set("offset", static_cast<int64_t>(off - rng_start_));
+  return a;
+}
 
 void Tracer::note_storage(const Tensor& t) {
   if (t.defined() && !t.impl()->is_view) storage_owner_.emplace(t.impl()->storage.get(), t);
@@ -79,15 +103,13 @@ int Tracer::value_of(const Tensor& t) {
 
 void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) {
   const OpDef& def = op_def(id);
-  if (def.lowering == Lowering::Random)
-    fallback(str(def.api_name, ": random ops are not compiled yet (each call must draw fresh numbers; "
-                               "compiled RNG comes with compiled training)"));
   std::vector<int> ins;
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
   std::vector<TensorMeta> metas;
   for (const Tensor& o : outputs) metas.push_back({o.shape(), o.dtype()});
-  std::vector<int> outs = graph_.add_node(id, std::move(ins), attrs, metas);
+  std::vector<int> outs =
+      graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs, metas);
   for (size_t k = 0; k < outputs.size(); ++k) {
     ids_[outputs[k].impl()] = outs[k];
     keep_alive_.push_back(outputs[k]);
@@ -109,16 +131,14 @@ void Tracer::record_write(const TensorImpl* target, int value) {
 
 void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) {
   const OpDef& def = op_def(id);
-  if (def.lowering == Lowering::Random)
-    fallback(str(def.api_name, "_: random ops are not compiled yet (each call must draw fresh numbers; "
-                               "compiled RNG comes with compiled training)"));
   std::vector<int> ins;
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
   int dst_id = value_of(dst);  // binds dst (as state) if the trace has not seen it yet
   (void)dst_id;
   // The op's own result type; a narrower destination gets an explicit cast, as eager does.
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
-  int r = graph_.add_node(id, std::move(ins), attrs, {{dst.shape(), metas[0].dtype}})[0];
+  int r = graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs,
+                          {{dst.shape(), metas[0].dtype}})[0];
   if (metas[0].dtype != dst.dtype())
     r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {{dst.shape(), dst.dtype()}})[0];
 
@@ -156,6 +176,11 @@ void Tracer::on_host_read(const Tensor& t, const char* what) {
 }
 
 void Tracer::set_outputs(const TensorList& outs) {
+  const auto& gen = default_generator();
+  if (gen->initial_seed() != rng_seed_ || gen->offset() < rng_start_)
+    fallback("the default generator was reseeded during the trace (lucid.manual_seed inside the compiled function)");
+  else
+    graph_.set_rng_draws(static_cast<int64_t>(gen->offset() - rng_start_));
   std::vector<int> ids;
   for (const Tensor& t : outs) ids.push_back(value_of(t));
   graph_.set_outputs(ids);

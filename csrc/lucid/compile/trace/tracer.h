@@ -4,7 +4,8 @@
 // storage at every call, except Python scalars (wrapped numbers), which become constants.
 // In-place writes to bound state or to arguments become explicit assigns; writes through views
 // become AsStridedScatter on the view's root, and later reads of other views see the new root.
-// Random ops are not traced yet (they would replay one draw): they make the trace fall back. A host read of a traced value
+// Random ops from the default generator are recorded with offsets relative to the trace's first
+// draw (the runtime reserves fresh draws at every call); other generators make the trace fall back. A host read of a traced value
 // (item, bool, tolist, numpy) means Python control flow may depend on data: the trace records
 // a fallback reason instead of pretending the graph is complete.
 #pragma once
@@ -18,6 +19,7 @@ namespace lucid {
 
 class Tracer : public TraceHook {
  public:
+  Tracer();  // notes the default generator's state: random ops are recorded relative to it
   int add_input(const Tensor& t);
   void set_outputs(const TensorList& outs);
 
@@ -36,6 +38,7 @@ class Tracer : public TraceHook {
   int add_view_of_root(const Tensor& t, int root_value);  // t as AsStrided of its root's value
   void record_write(const TensorImpl* target, int value);  // new content; assign if state/input
   void note_storage(const Tensor& t);  // t owns its storage in the trace
+  Attrs random_attrs(const OpDef& def, const Attrs& attrs);  // seed 0, offset relative to the trace
   int alias_value(const Tensor& t);    // value an unseen alias of a traced tensor reads, or -1
   void fallback(const std::string& why) { if (fallback_.empty()) fallback_ = why; }
   ir::Graph graph_;
@@ -47,6 +50,7 @@ class Tracer : public TraceHook {
   TensorList keep_alive_;  // every tensor seen, so addresses are not reused during the trace
   TensorList state_feeds_;
   std::string fallback_;
+  uint64_t rng_seed_ = 0, rng_start_ = 0;
 };
 
 // Installs a tracer on this thread for the guard's lifetime (restores the previous hook).
