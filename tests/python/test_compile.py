@@ -576,3 +576,37 @@ def test_disable_passes_still_equal(monkeypatch):
         for _ in range(2):
             close(cm(x), m(x))
     assert "FusedElementwise" not in cm.ir() and "LinearFused" not in cm.ir()
+
+
+def test_cached_call_releases_the_gil():
+    import time
+    f = lucid.compile(lambda a: (a @ a) @ a)
+    a = lucid.randn(600, 600)
+    f(a)
+    old = lucid.get_num_threads()
+    lucid.set_num_threads(1)
+    try:
+        ev = threading.Event()
+        n, t0 = 0, time.perf_counter()  # calibrate: seconds per iteration of the spin loop
+        while n < 200_000:
+            ev.is_set()
+            n += 1
+        per_iter = (time.perf_counter() - t0) / n
+        done = threading.Event()
+
+        def run():
+            for _ in range(4):
+                f(a)
+            done.set()
+
+        t = threading.Thread(target=run)
+        n, t0 = 0, time.perf_counter()
+        t.start()
+        while not done.is_set():
+            n += 1
+        elapsed = time.perf_counter() - t0
+        t.join()
+    finally:
+        lucid.set_num_threads(old)
+    # With the GIL held during the run this thread could not spin at all while the matmuls ran.
+    assert n * per_iter > 0.3 * elapsed, (n * per_iter, elapsed)
