@@ -12,6 +12,8 @@
 
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/autograd/node.h"
+#include "lucid/ops/core.h"
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/runtime/cache.h"
 #include "lucid/compile/trace/tracer.h"
@@ -173,8 +175,53 @@ struct Entry {
   nb::object unflatten;  // kOutUnflatten: callable(list of tensors) -> result
   nb::object guards;     // tuple of non-primitive argument values (compared with ==)
   bool eager_only = false;
+  // Grad entries (traced under grad mode with something requiring grad): `exe` is the forward,
+  // returning n_out outputs then the saved values; `bwd` computes the gradients.
+  std::shared_ptr<const rt::Executable> bwd;
+  int n_out = 0;
+  std::vector<int> grad_outs;   // forward outputs that get the compiled grad_fn, in gy order
+  std::vector<int> wrt_inputs;  // flat argument indices differentiated
+  std::vector<int> wrt_states;  // bound-state indices differentiated
+  std::vector<bool> wrt_used;   // per wrt (inputs then states): has a gradient output
+  std::vector<bool> state_rg;   // requires_grad of every bound tensor when traced
   uint64_t hits = 0, tick = 0;
   std::atomic<double> last_run_ms{0};  // written by concurrent calls without the GIL
+};
+
+// The autograd node of a compiled forward: its backward runs the compiled backward graph on the
+// values the forward saved. One node per call, with an edge per differentiated argument or
+// bound tensor, exactly like the per-op nodes eager autograd would have chained.
+struct CompiledBackward : Node {
+  std::shared_ptr<const rt::Executable> bwd;
+  TensorList saved, states;
+  std::vector<TensorMeta> out_meta;
+  std::vector<bool> used;  // per edge: the backward graph returns its gradient
+
+  const char* name() const override { return "CompiledFunction"; }
+  TensorList apply(const TensorList& grads) override {
+    LUCID_CHECK(!released, Error, "backward of ", name(),
+                ": trying to backward through the graph a second time (or to access saved tensors after "
+                "they have been freed); pass retain_graph=True to the first backward");
+    LUCID_CHECK(!GradMode::is_enabled(), NotImplementedError,
+                "lucid.compile: double backward (create_graph=True) through a compiled forward is not supported");
+    TensorList ins = saved;
+    for (size_t k = 0; k < out_meta.size(); ++k) {
+      const TensorMeta& m = out_meta[k];
+      Tensor g = k < grads.size() ? grads[k] : Tensor();
+      if (!g.defined()) g = full(m.shape, 0.0, m.dtype);
+      else if (g.dtype() != m.dtype || g.shape() != m.shape) g = expand(cast(g, m.dtype), m.shape);
+      ins.push_back(g);
+    }
+    TensorList r = bwd->run(ins, states);
+    TensorList out(used.size());
+    for (size_t e = 0, k = 0; e < used.size(); ++e)
+      if (used[e]) out[e] = r[k++];
+    return out;
+  }
+  void release_saved() override {
+    saved.clear();
+    Node::release_saved();
+  }
 };
 
 class CompiledCore {
@@ -236,6 +283,20 @@ class CompiledCore {
         if (it->second->tick < victim->second->tick) victim = it;
       entries_.erase(victim);
     }
+  }
+
+  void insert_grad(uint64_t key, nb::object fwd, nb::object bwd, nb::list states, int out_kind, nb::object unflatten,
+                   nb::object guards, int n_out, std::vector<int> grad_outs, std::vector<int> wrt_inputs,
+                   std::vector<int> wrt_states, std::vector<bool> wrt_used) {
+    insert(key, fwd, states, out_kind, std::move(unflatten), std::move(guards), false);
+    Entry& e = *entries_.at(key);
+    e.bwd = nb::cast<PyExecutable&>(bwd).exe;
+    e.n_out = n_out;
+    e.grad_outs = std::move(grad_outs);
+    e.wrt_inputs = std::move(wrt_inputs);
+    e.wrt_states = std::move(wrt_states);
+    e.wrt_used = std::move(wrt_used);
+    for (const Tensor& t : e.states) e.state_rg.push_back(t.requires_grad());
   }
 
   // "missing", "eager", "stale" (bound state changed shape or dtype) or "ok".
@@ -349,7 +410,8 @@ class CompiledCore {
       const Tensor& t = e.states[i];
       const ir::Value& v = g.value(g.states()[i]);
       if (t.shape() != v.shape || t.dtype() != v.dtype) return false;
-      if (grad && t.requires_grad()) return false;  // autograd through compiled code: eager for now
+      // Which bound tensors require grad decides what the backward computes: re-trace on change.
+      if (e.bwd ? t.requires_grad() != e.state_rg[i] : grad && t.requires_grad()) return false;
     }
     return true;
   }
@@ -362,11 +424,50 @@ class CompiledCore {
       outs = e.exe->run(flat, e.states);
       e.last_run_ms.store(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), std::memory_order_relaxed);
     }
+    if (e.bwd) {
+      attach_backward(e, flat, outs);
+      outs.resize(static_cast<size_t>(e.n_out));
+    }
     if (e.out_kind == kOutSingle) return nb::cast(std::move(outs[0]));
     nb::list l;
     for (Tensor& t : outs) l.append(nb::cast(std::move(t)));
     if (e.out_kind == kOutTuple) return nb::tuple(l);
     return e.unflatten(l);
+  }
+
+  // outs: the forward's outputs then its saved values. Gives the differentiable outputs one
+  // CompiledBackward node holding the saved values.
+  static void attach_backward(const Entry& e, const TensorList& flat, const TensorList& outs) {
+    if (!GradMode::is_enabled()) return;
+    auto node = std::make_shared<CompiledBackward>();
+    node->bwd = e.bwd;
+    node->saved.assign(outs.begin() + e.n_out, outs.end());
+    node->states = e.states;
+    node->sequence_nr = next_sequence_nr();
+    node->num_outputs = static_cast<uint32_t>(e.grad_outs.size());
+    auto edge_to = [&](const Tensor& t) {
+      Edge ed;
+      if (t.grad_fn()) {
+        ed.fn = t.grad_fn();
+        ed.input_nr = t.impl()->autograd->output_nr;
+      } else {
+        ed.leaf = t.impl_ptr();
+      }
+      node->next_edges.push_back(ed);
+      node->input_meta.push_back({t.shape(), t.dtype()});
+      node->needs_grad.push_back(true);
+    };
+    for (int i : e.wrt_inputs) edge_to(flat[i]);
+    for (int j : e.wrt_states) edge_to(e.states[j]);
+    node->used = e.wrt_used;
+    for (size_t k = 0; k < e.grad_outs.size(); ++k) {
+      const Tensor& y = outs[e.grad_outs[k]];
+      node->out_meta.push_back({y.shape(), y.dtype()});
+      AutogradMeta& m = y.impl()->meta();
+      m.requires_grad = true;
+      m.grad_fn = node;
+      m.output_nr = static_cast<uint32_t>(k);
+    }
   }
 
   nb::object fn_;
@@ -463,7 +564,11 @@ LUCID_BINDER(compile) {
       .def_prop_ro("ok", [](const PyTracer& t) { return t.tr->ok(); })
       .def_prop_ro("reason", [](const PyTracer& t) { return t.tr->fallback_reason(); })
       .def_prop_ro("graph", [](const PyTracer& t) { return PyGraph{std::make_shared<const ir::Graph>(t.tr->graph())}; })
-      .def_prop_ro("state_feeds", [](const PyTracer& t) { return tensors_to_list(t.tr->state_feeds()); });
+      .def_prop_ro("state_feeds", [](const PyTracer& t) { return tensors_to_list(t.tr->state_feeds()); })
+      .def("is_node_value", [](const PyTracer& t, const Tensor& x) {
+        int id = t.tr->id_of(x);
+        return id >= 0 && t.tr->graph().value(id).kind == ir::ValueKind::Node;
+      });
 
   nb::class_<PyExecutable>(m, "_Executable")
       .def("run", [](const PyExecutable& e, std::vector<Tensor> inputs, std::vector<Tensor> states) {
@@ -493,6 +598,20 @@ LUCID_BINDER(compile) {
     st["cache_hit"] = r.cache_hit;
     return nb::make_tuple(PyExecutable{r.exe}, st);
   });
+  // A joint forward+backward trace: (forward executable, backward executable, stats dict).
+  m.def("_compile_joint", [](const PyGraph& g, int n_fwd_inputs, int n_fwd_outputs, const std::string& dump) {
+    rt::JointCompileResult r = rt::compile_joint(*g.g, n_fwd_inputs, n_fwd_outputs, dump);
+    nb::dict st;
+    st["nodes_before"] = r.forward.stats.nodes_before + r.backward.stats.nodes_before;
+    st["nodes_after"] = r.forward.stats.nodes_after + r.backward.stats.nodes_after;
+    st["fused_groups"] = r.forward.stats.fused_groups + r.backward.stats.fused_groups;
+    st["arena_bytes"] = r.forward.exe->arena_bytes() + r.backward.exe->arena_bytes();
+    st["in_place"] = r.forward.exe->plan().in_place + r.backward.exe->plan().in_place;
+    st["hash"] = r.forward.hash;
+    st["cache_hit"] = r.forward.cache_hit && r.backward.cache_hit;
+    st["num_saved"] = r.num_saved;
+    return nb::make_tuple(PyExecutable{r.forward.exe}, PyExecutable{r.backward.exe}, st);
+  });
   m.def("_executable_cache_size", &rt::executable_cache_size);
   m.def("_executable_cache_capacity", &rt::executable_cache_capacity);
   m.def("_set_executable_cache_capacity", &rt::set_executable_cache_capacity);
@@ -503,6 +622,9 @@ LUCID_BINDER(compile) {
       .def("_key_of", &CompiledCore::key_of)
       .def("_insert", &CompiledCore::insert, nb::arg("key"), nb::arg("exe").none(), nb::arg("states"),
            nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("eager_only"))
+      .def("_insert_grad", &CompiledCore::insert_grad, nb::arg("key"), nb::arg("fwd"), nb::arg("bwd"), nb::arg("states"),
+           nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("n_out"),
+           nb::arg("grad_outs"), nb::arg("wrt_inputs"), nb::arg("wrt_states"), nb::arg("wrt_used"))
       .def("_status", &CompiledCore::status)
       .def("_run_key", &CompiledCore::run_key)
       .def("_entry_states", &CompiledCore::entry_states)

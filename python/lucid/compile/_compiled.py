@@ -202,16 +202,9 @@ class CompiledModule(_C._CompiledCore):
                 return self._run_key(key, flat)
             if status == "eager":
                 return fn(*args, **kwargs)
-            if status == "stale" and not self._grad_blocked(key):
+            if status == "stale":  # bound state changed shape, dtype or requires_grad: re-trace
                 self._drop(key)
-            elif status == "stale":  # a bound tensor requires grad under grad mode
-                return fn(*args, **kwargs)
             return self._trace(args, kwargs, key, flat, guards)
-
-    def _grad_blocked(self, key):
-        if not lucid.is_grad_enabled():
-            return False
-        return any(t.requires_grad for t in self._entry_states(key))
 
     def _fallback(self, key, descr, reason, out):
         self._insert(key, None, [], 0, None, None, True)
@@ -230,10 +223,6 @@ class CompiledModule(_C._CompiledCore):
         self._misses += 1
         descr = _describe(flat, args, kwargs) + (" grad" if lucid.is_grad_enabled() else "")
         t0 = time.perf_counter()
-        if lucid.is_grad_enabled() and any(t.requires_grad for t in flat):
-            out = fn(*args, **kwargs)
-            return self._fallback(key, descr, "autograd: an input requires grad under grad mode (backward through "
-                                  "compiled code is not built yet; use lucid.no_grad() for inference)", out)
         tr = _C._Tracer()
         for t in flat:
             tr.add_input(t)
@@ -253,20 +242,32 @@ class CompiledModule(_C._CompiledCore):
             leaves, out_kind, unflatten = _flatten_output(out)
         except TypeError as e:
             return self._fallback(key, descr, str(e), out)
-        tr.set_outputs(leaves)
+        grad = None
+        if lucid.is_grad_enabled():
+            grad = self._trace_backward(tr, flat, leaves)
+            if isinstance(grad, str):
+                return self._fallback(key, descr, grad, out)
+        if grad is None:
+            tr.set_outputs(leaves)
         states = tr.state_feeds
-        if lucid.is_grad_enabled() and any(t.requires_grad for t in states):
-            return self._fallback(key, descr, "autograd: parameters require grad under grad mode (backward through "
-                                  "compiled code is not built yet; use lucid.no_grad() for inference)", out)
         if self._watch(called):  # new modules: their training flags join the signature
             self._refresh()
             key, _, guards = self._key_of(args, kwargs)
+        dump = os.environ.get("LUCID_DUMP_IR", "")
         try:
-            exe, stats = _C._compile_graph(tr.graph, os.environ.get("LUCID_DUMP_IR", ""))
+            if grad is None:
+                exe, stats = _C._compile_graph(tr.graph, dump)
+            else:
+                exe, bwd, stats = _C._compile_joint(tr.graph, len(flat), len(leaves), dump)
         except Exception as e:  # an op the compiler can't lower: eager, with the reason
             return self._fallback(key, descr, f"{type(e).__name__}: {e}", out)
         ms = (time.perf_counter() - t0) * 1e3
-        self._insert(key, exe, states, out_kind, unflatten, guards, False)
+        if grad is None:
+            self._insert(key, exe, states, out_kind, unflatten, guards, False)
+        else:
+            grad_outs, wrt_inputs, wrt_states, used = grad
+            self._insert_grad(key, exe, bwd, states, out_kind, unflatten, guards, len(leaves), grad_outs,
+                              wrt_inputs, wrt_states, used)
         self._info[key] = {"descr": descr, "reason": None, "compile_ms": ms, "names": self._state_names(states),
                            "stats": stats, "order": self._order}
         self._order += 1
@@ -276,6 +277,38 @@ class CompiledModule(_C._CompiledCore):
                      stats["fused_groups"], stats["arena_bytes"], stats["in_place"], ms,
                      " (executable cache hit)" if stats["cache_hit"] else "")
         return out
+
+    @staticmethod
+    def _trace_backward(tr, flat, leaves):
+        """Under grad mode: extend the trace with the backward of the differentiable outputs (a
+        joint graph). Returns None when nothing requires grad, a reason string when the backward
+        can't be compiled, else (grad_outs, wrt_inputs, wrt_states, used)."""
+        states = tr.state_feeds
+        wrt_inputs = [i for i, t in enumerate(flat) if t.requires_grad]
+        wrt_states = [j for j, t in enumerate(states) if t.requires_grad]
+        if not wrt_inputs and not wrt_states:
+            return None
+        grad_outs = [k for k, o in enumerate(leaves) if o.requires_grad and o.dtype.is_floating_point]
+        if not grad_outs:
+            return None
+        if any(not tr.is_node_value(leaves[k]) for k in grad_outs):
+            return ("autograd: an output that requires grad is an argument or a bound tensor itself "
+                    "(compiled backward needs outputs the graph computes)")
+        gys = [lucid.zeros_like(leaves[k]) for k in grad_outs]  # grad-output placeholders (graph inputs)
+        wrt = [flat[i] for i in wrt_inputs] + [states[j] for j in wrt_states]
+        tr.start()
+        try:
+            for g in gys:
+                tr.add_input(g)
+            grads = lucid.autograd.grad([leaves[k] for k in grad_outs], wrt, grad_outputs=gys,
+                                        retain_graph=True, allow_unused=True)
+        finally:
+            tr.stop()
+        if not tr.ok:
+            return tr.reason
+        used = [g is not None for g in grads]
+        tr.set_outputs(list(leaves) + [g for g in grads if g is not None])
+        return grad_outs, wrt_inputs, wrt_states, used
 
     # ---------------------------------------------------------------- public API
     @property

@@ -56,6 +56,15 @@ Graph fold_batchnorm(const Graph& g);               // bn_fold.cpp: eval BatchNo
 Graph absorb_epilogues(const Graph& g);             // epilogue.cpp: bias/activation/residual into oneDNN post-ops
 Graph group_elementwise(const Graph& g);            // ew_group.cpp: elementwise chains -> FusedElementwise
 
+// Joint forward+backward trace -> forward and backward graphs (partition.cpp). The forward
+// returns its outputs then `num_saved` saved values; the backward takes the saved values then
+// the grad outputs and returns the gradients.
+struct JointPartition {
+  Graph forward, backward;
+  int num_saved = 0;
+};
+JointPartition partition_joint(const Graph& joint, int n_fwd_inputs, int n_fwd_outputs);
+
 // Memory plan (memory_plan.cpp): where each value lives at run time.
 struct MemoryPlan {
   static constexpr int64_t kFresh = -1;  // allocated per call (graph outputs and their bases)

@@ -68,6 +68,15 @@ CompileResult compile_graph(const ir::Graph& traced, const std::string& dump) {
   return r;
 }
 
+JointCompileResult compile_joint(const ir::Graph& joint, int n_fwd_inputs, int n_fwd_outputs, const std::string& dump) {
+  ir::JointPartition p = ir::partition_joint(joint, n_fwd_inputs, n_fwd_outputs);
+  JointCompileResult r;
+  r.forward = compile_graph(p.forward, dump);
+  r.backward = compile_graph(p.backward, dump);
+  r.num_saved = p.num_saved;
+  return r;
+}
+
 size_t executable_cache_size() {
   std::lock_guard<std::mutex> lk(cache().mu);
   return cache().lru.size();

@@ -22,6 +22,13 @@ struct CompileResult {
 // dump: LUCID_DUMP_IR's value ("" for none).
 CompileResult compile_graph(const ir::Graph& traced, const std::string& dump);
 
+// A joint forward+backward trace: partitioned, then each half compiled as above.
+struct JointCompileResult {
+  CompileResult forward, backward;
+  int num_saved = 0;
+};
+JointCompileResult compile_joint(const ir::Graph& joint, int n_fwd_inputs, int n_fwd_outputs, const std::string& dump);
+
 size_t executable_cache_size();
 size_t executable_cache_capacity();
 void set_executable_cache_capacity(size_t n);

@@ -28,6 +28,10 @@ class Tracer : public TraceHook {
   void on_host_read(const Tensor& t, const char* what) override;
 
   const ir::Graph& graph() const { return graph_; }
+  int id_of(const Tensor& t) const {  // the value t currently stands for, or -1
+    auto it = ids_.find(t.impl());
+    return it == ids_.end() ? -1 : it->second;
+  }
   const TensorList& state_feeds() const { return state_feeds_; }  // one per graph state value
   const std::string& fallback_reason() const { return fallback_; }
   bool ok() const { return fallback_.empty(); }
