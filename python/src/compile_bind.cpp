@@ -178,6 +178,7 @@ struct Entry {
   // Grad entries (traced under grad mode with something requiring grad): `exe` is the forward,
   // returning n_out outputs then the saved values; `bwd` computes the gradients.
   std::shared_ptr<const rt::Executable> bwd;
+  bool precomputed = false;     // make_step: the forward also returned the gradients (unit grad output)
   int n_out = 0;
   std::vector<int> grad_outs;   // forward outputs that get the compiled grad_fn, in gy order
   std::vector<int> wrt_inputs;  // flat argument indices differentiated
@@ -220,6 +221,35 @@ struct CompiledBackward : Node {
   }
   void release_saved() override {
     saved.clear();
+    Node::release_saved();
+  }
+};
+
+// make_step's node: the step's executable already computed d(loss)/d(wrt) for a unit grad
+// output (forward, loss and backward in one executable); backward scales them by the incoming
+// gradient (the backward is linear in it) and hands them to the engine, which accumulates .grad.
+struct PrecomputedBackward : Node {
+  TensorList grads;        // one per used edge, for grad output 1
+  std::vector<bool> used;  // per edge
+  const char* name() const override { return "CompiledStep"; }
+  TensorList apply(const TensorList& g) override {
+    LUCID_CHECK(!released, Error, "backward of ", name(),
+                ": trying to backward through the graph a second time; pass retain_graph=True to the first backward");
+    LUCID_CHECK(!GradMode::is_enabled(), NotImplementedError,
+                "lucid.compile: double backward (create_graph=True) through a compiled step is not supported");
+    TensorList out(used.size());
+    if (g.empty() || !g[0].defined()) return out;  // no gradient flows into the loss
+    LUCID_CHECK(g[0].numel() == 1, Error, "CompiledStep: the loss is a scalar; got a gradient of shape ",
+                shape_str(g[0].shape()));
+    for (size_t e = 0, k = 0; e < used.size(); ++e) {
+      if (!used[e]) continue;
+      const Tensor& d = grads[k++];
+      out[e] = mul(d, cast(g[0], d.dtype()));
+    }
+    return out;
+  }
+  void release_saved() override {
+    grads.clear();
     Node::release_saved();
   }
 };
@@ -290,7 +320,8 @@ class CompiledCore {
                    std::vector<int> wrt_states, std::vector<bool> wrt_used) {
     insert(key, fwd, states, out_kind, std::move(unflatten), std::move(guards), false);
     Entry& e = *entries_.at(key);
-    e.bwd = nb::cast<PyExecutable&>(bwd).exe;
+    if (bwd.is_none()) e.precomputed = true;
+    else e.bwd = nb::cast<PyExecutable&>(bwd).exe;
     e.n_out = n_out;
     e.grad_outs = std::move(grad_outs);
     e.wrt_inputs = std::move(wrt_inputs);
@@ -411,7 +442,8 @@ class CompiledCore {
       const ir::Value& v = g.value(g.states()[i]);
       if (t.shape() != v.shape || t.dtype() != v.dtype) return false;
       // Which bound tensors require grad decides what the backward computes: re-trace on change.
-      if (e.bwd ? t.requires_grad() != e.state_rg[i] : grad && t.requires_grad()) return false;
+      bool grad_entry = e.bwd || e.precomputed;
+      if (grad_entry ? t.requires_grad() != e.state_rg[i] : grad && t.requires_grad()) return false;
     }
     return true;
   }
@@ -424,7 +456,7 @@ class CompiledCore {
       outs = e.exe->run(flat, e.states);
       e.last_run_ms.store(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), std::memory_order_relaxed);
     }
-    if (e.bwd) {
+    if (e.bwd || e.precomputed) {
       attach_backward(e, flat, outs);
       outs.resize(static_cast<size_t>(e.n_out));
     }
@@ -439,10 +471,22 @@ class CompiledCore {
   // CompiledBackward node holding the saved values.
   static void attach_backward(const Entry& e, const TensorList& flat, const TensorList& outs) {
     if (!GradMode::is_enabled()) return;
-    auto node = std::make_shared<CompiledBackward>();
-    node->bwd = e.bwd;
-    node->saved.assign(outs.begin() + e.n_out, outs.end());
-    node->states = e.states;
+    std::shared_ptr<Node> node_base;
+    std::shared_ptr<CompiledBackward> cnode;
+    if (e.precomputed) {
+      auto pn = std::make_shared<PrecomputedBackward>();
+      pn->grads.assign(outs.begin() + e.n_out, outs.end());
+      pn->used = e.wrt_used;
+      node_base = pn;
+    } else {
+      cnode = std::make_shared<CompiledBackward>();
+      cnode->bwd = e.bwd;
+      cnode->saved.assign(outs.begin() + e.n_out, outs.end());
+      cnode->states = e.states;
+      cnode->used = e.wrt_used;
+      node_base = cnode;
+    }
+    Node* node = node_base.get();
     node->sequence_nr = next_sequence_nr();
     node->num_outputs = static_cast<uint32_t>(e.grad_outs.size());
     auto edge_to = [&](const Tensor& t) {
@@ -459,13 +503,12 @@ class CompiledCore {
     };
     for (int i : e.wrt_inputs) edge_to(flat[i]);
     for (int j : e.wrt_states) edge_to(e.states[j]);
-    node->used = e.wrt_used;
     for (size_t k = 0; k < e.grad_outs.size(); ++k) {
       const Tensor& y = outs[e.grad_outs[k]];
-      node->out_meta.push_back({y.shape(), y.dtype()});
+      if (cnode) cnode->out_meta.push_back({y.shape(), y.dtype()});
       AutogradMeta& m = y.impl()->meta();
       m.requires_grad = true;
-      m.grad_fn = node;
+      m.grad_fn = node_base;
       m.output_nr = static_cast<uint32_t>(k);
     }
   }
@@ -622,7 +665,7 @@ LUCID_BINDER(compile) {
       .def("_key_of", &CompiledCore::key_of)
       .def("_insert", &CompiledCore::insert, nb::arg("key"), nb::arg("exe").none(), nb::arg("states"),
            nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("eager_only"))
-      .def("_insert_grad", &CompiledCore::insert_grad, nb::arg("key"), nb::arg("fwd"), nb::arg("bwd"), nb::arg("states"),
+      .def("_insert_grad", &CompiledCore::insert_grad, nb::arg("key"), nb::arg("fwd"), nb::arg("bwd").none(), nb::arg("states"),
            nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("n_out"),
            nb::arg("grad_outs"), nb::arg("wrt_inputs"), nb::arg("wrt_states"), nb::arg("wrt_used"))
       .def("_status", &CompiledCore::status)

@@ -93,7 +93,7 @@ def _describe(flat, args, kwargs):
 class CompiledModule(_C._CompiledCore):
     """`lucid.compile(target)`: calls `target` through cached executables, one per signature."""
 
-    def __init__(self, target, *, dynamic=False, strict=False):
+    def __init__(self, target, *, dynamic=False, strict=False, _step=False):
         if dynamic:
             raise NotImplementedError(
                 "lucid.compile(dynamic=True): a symbolic batch dimension is not implemented yet; "
@@ -103,6 +103,7 @@ class CompiledModule(_C._CompiledCore):
         super().__init__(target)
         self.model = target
         self.strict = bool(strict)
+        self._step = bool(_step)  # make_step: forward, loss and backward in one executable
         self._lock = threading.RLock()
         self._watched = []        # modules whose training flags are part of the signature
         self._watched_ids = set()
@@ -244,7 +245,7 @@ class CompiledModule(_C._CompiledCore):
             return self._fallback(key, descr, str(e), out)
         grad = None
         if lucid.is_grad_enabled():
-            grad = self._trace_backward(tr, flat, leaves)
+            grad = self._trace_backward(tr, flat, leaves, self._step)
             if isinstance(grad, str):
                 return self._fallback(key, descr, grad, out)
         if grad is None:
@@ -255,8 +256,9 @@ class CompiledModule(_C._CompiledCore):
             key, _, guards = self._key_of(args, kwargs)
         dump = os.environ.get("LUCID_DUMP_IR", "")
         try:
-            if grad is None:
+            if grad is None or self._step:
                 exe, stats = _C._compile_graph(tr.graph, dump)
+                bwd = None
             else:
                 exe, bwd, stats = _C._compile_joint(tr.graph, len(flat), len(leaves), dump)
         except Exception as e:  # an op the compiler can't lower: eager, with the reason
@@ -279,10 +281,12 @@ class CompiledModule(_C._CompiledCore):
         return out
 
     @staticmethod
-    def _trace_backward(tr, flat, leaves):
+    def _trace_backward(tr, flat, leaves, step=False):
         """Under grad mode: extend the trace with the backward of the differentiable outputs (a
         joint graph). Returns None when nothing requires grad, a reason string when the backward
-        can't be compiled, else (grad_outs, wrt_inputs, wrt_states, used)."""
+        can't be compiled, else (grad_outs, wrt_inputs, wrt_states, used). step (make_step): the
+        one output is a scalar loss and its gradients are computed in the same executable, for a
+        unit grad output (recorded inside the trace, so it is a folded constant)."""
         states = tr.state_feeds
         wrt_inputs = [i for i, t in enumerate(flat) if t.requires_grad]
         wrt_states = [j for j, t in enumerate(states) if t.requires_grad]
@@ -294,12 +298,18 @@ class CompiledModule(_C._CompiledCore):
         if any(not tr.is_node_value(leaves[k]) for k in grad_outs):
             return ("autograd: an output that requires grad is an argument or a bound tensor itself "
                     "(compiled backward needs outputs the graph computes)")
-        gys = [lucid.zeros_like(leaves[k]) for k in grad_outs]  # grad-output placeholders (graph inputs)
+        if step and (len(grad_outs) != 1 or leaves[grad_outs[0]].numel() != 1):
+            return "make_step: the step function must return one scalar loss that requires grad"
+        if not step:
+            gys = [lucid.zeros_like(leaves[k]) for k in grad_outs]  # grad-output placeholders (graph inputs)
         wrt = [flat[i] for i in wrt_inputs] + [states[j] for j in wrt_states]
         tr.start()
         try:
-            for g in gys:
-                tr.add_input(g)
+            if step:
+                gys = [lucid.ones_like(leaves[grad_outs[0]])]
+            else:
+                for g in gys:
+                    tr.add_input(g)
             grads = lucid.autograd.grad([leaves[k] for k in grad_outs], wrt, grad_outputs=gys,
                                         retain_graph=True, allow_unused=True)
         finally:
