@@ -423,7 +423,7 @@ class CompiledCore {
 
   static bool guards_match(const Entry& e, const SigWalk& w) {
     if (w.guards.empty()) return true;
-    if (!e.guards.is_valid() || nb::len(e.guards) != w.guards.size()) return false;
+    if (!e.guards.is_valid() || e.guards.is_none() || nb::len(e.guards) != w.guards.size()) return false;
     for (size_t i = 0; i < w.guards.size(); ++i) {
       int r = PyObject_RichCompareBool(w.guards[i].ptr(), nb::tuple(e.guards)[i].ptr(), Py_EQ);
       if (r != 1) {

@@ -15,10 +15,11 @@ from lucid import _C
 from lucid.compile._compiled import CompiledModule
 from lucid.compile._diagnose import DiagnosisReport, OpInfo, diagnose
 from lucid.compile._errors import CompileError, CompileWarning
+from lucid.compile._optim import CompiledOptimizer, compile_optimizer
 from lucid.compile._train import compiled_step, make_step
 
 __all__ = ["compile", "CompiledModule", "diagnose", "DiagnosisReport", "OpInfo", "CompileWarning", "CompileError",
-           "make_step", "compiled_step"]
+           "make_step", "compiled_step", "compile_optimizer", "CompiledOptimizer"]
 
 
 def compile(target=None, *, dynamic=False, strict=False):  # noqa: A001  (torch's name)

@@ -83,7 +83,8 @@ def _describe(flat, args, kwargs):
     for t in flat:
         dt = str(t.dtype).replace("lucid.", "")
         parts.append(f"{dt}[{','.join(str(d) for d in t.shape)}]" + ("(rg)" if t.requires_grad else ""))
-    other = [a for a in list(args) + list(kwargs.values()) if not isinstance(a, Tensor)]
+    other = [a for a in list(args) + list(kwargs.values())
+             if a is None or isinstance(a, (bool, int, float, str))]
     s = "(" + ", ".join(parts) + ")"
     if other:
         s += " " + repr(other)[:80]
@@ -207,8 +208,8 @@ class CompiledModule(_C._CompiledCore):
                 self._drop(key)
             return self._trace(args, kwargs, key, flat, guards)
 
-    def _fallback(self, key, descr, reason, out):
-        self._insert(key, None, [], 0, None, None, True)
+    def _fallback(self, key, descr, reason, out, guards=None):
+        self._insert(key, None, [], 0, None, guards, True)
         self._info[key] = {"descr": descr, "reason": reason, "compile_ms": 0.0, "names": None}
         name = type(self.model).__name__ if isinstance(self.model, lucid.nn.Module) else getattr(self.model, "__name__", "fn")
         log.info("eager fallback for %s %s: %s", name, descr, reason)
@@ -238,16 +239,16 @@ class CompiledModule(_C._CompiledCore):
             called = rec.mods
             rec.mods = outer
         if not tr.ok:
-            return self._fallback(key, descr, tr.reason, out)
+            return self._fallback(key, descr, tr.reason, out, guards)
         try:
             leaves, out_kind, unflatten = _flatten_output(out)
         except TypeError as e:
-            return self._fallback(key, descr, str(e), out)
+            return self._fallback(key, descr, str(e), out, guards)
         grad = None
         if lucid.is_grad_enabled():
             grad = self._trace_backward(tr, flat, leaves, self._step)
             if isinstance(grad, str):
-                return self._fallback(key, descr, grad, out)
+                return self._fallback(key, descr, grad, out, guards)
         if grad is None:
             tr.set_outputs(leaves)
         states = tr.state_feeds
@@ -262,7 +263,7 @@ class CompiledModule(_C._CompiledCore):
             else:
                 exe, bwd, stats = _C._compile_joint(tr.graph, len(flat), len(leaves), dump)
         except Exception as e:  # an op the compiler can't lower: eager, with the reason
-            return self._fallback(key, descr, f"{type(e).__name__}: {e}", out)
+            return self._fallback(key, descr, f"{type(e).__name__}: {e}", out, guards)
         ms = (time.perf_counter() - t0) * 1e3
         if grad is None:
             self._insert(key, exe, states, out_kind, unflatten, guards, False)

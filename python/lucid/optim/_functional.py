@@ -1,7 +1,9 @@
 """Small in-place building blocks shared by the optimizers. They call the elementwise family's
 native in-place ops (add_(alpha=), addcmul_, addcdiv_, lerp_, copy_), which evaluate torch's
 formulas (addcmul: self + value*t1*t2, addcdiv: self + value*t1/t2, lerp's two-branch form);
-`value`/`alpha` may be a 0-d tensor so step-dependent factors stay on the device."""
+`value`/`alpha` may be a 0-d tensor so step-dependent factors stay on the device (and in a
+compiled step's graph, never read on the host): then addcmul_/addcdiv_ run as the same products
+in the same order as the fused kernels."""
 import lucid
 
 
@@ -21,10 +23,14 @@ def add_(x, y, alpha=1.0):
 
 
 def addcmul_(x, t1, t2, value=1.0):
+    if isinstance(value, lucid.Tensor):  # a 0-d tensor factor stays a tensor: same order as torch's kernel
+        return x.add_(value * t1 * t2)
     return x.addcmul_(t1, t2, value=value)
 
 
 def addcdiv_(x, t1, t2, value=1.0):
+    if isinstance(value, lucid.Tensor):
+        return x.add_(value * t1 / t2)
     return x.addcdiv_(t1, t2, value=value)
 
 
