@@ -17,9 +17,10 @@ from lucid.compile._diagnose import DiagnosisReport, OpInfo, diagnose
 from lucid.compile._errors import CompileError, CompileWarning
 from lucid.compile._optim import CompiledOptimizer, compile_optimizer
 from lucid.compile._train import compiled_step, make_step
+from lucid.compile._fused import FusedStep, fused_step
 
 __all__ = ["compile", "CompiledModule", "diagnose", "DiagnosisReport", "OpInfo", "CompileWarning", "CompileError",
-           "make_step", "compiled_step", "compile_optimizer", "CompiledOptimizer"]
+           "make_step", "compiled_step", "compile_optimizer", "CompiledOptimizer", "fused_step", "FusedStep"]
 
 
 def compile(target=None, *, dynamic=False, strict=False):  # noqa: A001  (torch's name)

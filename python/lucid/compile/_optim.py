@@ -16,6 +16,7 @@ The structure (which parameters have a grad, which state entries exist, non-nume
 as amsgrad or nesterov) is the signature. A step that changes the structure (the first step
 creating the state lazily) runs eagerly, exactly as the eager optimizer would.
 """
+import contextlib
 import numbers
 
 import lucid
@@ -160,6 +161,19 @@ class CompiledOptimizer:
                 tuple(p.grad is not None for p in params),
                 tuple(tuple(sorted(state[p])) if p in state else () for p in params), other)
 
+    def _hyper_args(self):
+        """(values, outcomes, names, baked): the hyper-parameter part of a compiled call."""
+        hypers = self._hypers()
+        names = tuple(n for n, _ in hypers)
+        baked = {n for n, t in self._tests.items() if any(op == "value" for op, _ in t)}
+        values = [lucid.tensor(float(v), dtype=lucid.float64) for n, v in hypers if n not in baked]
+        outcomes = tuple((n, op, o, v if op == "value" else _TESTS[op](v, o))
+                         for n, v in hypers for op, o in sorted(self._tests.get(n, ()), key=repr))
+        return values, outcomes, names, tuple(sorted(baked, key=repr))
+
+    def _n_tests(self):
+        return sum(len(t) for t in self._tests.values())
+
     def step(self, closure=None):
         loss = _closure_loss(closure)
         params = self._params()
@@ -169,17 +183,12 @@ class CompiledOptimizer:
             if self._structure(params) == struct:
                 self._settled.add(struct)
             return loss
-        hypers = self._hypers()
-        names = [n for n, _ in hypers]
-        baked = {n for n, t in self._tests.items() if any(op == "value" for op, _ in t)}
-        values = [lucid.tensor(float(v), dtype=lucid.float64) for n, v in hypers if n not in baked]
-        outcomes = tuple((n, op, o, v if op == "value" else _TESTS[op](v, o))
-                         for n, v in hypers for op, o in sorted(self._tests.get(n, ()), key=repr))
+        values, outcomes, names, baked = self._hyper_args()
         grads = [p.grad for p in params]
-        n_tests = sum(len(t) for t in self._tests.values())
+        n_tests = self._n_tests()
         with lucid.no_grad():  # the update is not differentiated (as in the eager step)
-            self._cm(grads, values, outcomes, struct, tuple(names), tuple(sorted(baked, key=repr)))
-        if sum(len(t) for t in self._tests.values()) != n_tests:
+            self._cm(grads, values, outcomes, struct, names, baked)
+        if self._n_tests() != n_tests:
             # This trace met new control flow on a hyper-parameter: its entry is keyed without
             # that test's outcome; drop it so the next call keys on it.
             self._cm.clear_cache()
@@ -188,6 +197,13 @@ class CompiledOptimizer:
     def _traced_step(self, grads, values, outcomes, struct, names, baked):
         """Runs the optimizer's step with tensor hyper-parameters (while tracing, or eagerly on a
         fallback). The grads are the parameters' own .grad tensors (inputs of the graph)."""
+        with self._substituted(values, names, baked):
+            type(self.opt).step(self.opt)
+        return None
+
+    @contextlib.contextmanager
+    def _substituted(self, values, names, baked):
+        """param_groups' numbers replaced by _Hyper tensors (the graph inputs `values`)."""
         opt = self.opt
         it = iter(values)
         saved = []
@@ -206,11 +222,10 @@ class CompiledOptimizer:
                     cur = list(g[k])
                     cur[j] = h
                     g[k] = tuple(cur)
-            type(opt).step(opt)
+            yield
         finally:
             for g, k, v in reversed(saved):
                 g[k] = v
-        return None
 
 
 def compile_optimizer(opt, *, strict=False):
