@@ -12,11 +12,13 @@ was one) slips through both. Patterns generated here:
   sigmoid, tanh, silu, eval dropout), as modules, functions, methods or in-place;
 - residual blocks: two branches (conv/linear [+bn] [+act], identity or projection) meeting in one
   Add with an optional activation after it; residuals of any earlier value of the same shape (so a
-  residual is often used twice); separate bias adds with broadcast shapes (parameter, buffer or
-  plain tensor attribute; [C], [1,C], [C,1,1], scalar...);
+  residual is often used twice); separate bias adds with broadcast shapes (parameter, buffer,
+  plain tensor attribute or a strided slice of a parameter; [C], [1,C], [C,1,1], scalar...); a
+  layer applied twice (shared weights; a train-mode BatchNorm updating twice);
 - elementwise chains with broadcasting and Python scalars (including the x*1, x+0 identities),
-  views (reshape, flatten, transpose, slicing, permute round trips), keepdim reductions, pooling,
-  softmax / log_softmax, layer_norm, batched matmul;
+  masks and where, a detour through the other float dtype, views (reshape, flatten, transpose,
+  slicing, permute round trips), keepdim reductions, pooling, softmax / log_softmax, layer_norm,
+  batched matmul;
 - in-place ops on intermediates (through views too), on the arguments and on buffers (EMA-style
   updates, counters, slice writes, reads before and after a write); buffers returned as outputs;
 - intermediate values returned as outputs, float32 and float64, batch sizes 1..4, non-contiguous
@@ -36,8 +38,9 @@ elementwise relative error is meaningless for values that cross zero) <= 1e-5 fo
 float64. Compiled and eager round differently only where a pass reassociates (BatchNorm folding
 scales the weights instead of the output, oneDNN post-ops), a few ulps per op.
 
-LUCID_FUZZ_SCALE=<factor> multiplies the number of examples (default 1: about 30 s on 2 cores);
-LUCID_FUZZ_SEED=<int> derandomises with that seed.
+LUCID_FUZZ_SCALE=<factor> multiplies the number of examples (default 1: 150 examples, about 10 s
+on 2 cores); LUCID_FUZZ_SEED=<int> derandomises with that seed. The tests after the fuzzer are
+minimal reproducers of what it found (two fixed, two left as strict xfails).
 """
 import math
 import os
@@ -177,7 +180,7 @@ class _Gen:
         if len(tail) >= 2:
             shapes += [(tail[0],) + (1,) * (len(tail) - 1)] * 2
         shape = d(st.sampled_from(shapes))
-        storage = d(st.sampled_from(["param", "param", "buffer", "plain"]))
+        storage = d(st.sampled_from(["param", "param", "buffer", "plain"] + (["strided"] if len(shape) == 1 else [])))
         op = d(st.sampled_from(["add", "add", "add", "mul", "sub"]))
         first = d(st.booleans())
         return self.emit(("bias", i, shape, storage, op, first), tail)
@@ -224,9 +227,10 @@ class _Gen:
     # ---- one random step -----------------------------------------------------------------------
     def step(self):
         d = self.draw
-        kind = d(st.sampled_from(["linear", "conv", "conv", "bn", "act", "act", "block", "block", "add", "bias",
-                                  "scalar", "binop", "view", "inplace", "inplace", "buffer", "pool", "norm",
-                                  "reduce", "matmul"]))
+        # Weighted towards the patterns the passes rewrite (conv/linear chains and residual blocks).
+        kind = d(st.sampled_from(["linear", "linear", "conv", "conv", "conv", "bn", "act", "act", "block", "block",
+                                  "block", "block", "add", "bias", "scalar", "binop", "view", "inplace", "inplace",
+                                  "buffer", "pool", "norm", "reduce", "matmul", "mixed", "mask", "reuse"]))
         if kind == "conv":
             i = self.pick(lambda t: len(t) in (2, 3))
             if i is None:
@@ -236,14 +240,14 @@ class _Gen:
                 if d(st.booleans()):
                     v = self.bn(v)
                 if d(st.booleans()):
-                    self.act(v)
+                    self.act(v, d(st.sampled_from(ACTS + ["relu", "gelu", "gelu_tanh"])))
                 return
         if kind == "linear":
             v = self.linear(self.pick())
-            if d(st.booleans()) and len(self.tails[v]) <= 3:
-                v = self.bn(v) if len(self.tails[v]) == 1 else v
+            if d(st.booleans()) and len(self.tails[v]) == 1:
+                v = self.bn(v)
             if d(st.booleans()):
-                self.act(v)
+                self.act(v, d(st.sampled_from(ACTS + ["relu", "gelu", "gelu_tanh"])))
             return
         if kind == "bn":
             i = self.pick(lambda t: len(t) <= 3)
@@ -302,6 +306,25 @@ class _Gen:
             new = list(tail)
             new[dim if dim < 0 else 0] = 1
             return self.emit(("reduce", i, op, dim), new)
+        if kind in ("mixed", "mask"):
+            i = self.pick()
+            ti = self.tails[i]
+            j = self.pick(lambda t: len(t) == len(ti) and all(a == b or a == 1 or b == 1 for a, b in zip(t, ti)),
+                          prefer_recent=False)
+            tail = tuple(max(a, b) for a, b in zip(ti, self.tails[j]))
+            if kind == "mixed":
+                return self.emit(("mixed", i, j, d(st.sampled_from([0.5, 1.0, 3.0]))), tail)
+            form = d(st.sampled_from(["mul_mask", "where_scalar", "float_mask"]))
+            return self.emit(("mask", i, j, form, d(st.sampled_from([0.0, -1.0, 2.0]))),
+                             self.tails[i] if form == "where_scalar" else tail)
+        if kind == "reuse":
+            # A layer applied a second time (weight sharing; a train-mode BatchNorm updates twice).
+            layers = [k for k, s in enumerate(self.steps) if s[0] in ("linear", "conv", "bn")]
+            if not layers:
+                return None
+            k = d(st.sampled_from(layers))
+            i = self.pick(lambda t: t == self.tails[self.steps[k][1]], prefer_recent=False)
+            return self.emit(("reuse", i, k), self.tails[self.n_inputs + k])
         if kind == "matmul":
             i = self.pick(lambda t: len(t) >= 2)
             if i is None:
@@ -464,6 +487,8 @@ class ProgramModel(nn.Module):
                 t = lucid.zeros(s[2], dtype=dt)
                 if s[3] == "param":
                     self.register_parameter(f"p{k}", nn.Parameter(t))
+                elif s[3] == "strided":  # read as p[::2]: a non-contiguous bias
+                    self.register_parameter(f"p{k}", nn.Parameter(lucid.zeros((2 * s[2][0],), dtype=dt)))
                 elif s[3] == "buffer":
                     self.register_buffer(f"p{k}", t)
                 else:
@@ -502,6 +527,7 @@ class ProgramModel(nn.Module):
             return v / (w.abs() + 1.0)
         if kind == "bias":
             p = getattr(self, f"p{k}")
+            p = p[::2] if s[3] == "strided" else p
             a, b = (p, v) if s[5] else (v, p)
             return a + b if s[4] == "add" else a * b if s[4] == "mul" else a - b
         if kind == "scalar":
@@ -589,6 +615,18 @@ class ProgramModel(nn.Module):
             return getattr(v, op)(dim=dim, keepdim=True)
         if kind == "matmul":
             return v @ v.transpose(-1, -2)
+        if kind == "mixed":  # through the other float dtype and back: promotion inside a fused chain
+            other = lucid.float64 if v.dtype == lucid.float32 else lucid.float32
+            return (v.to(other) * s[3] + vals[s[2]]).to(v.dtype)
+        if kind == "mask":
+            w, form, a = vals[s[2]], s[3], s[4]
+            if form == "mul_mask":
+                return v * (w > 0)
+            if form == "where_scalar":
+                return lucid.where(v > 0, v, a)
+            return (v > w).to(v.dtype) * v
+        if kind == "reuse":
+            return self.layers[f"s{s[2]}"](v)
         raise AssertionError(s)
 
 
