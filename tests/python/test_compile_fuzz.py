@@ -85,6 +85,7 @@ class Program:
     frozen_grad_mode: bool  # params requires_grad=False and calls under grad mode (else no_grad)
     mutations: list     # per gap between calls: list of (kind, target index, factor)
     n_calls: int
+    alias_last_call: bool  # the last call passes one tensor for both arguments (a new signature)
     seed: int
 
 
@@ -421,7 +422,10 @@ def programs(draw):
     return Program(dtype=dtype, batch=batch, last_batch=last_batch, in_tail=in_tail, n_inputs=n_inputs,
                    noncontig_input=noncontig_input, steps=gen.steps, outs=outs,
                    out_buffers=out_buffers, train=draw(st.booleans()), frozen_grad_mode=draw(st.integers(0, 3)) == 0,
-                   mutations=mutations, n_calls=n_calls, seed=draw(st.integers(0, 2**31 - 1)))
+                   mutations=mutations, n_calls=n_calls, alias_last_call=n_inputs == 2 and draw(st.booleans()) and
+                   # an in-place op reading another value that may then overlap it has no defined result
+                   not any(s[0] == "inplace" and s[3] is not None for s in gen.steps),
+                   seed=draw(st.integers(0, 2**31 - 1)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -691,7 +695,7 @@ def _configure(model, prog):
             m.eval()
 
 
-def _inputs(prog, batch, rng, dt):
+def _inputs(prog, batch, rng, dt, alias):
     xs = []
     for _ in range(prog.n_inputs):
         shape = (batch, *prog.in_tail)
@@ -707,7 +711,7 @@ def _inputs(prog, batch, rng, dt):
                 ts.append(lucid.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=dt).transpose(-1, -2))
             else:
                 ts.append(lucid.tensor(a, dtype=dt))
-        return ts
+        return [ts[0]] * len(ts) if alias else ts
     return make(), make()
 
 
@@ -793,8 +797,9 @@ def run_program(prog):
 
     prev = []  # (tensor, snapshot) of earlier compiled outputs that the caller owns outright
     for call in range(prog.n_calls):
-        batch = prog.last_batch if call == prog.n_calls - 1 else prog.batch
-        ex, cx = _inputs(prog, batch, rng, dt)
+        last = call == prog.n_calls - 1
+        batch = prog.last_batch if last else prog.batch
+        ex, cx = _inputs(prog, batch, rng, dt, alias=last and prog.alias_last_call)
         with lucid.no_grad() if not prog.frozen_grad_mode else lucid.enable_grad():
             want = eager(*ex)
             got = compiled(*cx)
