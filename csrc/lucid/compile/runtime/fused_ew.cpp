@@ -159,8 +159,12 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     for (int k = 0; k < 3; ++k)
       if (steps[i].src[k] >= 0) last_use[steps[i].src[k]] = static_cast<int>(i);
   std::vector<int> free_regs;
+  std::vector<bool> freed(operands.size(), false);
+  // Once per operand: a step that reads one operand twice (x + x) must not free its register
+  // twice, or two later operands would share it.
   auto release = [&](int o) {
-    if (operands[o].reg >= 0) free_regs.push_back(operands[o].reg);
+    if (operands[o].reg >= 0 && !freed[o]) free_regs.push_back(operands[o].reg);
+    freed[o] = true;
   };
   for (size_t i = 0; i < steps.size(); ++i) {
     Operand& d = operands[steps[i].dst];
@@ -189,9 +193,11 @@ struct InputView {
   std::vector<int64_t> stride;  // Strided: bytes per coalesced dim
 };
 
-// Byte ranges of two tensors' elements overlap.
+// Byte ranges of two tensors' elements overlap. Compared by address, not by Storage: an
+// executable's arena slots are separate Storage objects over one allocation, so an output that took
+// over a dying input's buffer (memory plan, in-place reuse) shares no Storage with it.
 bool overlaps(const Tensor& a, const Tensor& b) {
-  if (!a.same_storage(b) || a.numel() == 0 || b.numel() == 0) return false;
+  if (a.numel() == 0 || b.numel() == 0) return false;
   auto range = [](const Tensor& t, const char*& lo, const char*& hi) {
     int64_t mn = 0, mx = 0;
     for (int64_t d = 0; d < t.ndim(); ++d) {
