@@ -65,6 +65,7 @@ struct Sig {
 struct SigWalk {
   Sig s;
   TensorList flat;
+  std::vector<nb::handle> handles;  // the Python object of each flat tensor (borrowed from the args)
   std::vector<nb::handle> guards;  // non-primitive hashable values: compared with == on a hit
   bool unsupported = false;
   std::string why;
@@ -89,7 +90,11 @@ struct SigWalk {
     if (unsupported) return;
     PyObject* p = o.ptr();
     if (depth > 32) { unsupported = true; why = "arguments nested deeper than 32 levels"; return; }
-    if (nb::isinstance<Tensor>(o)) { tensor(nb::cast<const Tensor&>(o)); return; }
+    if (nb::isinstance<Tensor>(o)) {
+      tensor(nb::cast<const Tensor&>(o));
+      handles.push_back(o);
+      return;
+    }
     if (p == Py_None) { s.mix(2); return; }
     if (PyBool_Check(p)) { s.mix(3); s.mix(p == Py_True); return; }
     if (PyLong_CheckExact(p)) {
@@ -171,6 +176,7 @@ enum OutKind : int { kOutSingle = 0, kOutTuple = 1, kOutUnflatten = 2 };
 struct Entry {
   std::shared_ptr<const rt::Executable> exe;  // null for an eager-only entry
   TensorList states;
+  nb::list state_objs;  // the Python objects of the bound tensors (Parameters...), returned as themselves
   int out_kind = kOutSingle;
   nb::object unflatten;  // kOutUnflatten: callable(list of tensors) -> result
   nb::object guards;     // tuple of non-primitive argument values (compared with ==)
@@ -281,7 +287,7 @@ class CompiledCore {
     ++hits_;
     ++e->hits;
     e->tick = ++tick_;
-    return run_entry(*e, w.flat);
+    return run_entry(*e, w.flat, &w.handles);
   }
 
   // Python slow-path helpers.
@@ -290,7 +296,7 @@ class CompiledCore {
     SigWalk w = signature(args, kwargs, mode_);
     if (w.unsupported) throw TypeError(str("lucid.compile: ", w.why));
     nb::list flat;
-    for (Tensor& t : w.flat) flat.append(nb::cast(t));
+    for (nb::handle h : w.handles) flat.append(h);
     nb::list guards;
     for (nb::handle g : w.guards) guards.append(g);
     return nb::make_tuple(nb::int_(w.s.h), flat, nb::tuple(guards));
@@ -301,6 +307,7 @@ class CompiledCore {
     auto e = std::make_shared<Entry>();
     if (!eager_only) e->exe = nb::cast<PyExecutable&>(exe).exe;
     for (nb::handle t : states) e->states.push_back(nb::cast<Tensor>(t));
+    e->state_objs = states;
     e->out_kind = out_kind;
     e->unflatten = std::move(unflatten);
     e->guards = std::move(guards);
@@ -342,19 +349,20 @@ class CompiledCore {
     auto it = entries_.find(key);
     LUCID_CHECK(it != entries_.end() && !it->second->eager_only, Error, "lucid.compile: no compiled entry for this key");
     TensorList ts;
-    for (nb::handle t : flat) ts.push_back(nb::cast<Tensor>(t));
+    std::vector<nb::handle> hs;
+    for (nb::handle t : flat) {
+      ts.push_back(nb::cast<Tensor>(t));
+      hs.push_back(t);
+    }
     std::shared_ptr<Entry> e = it->second;
     ++e->hits;
     e->tick = ++tick_;
-    return run_entry(*e, ts);
+    return run_entry(*e, ts, &hs);
   }
 
   nb::list entry_states(uint64_t key) {
-    nb::list l;
     auto it = entries_.find(key);
-    if (it != entries_.end())
-      for (Tensor& t : it->second->states) l.append(nb::cast(t));
-    return l;
+    return it != entries_.end() ? it->second->state_objs : nb::list();
   }
   void set_entry_states(uint64_t key, nb::list states) {
     auto it = entries_.find(key);
@@ -362,6 +370,7 @@ class CompiledCore {
     TensorList ts;
     for (nb::handle t : states) ts.push_back(nb::cast<Tensor>(t));
     it->second->states = std::move(ts);
+    it->second->state_objs = states;
   }
   void remove(uint64_t key) { entries_.erase(key); }
   void clear() { entries_.clear(); }
@@ -406,6 +415,7 @@ class CompiledCore {
     for (auto& [k, e] : entries_) {
       Py_VISIT(e->unflatten.ptr());
       Py_VISIT(e->guards.ptr());
+      Py_VISIT(e->state_objs.ptr());
     }
     return 0;
   }
@@ -448,7 +458,18 @@ class CompiledCore {
     return true;
   }
 
-  nb::object run_entry(Entry& e, const TensorList& flat) {
+  // An output that is an argument or a bound tensor comes back as that Python object (eager's
+  // identity); others are new Python tensors.
+  static nb::object to_python(Tensor t, const Entry& e, const TensorList& flat, const std::vector<nb::handle>* handles) {
+    if (handles)
+      for (size_t i = 0; i < flat.size(); ++i)
+        if (flat[i].impl() == t.impl()) return nb::borrow((*handles)[i]);
+    for (size_t j = 0; j < e.states.size(); ++j)
+      if (e.states[j].impl() == t.impl()) return nb::borrow(e.state_objs[j]);
+    return nb::cast(std::move(t));
+  }
+
+  nb::object run_entry(Entry& e, const TensorList& flat, const std::vector<nb::handle>* handles = nullptr) {
     TensorList outs;
     {
       nb::gil_scoped_release nogil;
@@ -460,9 +481,9 @@ class CompiledCore {
       attach_backward(e, flat, outs);
       outs.resize(static_cast<size_t>(e.n_out));
     }
-    if (e.out_kind == kOutSingle) return nb::cast(std::move(outs[0]));
+    if (e.out_kind == kOutSingle) return to_python(std::move(outs[0]), e, flat, handles);
     nb::list l;
-    for (Tensor& t : outs) l.append(nb::cast(std::move(t)));
+    for (Tensor& t : outs) l.append(to_python(std::move(t), e, flat, handles));
     if (e.out_kind == kOutTuple) return nb::tuple(l);
     return e.unflatten(l);
   }

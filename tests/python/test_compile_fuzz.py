@@ -40,7 +40,7 @@ scales the weights instead of the output, oneDNN post-ops), a few ulps per op.
 
 LUCID_FUZZ_SCALE=<factor> multiplies the number of examples (default 1: 150 examples, about 10 s
 on 2 cores); LUCID_FUZZ_SEED=<int> derandomises with that seed. The tests after the fuzzer are
-minimal reproducers of what it found (two fixed, two left as strict xfails).
+minimal reproducers of what it found (all four fixed).
 """
 import math
 import os
@@ -946,10 +946,6 @@ def test_returned_unwritten_argument_aliases_it():
         np.testing.assert_array_equal(x.numpy(), [2.0, 2.0], err_msg=f"call {k}")
 
 
-@pytest.mark.xfail(strict=True, reason="an argument or buffer written in place and returned comes back from the cached "
-                   "executable as a fresh copy of its new value, not as the tensor itself (the output is the "
-                   "assigned SSA value, copied into the argument/buffer by the assign): writes through the result "
-                   "are lost")
 def test_returned_argument_and_buffer_written_in_place_are_themselves():
     eager, model = _ScaleArgInPlace(), _ScaleArgInPlace()
     cm = lucid.compile(model, strict=True)
@@ -964,8 +960,6 @@ def test_returned_argument_and_buffer_written_in_place_are_themselves():
             np.testing.assert_array_equal(model.count.numpy(), eager.count.numpy(), err_msg=f"call {k}: buffer")
 
 
-@pytest.mark.xfail(strict=True, reason="the cached path wraps every output in a new Python object: a returned argument "
-                   "is not `is`-identical to it, and a returned Parameter comes back as a plain Tensor")
 def test_returned_argument_and_parameter_are_the_same_python_objects():
     lin = nn.Linear(2, 2)
     cm = lucid.compile(lambda x: (x, lin.weight), strict=True)

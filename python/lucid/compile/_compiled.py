@@ -115,8 +115,11 @@ class CompiledModule(_C._CompiledCore):
         self._misses = 0
         self._order = 0
         self._capacity = _C._executable_cache_capacity()
+        self._pinned = {}         # impl id -> Tensor object the function captures (returned as itself)
         if isinstance(target, lucid.nn.Module):
             self._watch(target.modules())
+        else:
+            self._watch_captured(target)
         self._refresh()
 
     # ---------------------------------------------------------------- signature bookkeeping
@@ -130,6 +133,24 @@ class CompiledModule(_C._CompiledCore):
                 added = True
         return added
 
+    def _watch_captured(self, fn):
+        """Modules and tensors a function reaches through its closure or globals: the modules'
+        modes join the signature and their parameters re-bind like a Module target's."""
+        fn = getattr(fn, "__func__", fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return
+        objs = []
+        for c in fn.__closure__ or ():
+            try:
+                objs.append(c.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        g = getattr(fn, "__globals__", {})
+        objs += [g[n] for n in code.co_names if n in g]
+        self._watch(m for o in objs if isinstance(o, lucid.nn.Module) for m in o.modules())
+        self._pinned.update((_C._impl_id(o), o) for o in objs if isinstance(o, Tensor))
+
     @staticmethod
     def _child_ids(m):
         return tuple(id(c) for c in m.__dict__.get("_modules", {}).values())
@@ -141,6 +162,8 @@ class CompiledModule(_C._CompiledCore):
         self._watched, self._watched_ids, self._children = [], set(), []
         if isinstance(self.model, lucid.nn.Module):
             self._watch(self.model.modules())
+        else:
+            self._watch_captured(self.model)
 
     def _refresh(self):
         """Recompute the module-mode id and re-bind every entry's state to the current tensors."""
@@ -265,13 +288,16 @@ class CompiledModule(_C._CompiledCore):
         except Exception as e:  # an op the compiler can't lower: eager, with the reason
             return self._fallback(key, descr, f"{type(e).__name__}: {e}", out, guards)
         ms = (time.perf_counter() - t0) * 1e3
+        names = self._state_names(states)
+        states = [self._pinned.get(_C._impl_id(t), t) if n is None else self._lookup(n)
+                  for t, n in zip(states, names)]  # the Parameter objects themselves
         if grad is None:
             self._insert(key, exe, states, out_kind, unflatten, guards, False)
         else:
             grad_outs, wrt_inputs, wrt_states, used = grad
             self._insert_grad(key, exe, bwd, states, out_kind, unflatten, guards, len(leaves), grad_outs,
                               wrt_inputs, wrt_states, used)
-        self._info[key] = {"descr": descr, "reason": None, "compile_ms": ms, "names": self._state_names(states),
+        self._info[key] = {"descr": descr, "reason": None, "compile_ms": ms, "names": names,
                            "stats": stats, "order": self._order}
         self._order += 1
         if log.isEnabledFor(logging.INFO):

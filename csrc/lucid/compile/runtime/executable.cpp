@@ -201,8 +201,16 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
   TensorList out;
   out.reserve(graph_.outputs().size());
   for (int id : graph_.outputs()) {
-    const Tensor& t = s[id];
-    if (graph_.value(id).kind == ValueKind::Const) {  // never hand out the graph's own constant
+    // An output that is the final value written into an argument or bound tensor is that tensor
+    // itself (as eager returns it), not a copy of its new content.
+    const Tensor* target = nullptr;
+    for (const ir::Assign& a : final_assigns_)
+      if (a.value == id) {
+        const ir::Value& tv = graph_.value(a.state);
+        target = tv.kind == ValueKind::State ? &states[tv.slot] : &inputs[tv.slot];
+      }
+    const Tensor& t = target ? *target : s[id];
+    if (!target && graph_.value(id).kind == ValueKind::Const) {  // never hand out the graph's own constant
       Tensor c = Tensor::empty(t.shape(), t.dtype());
       cpu::copy_into(c, t);
       out.push_back(std::move(c));
