@@ -268,3 +268,32 @@ def test_byte_bound_evicts_and_zero_turns_packing_off():
     for w in ws:
         run_thrice(lambda: lucid.linear(x, w))
     assert stats()["packs"] == 0 and stats()["entries"] == 0
+
+
+def test_compiled_calls_from_threads_share_packed_weights():
+    # Compiled runs release the GIL, so these threads pack and read the cache concurrently.
+    import threading
+
+    lucid.manual_seed(1)
+    m = nn.Sequential(nn.Linear(64, 96), nn.GELU(), nn.Linear(96, 48))
+    cm = lucid.compile(m)
+    xs = [lucid.tensor(arr(3, 64)) for _ in range(4)]
+    with lucid.no_grad():
+        refs = [m(x).numpy() for x in xs]
+    errors = []
+
+    def worker(i):
+        try:
+            with lucid.no_grad():
+                for _ in range(30):
+                    np.testing.assert_allclose(cm(xs[i]).numpy(), refs[i], rtol=1e-5, atol=1e-5)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert stats()["hits"] > 0
