@@ -78,6 +78,19 @@ LUCID_BINDER(linalg) {
   }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("residual").none() = nb::none(),
      nb::arg("activation") = "none", nb::arg("residual_first") = false);
   m.def("_matmul_cache_size", &cpu::matmul_cache_size);
+  m.def("_matmul_pack_stats", [] {
+    cpu::MatmulPackStats st = cpu::matmul_pack_stats();
+    nb::dict d;
+    d["entries"] = st.entries;
+    d["packed"] = st.packed;
+    d["bytes"] = st.bytes;
+    d["limit"] = st.limit;
+    d["hits"] = st.hits;
+    d["packs"] = st.packs;
+    return d;
+  });
+  m.def("_matmul_pack_set_limit", &cpu::matmul_pack_set_limit, nb::arg("bytes"));
+  m.def("_matmul_pack_clear", &cpu::matmul_pack_clear);
 
   def_method(m, "matmul", [](const Tensor& a, nb::handle b) { return matmul(a, as_tensor_arg(b, "matmul", "other")); },
              nb::arg("other"));

@@ -6,6 +6,7 @@
 
 #include "bind.h"
 #include "lucid/autograd/engine.h"
+#include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/compile/trace/trace_hook.h"
@@ -97,8 +98,15 @@ static NpArray to_numpy(const Tensor& t) {
   note_host_read(t, "numpy");
   LUCID_CHECK(t.dtype() != DType::BFloat16, TypeError, "numpy: NumPy has no bfloat16; call .float() first");
   LUCID_CHECK(!t.requires_grad(), Error, "numpy: can't call numpy() on a Tensor that requires grad; use tensor.detach().numpy()");
-  auto* keep = new Tensor(t);
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  // The array can write the storage behind lucid's back (no version bump): the matmul packed-
+  // weights cache must neither pack nor serve it while the array lives.
+  struct Export {
+    Tensor t;
+    explicit Export(const Tensor& x) : t(x) { cpu::matmul_pack_export_begin(t.impl()->storage.get()); }
+    ~Export() { cpu::matmul_pack_export_end(t.impl()->storage.get()); }
+  };
+  auto* keep = new Export(t);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Export*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
   return NpArray(t.data_ptr(), t.ndim(), shape.data(), owner, strides.data(), dl_dtype(t.dtype()));

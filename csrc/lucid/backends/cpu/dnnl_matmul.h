@@ -8,7 +8,9 @@
 // and batch dims broadcast against each other; out: contiguous [batch..., M, N]. float32 and
 // bfloat16 run on oneDNN matmul primitives (cached per shape/strides/dtype/epilogue in an LRU);
 // float16 tries oneDNN and otherwise computes in float32; float64 and integers use a blocked C++
-// loop. Post-ops run in order: Sum adds scale * (the value `out` held before the call: the caller
+// loop. Products of at most 128 rows with a 2-D b read a cached copy of b in the primitive's
+// preferred layout once b has been seen twice unchanged (see matmul_pack_*). Post-ops run in
+// order: Sum adds scale * (the value `out` held before the call: the caller
 // pre-fills it with the residual), Relu/Gelu/GeluTanh apply the activation.
 #pragma once
 #include <cmath>
@@ -63,6 +65,19 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
 
 // Number of primitives in the matmul cache (tests and benchmarks read it).
 size_t matmul_cache_size();
+
+// Packed-weights cache of small-M products with a 2-D B (see PackCache in dnnl_matmul.cpp).
+struct MatmulPackStats {
+  size_t entries = 0, packed = 0, bytes = 0, limit = 0;  // packed: entries holding a packed copy
+  uint64_t hits = 0, packs = 0;                         // since the last clear
+};
+MatmulPackStats matmul_pack_stats();
+size_t matmul_pack_set_limit(size_t bytes);  // byte bound (0: off); returns the previous one
+void matmul_pack_clear();
+// Bracket the life of a view that writes storage s without bumping its version (a NumPy array
+// over it): in between nothing of s is packed or served; at the end its packed copies are dropped.
+void matmul_pack_export_begin(const Storage* s);
+void matmul_pack_export_end(const Storage* s);
 
 // Parses "relu" / "gelu" / "gelu_tanh" / "none" into a post-op list entry (false for "none").
 bool activation_post_op(const std::string& name, MatmulPostOp& op);
