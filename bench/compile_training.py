@@ -35,7 +35,7 @@ Goal (issue 4): fused_step >= 2x faster than torch eager and faster than jax.jit
 
 Usage: python bench/compile_training.py [--quick] [--threads N] [--models mlp,deep_mlp,cnn,transformer]
   --quick: short timing loops (writes compile_training_quick.json); torch.compile still compiles
-  (tens of seconds per model on a busy machine).
+  (tens of seconds per model on a busy machine: about 45 s per model with --quick on 2 loaded cores).
   --threads N: lucid and torch threads (and single-threaded XLA for N=1); default: as the
   environment sets them.
 OPENBLAS_CORETYPE is printed and recorded; see bench/compile_forward.py for comparing without it.
