@@ -1,9 +1,9 @@
 """Small in-place building blocks shared by the optimizers. They call the elementwise family's
 native in-place ops (add_(alpha=), addcmul_, addcdiv_, lerp_, copy_), which evaluate torch's
 formulas (addcmul: self + value*t1*t2, addcdiv: self + value*t1/t2, lerp's two-branch form);
-`value`/`alpha` may be a 0-d tensor so step-dependent factors stay on the device (and in a
-compiled step's graph, never read on the host): then addcmul_/addcdiv_ run as the same products
-in the same order as the fused kernels."""
+`value`/`alpha` may be a 0-d tensor so step-dependent factors stay on the device; while a compiled
+step is being traced, addcmul_/addcdiv_ with such a factor run as the same products in the same
+order as the fused kernels, so the factor is never read on the host."""
 import lucid
 
 
@@ -23,13 +23,15 @@ def add_(x, y, alpha=1.0):
 
 
 def addcmul_(x, t1, t2, value=1.0):
-    if isinstance(value, lucid.Tensor):  # a 0-d tensor factor stays a tensor: same order as torch's kernel
+    if isinstance(value, lucid.Tensor) and lucid._C._trace_active():
+        # While compiling, a tensor factor stays tensor math (never read on the host), in the order
+        # of torch's kernel; eagerly, the fused kernel is cheaper (one pass instead of three).
         return x.add_(value * t1 * t2)
     return x.addcmul_(t1, t2, value=value)
 
 
 def addcdiv_(x, t1, t2, value=1.0):
-    if isinstance(value, lucid.Tensor):
+    if isinstance(value, lucid.Tensor) and lucid._C._trace_active():
         return x.add_(value * t1 / t2)
     return x.addcdiv_(t1, t2, value=value)
 

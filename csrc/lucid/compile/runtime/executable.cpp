@@ -1,6 +1,11 @@
 // Executable runtime (see executable.h).
 #include "lucid/compile/runtime/executable.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/runtime/fused_ew.h"
 #include "lucid/core/generator.h"
@@ -160,10 +165,22 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
   std::vector<Tensor>& s = f->slots;
   for (size_t i = 0; i < inputs.size(); ++i) s[graph_.inputs()[i]] = inputs[i];
   for (size_t i = 0; i < states.size(); ++i) s[graph_.states()[i]] = states[i];
+  static const bool profile = std::getenv("LUCID_COMPILE_PROFILE") != nullptr;
+  std::vector<std::pair<double, size_t>> prof;
   for (size_t k = 0; k < instrs_.size(); ++k) {
     const Instr& in = instrs_[k];
     const ir::Node& n = *in.node;
     TensorList& ins = f->ins[k];
+    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    struct ProfileEnd {
+      bool on;
+      std::vector<std::pair<double, size_t>>& v;
+      size_t k;
+      std::chrono::steady_clock::time_point t0;
+      ~ProfileEnd() {
+        if (on) v.push_back({std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), k});
+      }
+    } prof_end{profile, prof, k, t0};
     for (size_t j = 0; j < n.inputs.size(); ++j) ins[j] = n.inputs[j] < 0 ? Tensor() : s[n.inputs[j]];
     if (in.kind == Kind::View) {
       TensorList r = in.view(ins, n.attrs);
@@ -184,6 +201,12 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     } else {
       in.kernel(ins, outs, n.attrs);
     }
+  }
+  if (profile) {  // LUCID_COMPILE_PROFILE: the slowest instructions of this call, to stderr
+    std::sort(prof.rbegin(), prof.rend());
+    for (size_t i = 0; i < std::min<size_t>(5, prof.size()); ++i)
+      std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %s (instruction %zu)\n", prof[i].first,
+                   op_name(instrs_[prof[i].second].node->op), prof[i].second);
   }
   for (const ir::Assign& a : final_assigns_) {
     const ir::Value& tv = graph_.value(a.state);
