@@ -41,16 +41,20 @@ class FusedStep:
     def _params(self):
         return self._copt._params()
 
+    def _structure(self, params):
+        """The optimizer's structure without which grads exist (fused_step makes them) plus which
+        parameters require grad."""
+        s = self._copt._structure(params)
+        return s[0:2] + s[3:], tuple(p.requires_grad for p in params)
+
     def __call__(self, *args):
         if not args:
             raise TypeError("fused_step: step() needs the model's input as its first argument")
         params = self._params()
-        rg = tuple(p.requires_grad for p in params)
-        struct = (self._copt._structure(params)[0:2] + self._copt._structure(params)[3:], rg)
+        struct = self._structure(params)
         if struct not in self._copt._settled:
             loss = self._eager(args)
-            params = self._params()
-            if (self._copt._structure(params)[0:2] + self._copt._structure(params)[3:], rg) == struct:
+            if self._structure(self._params()) == struct:
                 self._copt._settled.add(struct)
             return loss
         values, outcomes, names, baked = self._copt._hyper_args()

@@ -100,6 +100,7 @@ class CompiledOptimizer:
             raise TypeError(f"compile_optimizer: expected a lucid.optim.Optimizer, got {type(opt).__name__}")
         self.opt = opt
         self._tests = {}        # hyper-parameter name -> {(test, operand)} seen in Python control flow
+        self._hyper_inputs = {}  # hyper-parameter name -> [0-d float64 tensor, the value it holds]
         self._settled = set()   # structures whose step leaves the structure unchanged
         self._states_seen = []  # every opt.state dict keyed so far (kept alive: their ids stay unique)
         self._cm = CompiledModule(self._traced_step, strict=strict)
@@ -166,10 +167,22 @@ class CompiledOptimizer:
         hypers = self._hypers()
         names = tuple(n for n, _ in hypers)
         baked = {n for n, t in self._tests.items() if any(op == "value" for op, _ in t)}
-        values = [lucid.tensor(float(v), dtype=lucid.float64) for n, v in hypers if n not in baked]
+        values = [self._hyper_tensor(n, v) for n, v in hypers if n not in baked]
         outcomes = tuple((n, op, o, v if op == "value" else _TESTS[op](v, o))
                          for n, v in hypers for op, o in sorted(self._tests.get(n, ()), key=repr))
         return values, outcomes, names, tuple(sorted(baked, key=repr))
+
+    def _hyper_tensor(self, name, v):
+        """The 0-d float64 input carrying hyper-parameter `name`: one tensor per name, refilled in
+        place only when the value changed (a scheduler step), so a call allocates nothing."""
+        t = self._hyper_inputs.get(name)
+        if t is None:
+            t = self._hyper_inputs[name] = [lucid.tensor(float(v), dtype=lucid.float64), v]
+        elif t[1] != v:
+            with lucid.no_grad():
+                t[0].fill_(float(v))
+            t[1] = v
+        return t[0]
 
     def _n_tests(self):
         return sum(len(t) for t in self._tests.values())
