@@ -53,7 +53,18 @@ void fix_unit_strides(Geometry& g) {
 struct MatmulPrim {
   dnnl::matmul prim;
   dnnl::memory::desc src, wei, dst, bias;
+  dnnl::memory::desc scratch;  // user scratchpad (size 0 when none)
 };
+
+// Scratchpads are the caller's (scratchpad_mode::user), one buffer per thread: oneDNN's default
+// library scratchpad may be shared by concurrent executions of one primitive, which gave wrong
+// results when several threads ran the same compiled model (packed-weight primitives use one).
+void* matmul_scratch(size_t bytes) {
+  thread_local std::vector<char> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
+}
 
 LruCache<MatmulPrim>& prim_cache() {
   static LruCache<MatmulPrim> c(256);
@@ -257,6 +268,7 @@ std::shared_ptr<MatmulPrim> matmul_prim(const Geometry& A, const Geometry& B, co
                         : strided_desc(B.dims, B.strides, dt);
       auto dmd = strided_desc(D.dims, D.strides, dt);
       dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       if (ep.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(ep.alpha)});
       dnnl::post_ops po;
       for (auto& p : ep.post_ops) {
@@ -272,10 +284,12 @@ std::shared_ptr<MatmulPrim> matmul_prim(const Geometry& A, const Geometry& B, co
         bst[nd - 1] = bs;
         auto biasmd = strided_desc(bd, bst, dt);
         dnnl::matmul::primitive_desc pdesc(dnnl::matmul::desc(amd, bmd, biasmd, dmd), attr, engine());
-        return std::make_shared<MatmulPrim>(MatmulPrim{dnnl::matmul(pdesc), amd, pdesc.weights_desc(), dmd, biasmd});
+        return std::make_shared<MatmulPrim>(
+            MatmulPrim{dnnl::matmul(pdesc), amd, pdesc.weights_desc(), dmd, biasmd, pdesc.scratchpad_desc()});
       }
       dnnl::matmul::primitive_desc pdesc(dnnl::matmul::desc(amd, bmd, dmd), attr, engine());
-      return std::make_shared<MatmulPrim>(MatmulPrim{dnnl::matmul(pdesc), amd, pdesc.weights_desc(), dmd, {}});
+      return std::make_shared<MatmulPrim>(
+          MatmulPrim{dnnl::matmul(pdesc), amd, pdesc.weights_desc(), dmd, {}, pdesc.scratchpad_desc()});
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -316,6 +330,7 @@ bool run_dnnl(const Geometry& A, const void* pa, const Geometry& B, const void* 
                                               {DNNL_ARG_WEIGHTS, mem(prim->wei, wbuf ? wbuf.get() : pb)},
                                               {DNNL_ARG_DST, mem(prim->dst, pd)}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, mem(prim->bias, bias.data_ptr()));
+  if (size_t sb = prim->scratch.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, mem(prim->scratch, matmul_scratch(sb)));
   prim->prim.execute(stream(), args);
   stream().wait();
   return true;
