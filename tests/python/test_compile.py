@@ -649,3 +649,33 @@ def test_cached_call_releases_the_gil():
         lucid.set_num_threads(old)
     # With the GIL held during the run this thread could not spin at all while the matmuls ran.
     assert n * per_iter > 0.3 * elapsed, (n * per_iter, elapsed)
+
+
+def test_conv_model_from_threads_compiled_and_eager():
+    # oneDNN's shared library scratchpad once made concurrent convolutions return wrong results.
+    lucid.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                      nn.Conv2d(16, 16, 3, padding=1), nn.ReLU()).eval()
+    cm = lucid.compile(m)
+    xs = [lucid.randn(2, 3, 16, 16) for _ in range(4)]
+    with lucid.no_grad():
+        refs = [m(x).numpy() for x in xs]
+        cm(xs[0])
+    bad = []
+
+    def work(i):
+        with lucid.no_grad():
+            for _ in range(150):
+                if not np.allclose(cm(xs[i]).numpy(), refs[i], rtol=1e-4, atol=1e-5):
+                    bad.append(("compiled", i))
+                    return
+                if not np.allclose(m(xs[i]).numpy(), refs[i], rtol=1e-4, atol=1e-5):
+                    bad.append(("eager", i))
+                    return
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert bad == []

@@ -28,6 +28,10 @@ struct ConvEntry {
   std::optional<dnnl::reorder> reorder[3];
   std::optional<dnnl::reorder> dst_in;  // user -> impl for the output, when a Sum post-op reads it
   bool has_bias = false;
+  // The caller's scratchpad (scratchpad_mode::user, a per-thread buffer): oneDNN's default
+  // library scratchpad is shared by concurrent executions of one primitive, which gave wrong
+  // results when several threads ran the same convolution.
+  memory::desc scratch;
 };
 
 LruCache<ConvEntry>& conv_cache() {
@@ -95,8 +99,11 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
       if (kind == Kind::Deconv) {
         dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                             xa, wa, b_md, ya, strides, dil, pl, pr);
-        dnnl::deconvolution_forward::primitive_desc pd(d, engine());
+        dnnl::primitive_attr sattr;
+        sattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        dnnl::deconvolution_forward::primitive_desc pd(d, sattr, engine());
         e->prim = dnnl::deconvolution_forward(pd);
+        e->scratch = pd.scratchpad_desc();
         e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
         e->user[0] = x_user; e->user[1] = w_user; e->user[2] = y_user;
         e->impl[0] = pd.src_desc(); e->impl[1] = pd.weights_desc(); e->impl[2] = pd.dst_desc();
@@ -104,6 +111,7 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           xa, wa, b_md, ya, strides, dil, pl, pr);
         dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         if (!post.empty()) {
           dnnl::post_ops po;
           for (auto& op : post) {
@@ -116,6 +124,7 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
         }
         dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
         e->prim = dnnl::convolution_forward(pd);
+        e->scratch = pd.scratchpad_desc();
         e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
         e->user[0] = x_user; e->user[1] = w_user; e->user[2] = y_user;
         e->impl[0] = pd.src_desc(); e->impl[1] = pd.weights_desc(); e->impl[2] = pd.dst_desc();
@@ -125,15 +134,21 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
         dnnl::convolution_forward::primitive_desc fpd(fd, engine());
         if (kind == Kind::BwdData) {
           dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, xa, wa, ya, strides, dil, pl, pr);
-          dnnl::convolution_backward_data::primitive_desc pd(d, engine(), fpd);
+          dnnl::primitive_attr sattr;
+          sattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+          dnnl::convolution_backward_data::primitive_desc pd(d, sattr, engine(), fpd);
           e->prim = dnnl::convolution_backward_data(pd);
+          e->scratch = pd.scratchpad_desc();
           e->arg[0] = DNNL_ARG_DIFF_DST; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DIFF_SRC;
           e->user[0] = y_user; e->user[1] = w_user; e->user[2] = x_user;
           e->impl[0] = pd.diff_dst_desc(); e->impl[1] = pd.weights_desc(); e->impl[2] = pd.diff_src_desc();
         } else {
           dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, xa, wa, ya, strides, dil, pl, pr);
-          dnnl::convolution_backward_weights::primitive_desc pd(d, engine(), fpd);
+          dnnl::primitive_attr sattr;
+          sattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+          dnnl::convolution_backward_weights::primitive_desc pd(d, sattr, engine(), fpd);
           e->prim = dnnl::convolution_backward_weights(pd);
+          e->scratch = pd.scratchpad_desc();
           e->arg[0] = DNNL_ARG_DIFF_DST; e->arg[1] = DNNL_ARG_SRC; e->arg[2] = DNNL_ARG_DIFF_WEIGHTS;
           e->user[0] = y_user; e->user[1] = x_user; e->user[2] = w_user;
           e->impl[0] = pd.diff_dst_desc(); e->impl[1] = pd.src_desc(); e->impl[2] = pd.diff_weights_desc();
@@ -158,7 +173,7 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
 // Per-thread reusable buffers for the reordered (blocked) operands, so a call does not allocate
 // and page-fault fresh megabytes each time. Slots 0-2: the two inputs and the output.
 void* scratch(int slot, size_t bytes) {
-  thread_local std::vector<char> bufs[3];
+  thread_local std::vector<char> bufs[4];
   std::vector<char>& b = bufs[slot];
   if (b.size() < bytes + 64) b.resize(bytes + 64);
   uintptr_t p = reinterpret_cast<uintptr_t>(b.data());
@@ -184,6 +199,7 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   memory po = e->reorder[2] ? mem(e->impl[2], scratch(2, e->impl[2].get_size())) : uo;
   if (e->dst_in) e->dst_in->execute(s, uo, po);  // the residual a Sum post-op accumulates onto
   args.emplace(e->arg[2], po);
+  if (size_t sb = e->scratch.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, mem(e->scratch, scratch(3, sb)));
   if (e->has_bias) args.emplace(DNNL_ARG_BIAS, mem(memory::desc({e->user[2].dims()[1]}, e->user[2].data_type(),
                                                                  memory::format_tag::a), bias));
   e->prim.execute(s, args);
