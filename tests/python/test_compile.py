@@ -679,3 +679,22 @@ def test_conv_model_from_threads_compiled_and_eager():
     for t in ts:
         t.join()
     assert bad == []
+
+
+def test_batchnorm_momentum_none_compiles_with_eager_running_stats():
+    def build():
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, momentum=None), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(4 * 36, 2))
+
+    lucid.manual_seed(0)
+    m, ref = build(), build()
+    ref.load_state_dict(m.state_dict())
+    cm = lucid.compile(m, strict=True)  # strict: the cumulative average must not fall back
+    with lucid.no_grad():
+        for _ in range(5):
+            x = lucid.randn(3, 3, 8, 8)
+            close(cm(x), ref(x))
+            close(m[1].running_mean, ref[1].running_mean)
+            close(m[1].running_var, ref[1].running_var)
+    assert m[1].num_batches_tracked.item() == 5
+    assert cm.cache_info()["entries"] == 1

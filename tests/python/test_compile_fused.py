@@ -98,3 +98,17 @@ def test_new_batch_size_compiles_a_new_entry():
     run(m, ref, step, eopt, (3, 10), 5, seed=2)
     assert_params_close(m, ref)
     assert step.cache_info()["entries"] == 2
+
+
+def test_fused_step_with_batchnorm_momentum_none():
+    def build():
+        return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4, momentum=None), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(4 * 8 * 8, 5))
+
+    m, ref = twins(build)
+    step = lucid.compile.fused_step(m, F.cross_entropy, optim.SGD(m.parameters(), lr=0.05, momentum=0.9), strict=True)
+    run(m, ref, step, optim.SGD(ref.parameters(), lr=0.05, momentum=0.9), (4, 2, 8, 8), 30)
+    assert_params_close(m, ref)
+    for k, v in m.state_dict().items():
+        assert rel_err(v.double(), ref.state_dict()[k].double()) <= 1e-4, k
+    assert step.cache_info()["eager_only"] == {}

@@ -79,6 +79,8 @@ class _BatchNorm(Module):
             with lucid.no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:
+                if lucid._C._trace_active():
+                    return self._cumulative_average_traced(input)
                 exponential_average_factor = 1.0 / float(self.num_batches_tracked.item())
             else:
                 exponential_average_factor = self.momentum
@@ -87,6 +89,22 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if use_stats else None,
                             self.running_var if use_stats else None, self.weight, self.bias, bn_training,
                             exponential_average_factor, self.eps)
+
+    def _cumulative_average_traced(self, input):
+        """momentum=None in train mode while lucid.compile traces: the cumulative-average factor
+        1/num_batches_tracked stays tensor math (eagerly it is read on the host), so the step
+        compiles; the running statistics get the same update as the batch_norm kernel's."""
+        dims = [0] + list(range(2, input.dim()))
+        n = input.numel() // input.shape[1]
+        out = F.batch_norm(input, None, None, self.weight, self.bias, True, 0.0, self.eps)
+        with lucid.no_grad():
+            x = input.detach()
+            mean = x.mean(dim=dims)
+            var = x.var(dim=dims, unbiased=False) * (n / max(n - 1, 1))
+            f = (1.0 / self.num_batches_tracked.double()).to(self.running_mean.dtype)
+            self.running_mean.mul_(1 - f).add_(mean.to(self.running_mean.dtype) * f)
+            self.running_var.mul_(1 - f).add_(var.to(self.running_var.dtype) * f)
+        return out
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
