@@ -144,3 +144,21 @@ def test_compiled_step_reads_module_global_tensors():
         lr.backward()
         close(loss, lr)
     grads_close(m, ref)
+
+
+def test_diagnose_on_a_training_step_lists_ops_without_vjp():
+    m = mlp()
+
+    def train_step(x, y):
+        out = m(x)
+        loss = F.cross_entropy(out, y)
+        acc = (out.argmax(dim=1) == y).float().mean()  # metrics: no gradient flows through them
+        return loss, acc
+
+    x, y = lucid.randn(4, 10), lucid.randint(0, 5, (4,))
+    rep = lucid.compile.diagnose(train_step, x, y)
+    names = {o.name for o in rep.uncovered}
+    assert {"Argmax", "Eq"} <= names
+    assert "Linear" in rep.registered and "CrossEntropy" in rep.registered
+    assert rep.not_lowered == []
+    assert "Argmax" in str(rep)
