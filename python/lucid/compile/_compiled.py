@@ -6,6 +6,7 @@ bookkeeping around it: tracing a new signature, the fallback policy, keeping bou
 with the module (mode switches, replaced parameters), and the introspection API
 (cache_info, timing, ir, clear_cache).
 """
+import contextlib
 import dataclasses
 import logging
 import os
@@ -76,6 +77,21 @@ def _flatten_output(out):
         return sp[1](**{k: build(c, ts) for k, c in sp[2]})
 
     return leaves, _OUT_UNFLATTEN, lambda ts: build(s, ts)
+
+
+@contextlib.contextmanager
+def _recording(tr):
+    """Runs the body with tracer `tr` installed on this thread; yields the list of modules
+    called meanwhile (their training flags join the signature)."""
+    rec = _module_mod._call_record
+    outer = rec.__dict__.get("mods")
+    called = rec.mods = []
+    tr.start()
+    try:
+        yield called
+    finally:
+        tr.stop()
+        rec.mods = outer
 
 
 def _describe(flat, args, kwargs):
@@ -251,16 +267,8 @@ class CompiledModule(_C._CompiledCore):
         tr = _C._Tracer()
         for t in flat:
             tr.add_input(t)
-        rec = _module_mod._call_record
-        outer = rec.__dict__.get("mods")
-        rec.mods = []
-        tr.start()
-        try:
+        with _recording(tr) as called:
             out = fn(*args, **kwargs)
-        finally:
-            tr.stop()
-            called = rec.mods
-            rec.mods = outer
         if not tr.ok:
             return self._fallback(key, descr, tr.reason, out, guards)
         try:

@@ -6,7 +6,7 @@ import dataclasses
 import lucid
 from lucid import _C
 from lucid._C import Tensor
-from lucid.nn.modules import module as _module_mod
+from lucid.compile._compiled import _recording
 
 __all__ = ["diagnose", "DiagnosisReport", "OpInfo"]
 
@@ -67,15 +67,8 @@ def diagnose(fn, *example_inputs):
     tr = _C._Tracer()
     for t in flat:
         tr.add_input(t)
-    rec = _module_mod._call_record
-    outer = rec.__dict__.get("mods")
-    rec.mods = []
-    tr.start()
-    try:
+    with _recording(tr):
         out = fn(*example_inputs)
-    finally:
-        tr.stop()
-        rec.mods = outer
     leaves = []
     _tensors(out, leaves)
     tr.set_outputs(leaves)

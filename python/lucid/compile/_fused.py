@@ -81,15 +81,19 @@ class FusedStep:
         coef = (float(self.max_grad_norm) / (total + 1e-6)).clamp(max=1.0)
         return [None if g is None else g * coef.to(g.dtype) for g in grads]
 
-    def _eager(self, args):
-        """The same step run eagerly (first steps, while the optimizer state is being created)."""
-        params = self._params()
-        wrt = [p for p in params if p.requires_grad]
+    def _forward_backward(self, args):
+        """Loss and (clipped) gradients of the parameters that require grad, assigned to .grad."""
+        wrt = [p for p in self._params() if p.requires_grad]
         with lucid.enable_grad():
             loss = self._loss(args)
         grads = self._clip(list(lucid.autograd.grad(loss, wrt, allow_unused=True)))
         for p, g in zip(wrt, grads):
             p.grad = g
+        return loss, wrt, grads
+
+    def _eager(self, args):
+        """The same step run eagerly (first steps, while the optimizer state is being created)."""
+        loss, wrt, _ = self._forward_backward(args)
         self.optimizer.step()
         if not self.keep_grads:
             for p in wrt:
@@ -97,13 +101,7 @@ class FusedStep:
         return loss.detach()
 
     def _traced(self, args, values, outcomes, struct, names, baked):
-        params = self._params()
-        wrt = [p for p in params if p.requires_grad]
-        with lucid.enable_grad():
-            loss = self._loss(args)
-        grads = self._clip(list(lucid.autograd.grad(loss, wrt, allow_unused=True)))
-        for p, g in zip(wrt, grads):
-            p.grad = g
+        loss, _, grads = self._forward_backward(args)
         with lucid.no_grad(), self._copt._substituted(values, names, baked):
             type(self.optimizer).step(self.optimizer)
         return loss.detach(), list(grads)

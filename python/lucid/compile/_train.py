@@ -4,7 +4,6 @@ compile_optimizer and fused_step (the optimizer update in the executable) are no
 import types
 import weakref
 
-import lucid
 from lucid._C import Tensor
 from lucid.compile._compiled import CompiledModule
 
@@ -28,11 +27,7 @@ def make_step(model, loss_fn, *, dynamic=False, strict=False):
         return loss_fn(out, *args[1:])
 
     step.__name__ = f"step[{type(model).__name__}]"
-    cm = CompiledModule(step, dynamic=dynamic, strict=strict, _step=True)
-    if isinstance(model, lucid.nn.Module):
-        cm._watch(model.modules())
-        cm._refresh()
-    return cm
+    return CompiledModule(step, dynamic=dynamic, strict=strict, _step=True)  # watches the captured model
 
 
 _steps = weakref.WeakKeyDictionary()  # model -> {loss_fn code object: compiled step}
@@ -65,11 +60,7 @@ def compiled_step(model, x, loss_fn):
             return f(model(*x) if isinstance(x, tuple) else model(x))
 
         run.__name__ = f"compiled_step[{type(model).__name__}]"
-        step = CompiledModule(run, _step=True)
-        if isinstance(model, lucid.nn.Module):
-            step._watch(model.modules())
-            step._refresh()
-        per_model[key] = step
+        per_model[key] = step = CompiledModule(run, _step=True)  # watches the captured model
     loss = step(x, *[c.cell_contents for c in cells], *[glb[n] for n in gnames])
     loss.backward()
     return loss.detach()

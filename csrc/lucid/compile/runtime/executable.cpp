@@ -66,6 +66,12 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
       seen[it->state] = true;
       final_assigns_.insert(final_assigns_.begin(), *it);
     }
+  for (int id : graph_.outputs()) {
+    int target = -1;
+    for (const ir::Assign& a : final_assigns_)
+      if (a.value == id) target = a.state;
+    output_target_.push_back(target);
+  }
 }
 
 Executable::~Executable() { delete hot_.exchange(nullptr); }
@@ -223,15 +229,15 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
   }
   TensorList out;
   out.reserve(graph_.outputs().size());
-  for (int id : graph_.outputs()) {
+  for (size_t k = 0; k < graph_.outputs().size(); ++k) {
     // An output that is the final value written into an argument or bound tensor is that tensor
     // itself (as eager returns it), not a copy of its new content.
+    const int id = graph_.outputs()[k];
     const Tensor* target = nullptr;
-    for (const ir::Assign& a : final_assigns_)
-      if (a.value == id) {
-        const ir::Value& tv = graph_.value(a.state);
-        target = tv.kind == ValueKind::State ? &states[tv.slot] : &inputs[tv.slot];
-      }
+    if (int tid = output_target_[k]; tid >= 0) {
+      const ir::Value& tv = graph_.value(tid);
+      target = tv.kind == ValueKind::State ? &states[tv.slot] : &inputs[tv.slot];
+    }
     const Tensor& t = target ? *target : s[id];
     if (!target && graph_.value(id).kind == ValueKind::Const) {  // never hand out the graph's own constant
       Tensor c = Tensor::empty(t.shape(), t.dtype());

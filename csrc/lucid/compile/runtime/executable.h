@@ -59,6 +59,7 @@ class Executable {
   ir::MemoryPlan plan_;
   std::vector<Instr> instrs_;
   std::vector<ir::Assign> final_assigns_;  // the last write to each target, in order
+  std::vector<int> output_target_;         // per output: the target whose final value it is, or -1
   mutable std::atomic<Frame*> hot_{nullptr};  // one frame ready without locking (the common case)
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Frame>> pool_;
