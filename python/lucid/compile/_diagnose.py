@@ -3,7 +3,6 @@ have a VJP, where gradients stop, and what would make compile fall back to eager
 import collections
 import dataclasses
 
-import lucid
 from lucid import _C
 from lucid._C import Tensor
 from lucid.compile._compiled import _recording

@@ -8,7 +8,6 @@ optimizer state are bound state updated in place; the step's gradients are outpu
 to `.grad` after each call (keep_grads). Random ops (dropout) draw fresh numbers every call.
 """
 import lucid
-from lucid._C import Tensor
 from lucid.compile._compiled import CompiledModule
 from lucid.compile._optim import CompiledOptimizer
 
