@@ -59,3 +59,16 @@ def write_json(name, payload):
         json.dump(payload, f, indent=2)
     print(f"\nwrote {path}")
     return path
+
+
+# Table cells for measured times: a float is seconds; "n/a" (no twin) or an error string otherwise.
+def is_time(v):
+    return isinstance(v, float)
+
+
+def fmt_ms(v):
+    return f"{v * 1e3:.3f}" if is_time(v) else "n/a" if v == "n/a" else "error"
+
+
+def fmt_ratio(num, den):
+    return f"{num / den:.2f}x" if is_time(num) and is_time(den) else "n/a"

@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "pytho
 sys.path.insert(0, os.path.dirname(__file__))
 import lucid  # noqa: E402
 import compile_models as cmods  # noqa: E402
-from _common import print_table, timeit, write_json  # noqa: E402
+from _common import fmt_ms as _ms, fmt_ratio as _ratio, is_time as _num, print_table, timeit, write_json  # noqa: E402
 
 jax = jnp = _jax_twins = None
 JAX_MISSING = ""
@@ -191,18 +191,6 @@ def bench_model(spec, batch, timing):
 # ------------------------------------------------------------------------------------------------
 # Formatting
 # ------------------------------------------------------------------------------------------------
-
-def _num(v):
-    return isinstance(v, float)
-
-
-def _ms(v):
-    return f"{v * 1e3:.3f}" if _num(v) else "n/a" if v == "n/a" else "error"
-
-
-def _ratio(num, den):
-    return f"{num / den:.2f}x" if _num(num) and _num(den) else "n/a"
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

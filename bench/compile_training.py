@@ -58,7 +58,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 import lucid  # noqa: E402
-from _common import print_table, timeit, write_json  # noqa: E402
+from _common import fmt_ms as _ms, fmt_ratio as _ratio, print_table, timeit, write_json  # noqa: E402
 
 jax = jnp = optax = None
 JAX_MISSING = ""
@@ -391,18 +391,6 @@ def bench_problem(name, timing):
             notes.append(f"{col}: {r[col]}")
     r["notes"] = notes
     return r
-
-
-def _num(v):
-    return isinstance(v, float)
-
-
-def _ms(v):
-    return f"{v * 1e3:.3f}" if _num(v) else "n/a" if v == "n/a" else "error"
-
-
-def _ratio(num, den):
-    return f"{num / den:.2f}x" if _num(num) and _num(den) else "n/a"
 
 
 def main():
