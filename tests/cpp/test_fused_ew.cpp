@@ -451,3 +451,34 @@ TEST(BlockInterpreter, OutputInPlaceOfAnInput) {
   Tensor in = Tensor::make_view(base, {50, 60}, {60, 1}, 1), out = Tensor::make_view(base, {50, 60}, {60, 1}, 0);
   EXPECT_THROW(run_fused(prog, {in, b}, {out}), ValueError);
 }
+
+TEST(BlockInterpreter, InPlaceInputIsCopiedOnlyWhenWrittenBeforeItsLastRead) {
+  // Output %2 is written at the Neg, before the Add reads %0 again: sharing %0's memory needs %0
+  // copied to a register first. Output %4 is written by %0's last reader and output %5 by %1's
+  // last reader: those run straight over their input (an optimizer update writing into its
+  // parameter). Every choice must give the out-of-place results bit for bit.
+  // The body as the program's graph (ew_group would leave Neg and Exp out: they feed no chain).
+  FusedProgram prog(ir::parse(
+      "graph(%0: float32[50,60] input, %1: float32[50,60] input) {\n"
+      "  %2 = Neg(%0) : float32[50,60]\n"
+      "  %3 = Mul(%0, %1) : float32[50,60]\n"
+      "  %4 = Add(%3, %0) : float32[50,60]\n"
+      "  %5 = Exp(%1) : float32[50,60]\n"
+      "  return (%2, %4, %5)\n"
+      "}\n"));
+  // Steps: Load %0, Load %1, Neg, Mul, Add, Exp.
+  EXPECT_EQ(prog.input_last_read, (std::vector<int>{4, 5}));
+  EXPECT_EQ(prog.output_write, (std::vector<int>{2, 4, 5}));
+  Tensor x = random_tensor({50, 60}, DType::Float32), y = random_tensor({50, 60}, DType::Float32);
+  TensorList want = {Tensor::empty({50, 60}, DType::Float32), Tensor::empty({50, 60}, DType::Float32),
+                     Tensor::empty({50, 60}, DType::Float32)};
+  run_fused(prog, {x, y}, want);
+  for (int k = 0; k < 3; ++k) {
+    Tensor x2 = cast(x, DType::Float32), y2 = cast(y, DType::Float32);
+    TensorList outs = {Tensor::empty({50, 60}, DType::Float32), Tensor::empty({50, 60}, DType::Float32),
+                       Tensor::empty({50, 60}, DType::Float32)};
+    outs[k] = k == 2 ? y2 : x2;  // output k over input 0 (outputs 0, 1) or input 1 (output 2)
+    run_fused(prog, {x2, y2}, outs);
+    for (int j = 0; j < 3; ++j) expect_bit_equal(outs[j], want[j], str("output ", j, " with output ", k, " in place"));
+  }
+}

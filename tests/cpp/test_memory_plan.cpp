@@ -41,6 +41,35 @@ bool elementwise(const ir::Node& n) {
   return n.op == OpId::FusedElementwise || op_def(n.op).lowering == Lowering::Elementwise;
 }
 
+// A value written straight into its assign target t: it is the last value assigned to t and is
+// assigned nowhere else; no node after its producer reads t (directly or through a view), no
+// output's storage is t, and its producer reads t only directly and only if elementwise.
+void check_into_target(const ir::Graph& g, const MemoryPlan& p, int v) {
+  ASSERT_EQ(p.target.size(), g.values().size());
+  const int t = p.target[v];
+  ASSERT_GE(t, 0) << "%" << v << " planned into a target, but names none";
+  const ir::Value &tv = g.value(t), &vv = g.value(v);
+  EXPECT_TRUE(tv.kind == ir::ValueKind::State || tv.kind == ir::ValueKind::Input) << "%" << v << " into %" << t;
+  EXPECT_TRUE(tv.shape == vv.shape && tv.dtype == vv.dtype) << "%" << v << " into %" << t;
+  int last_value = -1, times = 0;
+  for (const ir::Assign& a : g.assigns()) {
+    if (a.state == t) last_value = a.value;
+    times += a.value == v;
+  }
+  EXPECT_EQ(last_value, v) << "%" << v << " is not the final value of %" << t;
+  EXPECT_EQ(times, 1) << "%" << v << " is assigned more than once";
+  const int n = vv.producer;
+  for (size_t m = n + 1; m < g.nodes().size(); ++m)
+    for (int in : g.nodes()[m].inputs)
+      EXPECT_FALSE(in >= 0 && storage_root(g, in) == t) << "node " << m << " reads %" << t << " after %" << v
+                                                        << " was written into it";
+  for (int o : g.outputs()) EXPECT_NE(storage_root(g, o), t) << "an output is %" << t << " or a view of it";
+  for (int in : g.nodes()[n].inputs)
+    if (in >= 0 && storage_root(g, in) == t)
+      EXPECT_TRUE(in == t && elementwise(g.nodes()[n])) << "%" << v << "'s producer reads %" << t
+                                                        << " other than elementwise and directly";
+}
+
 void check_plan(const ir::Graph& g, const MemoryPlan& p) {
   const int nv = static_cast<int>(g.values().size()), end = static_cast<int>(g.nodes().size());
   ASSERT_EQ(p.offset.size(), static_cast<size_t>(nv));
@@ -53,6 +82,7 @@ void check_plan(const ir::Graph& g, const MemoryPlan& p) {
     const ir::Value& val = g.value(v);
     if (val.kind != ir::ValueKind::Node) EXPECT_EQ(p.offset[v], MemoryPlan::kExternal) << "%" << v;
     else if (produced_by_view(g, v)) EXPECT_EQ(p.offset[v], MemoryPlan::kAlias) << "%" << v;
+    else if (p.offset[v] == MemoryPlan::kTarget) check_into_target(g, p, v);
     else if (escapes[v]) EXPECT_EQ(p.offset[v], MemoryPlan::kFresh) << "%" << v << " escapes the call";
     else {
       EXPECT_GE(p.offset[v], 0) << "%" << v << " should live in the arena";
@@ -131,9 +161,11 @@ Tensor copy_of(const Tensor& t) {
 TensorList run_planned(const ir::Graph& g, const MemoryPlan& p, const std::shared_ptr<Storage>& arena,
                        const TensorList& inputs, const TensorList& states, TensorList* new_states) {
   std::memset(arena->data, 0xff, arena->nbytes);  // NaN garbage: a value read before written shows
+  // The runtime writes kTarget values into the fed tensors: feed copies, so the caller's stay as they were.
   std::vector<Tensor> v(g.values().size());
-  for (size_t i = 0; i < inputs.size(); ++i) v[g.inputs()[i]] = inputs[i];
-  for (size_t i = 0; i < states.size(); ++i) v[g.states()[i]] = states[i];
+  TensorList fed_states;
+  for (size_t i = 0; i < inputs.size(); ++i) v[g.inputs()[i]] = copy_of(inputs[i]);
+  for (size_t i = 0; i < states.size(); ++i) fed_states.push_back(v[g.states()[i]] = copy_of(states[i]));
   for (int id : g.consts()) v[id] = g.const_data(g.value(id).slot);
   for (const ir::Node& n : g.nodes()) {
     TensorList ins, outs;
@@ -143,8 +175,9 @@ TensorList run_planned(const ir::Graph& g, const MemoryPlan& p, const std::share
       outs = def.view(ins, n.attrs);
     } else {
       for (int o : n.outputs)
-        outs.push_back(p.offset[o] >= 0 ? arena_tensor(arena, p.offset[o], g.value(o))
-                                        : Tensor::empty(g.value(o).shape, g.value(o).dtype));
+        outs.push_back(p.offset[o] >= 0                       ? arena_tensor(arena, p.offset[o], g.value(o))
+                       : p.offset[o] == MemoryPlan::kTarget ? v[p.target[o]]
+                                                             : Tensor::empty(g.value(o).shape, g.value(o).dtype));
       if (n.body) {
         TensorList r = ir::interpret(*n.body, ins, {});
         for (size_t k = 0; k < r.size(); ++k)
@@ -155,7 +188,7 @@ TensorList run_planned(const ir::Graph& g, const MemoryPlan& p, const std::share
     }
     for (size_t k = 0; k < outs.size(); ++k) v[n.outputs[k]] = outs[k];
   }
-  *new_states = states;
+  *new_states = fed_states;
   for (const ir::Assign& a : g.assigns()) (*new_states)[g.value(a.state).slot] = copy_of(v[a.value]);
   TensorList r;
   for (int id : g.outputs()) r.push_back(v[id]);
@@ -227,7 +260,7 @@ TEST(MemoryPlan, ElementwiseChainRunsInPlace) {
                            "  %4 = Tanh(%3) : float32[4,4]\n"
                            "  return (%4)\n"
                            "}\n"),
-            "%1 arena[0,64)\n%2 arena[0,64)\n%3 arena[0,64)\n%4 fresh\narena_bytes=64 in_place=2\n");
+            "%1 arena[0,64)\n%2 arena[0,64)\n%3 arena[0,64)\n%4 fresh\narena_bytes=64 in_place=2 to_target=0\n");
 }
 
 TEST(MemoryPlan, KernelChainAlternatesTwoBuffers) {
@@ -239,7 +272,7 @@ TEST(MemoryPlan, KernelChainAlternatesTwoBuffers) {
                            "  %4 = Matmul(%3, %3) : float32[4,4]\n"
                            "  return (%4)\n"
                            "}\n"),
-            "%1 arena[0,64)\n%2 arena[64,128)\n%3 arena[0,64)\n%4 fresh\narena_bytes=128 in_place=0\n");
+            "%1 arena[0,64)\n%2 arena[64,128)\n%3 arena[0,64)\n%4 fresh\narena_bytes=128 in_place=0 to_target=0\n");
 }
 
 TEST(MemoryPlan, BinaryOpTakesItsFirstDyingInput) {
@@ -250,7 +283,7 @@ TEST(MemoryPlan, BinaryOpTakesItsFirstDyingInput) {
                            "  %4 = Matmul(%3, %3) : float32[4,4]\n"
                            "  return (%4)\n"
                            "}\n"),
-            "%1 arena[0,64)\n%2 arena[64,128)\n%3 arena[0,64)\n%4 fresh\narena_bytes=128 in_place=1\n");
+            "%1 arena[0,64)\n%2 arena[64,128)\n%3 arena[0,64)\n%4 fresh\narena_bytes=128 in_place=1 to_target=0\n");
 }
 
 TEST(MemoryPlan, ViewsKeepTheirBaseAlive) {
@@ -266,7 +299,7 @@ TEST(MemoryPlan, ViewsKeepTheirBaseAlive) {
                            "  return (%6)\n"
                            "}\n"),
             "%1 arena[0,64)\n%2 alias\n%3 arena[64,128)\n%4 alias\n%5 arena[128,192)\n%6 fresh\n"
-            "arena_bytes=192 in_place=0\n");
+            "arena_bytes=192 in_place=0 to_target=0\n");
 }
 
 TEST(MemoryPlan, OutputViewsMakeTheirBaseFresh) {
@@ -279,20 +312,21 @@ TEST(MemoryPlan, OutputViewsMakeTheirBaseFresh) {
                            "  %6 = Permute(%0) {dims=[1,0]} : float32[4,4]\n"
                            "  return (%3, %5, %6)\n"
                            "}\n"),
-            "%1 fresh\n%2 alias\n%3 alias\n%4 fresh\n%5 alias\n%6 alias\narena_bytes=0 in_place=0\n");
+            "%1 fresh\n%2 alias\n%3 alias\n%4 fresh\n%5 alias\n%6 alias\narena_bytes=0 in_place=0 to_target=0\n");
 }
 
 TEST(MemoryPlan, AssignedValuesLiveToTheEnd) {
   // Without the assign %3 would take %2's buffer in place (as in ElementwiseChainRunsInPlace);
-  // the assign keeps %2 live to the end, so %3 needs a buffer of its own.
+  // the assign keeps %2 live to the end, so %3 needs a buffer of its own. (%2 can't be written
+  // straight into %1: the Matmul reads %1 after %2 is made.)
   EXPECT_EQ(plan_and_check("graph(%0: float32[4,4] input, %1: float32[4,4] state) {\n"
                            "  %2 = Neg(%0) : float32[4,4]\n"
                            "  %3 = Neg(%2) : float32[4,4]\n"
-                           "  %4 = Matmul(%3, %3) : float32[4,4]\n"
+                           "  %4 = Matmul(%3, %1) : float32[4,4]\n"
                            "  assign %1 <- %2\n"
                            "  return (%4)\n"
                            "}\n"),
-            "%2 arena[0,64)\n%3 arena[64,128)\n%4 fresh\narena_bytes=128 in_place=0\n");
+            "%2 arena[0,64)\n%3 arena[64,128)\n%4 fresh\narena_bytes=128 in_place=0 to_target=0\n");
   // The same through a view: assigning %3 keeps its base %2 to the end.
   EXPECT_EQ(plan_and_check("graph(%0: float32[4,4] input, %1: float32[4,4] state) {\n"
                            "  %2 = Neg(%0) : float32[4,4]\n"
@@ -302,7 +336,55 @@ TEST(MemoryPlan, AssignedValuesLiveToTheEnd) {
                            "  assign %1 <- %3\n"
                            "  return (%5)\n"
                            "}\n"),
-            "%2 arena[0,64)\n%3 alias\n%4 arena[64,128)\n%5 fresh\narena_bytes=128 in_place=0\n");
+            "%2 arena[0,64)\n%3 alias\n%4 arena[64,128)\n%5 fresh\narena_bytes=128 in_place=0 to_target=0\n");
+}
+
+TEST(MemoryPlan, FinalValuesGoStraightIntoTheirTargets) {
+  // An optimizer-like update: the new moment %5 and parameter %7 are written into %2 and %1 by
+  // their nodes. The Add reading %2 elementwise and directly may write into %2; %3 (read by the
+  // Matmul after the Neg) can't take the Neg's result; the superseded first write to %2 (%4)
+  // stays in the arena, and %6 (assigned to two targets) goes into neither.
+  EXPECT_EQ(plan_and_check("graph(%0: float32[4,4] input, %1: float32[4,4] state, %2: float32[4,4] state, "
+                           "%3: float32[4,4] state, %4: float32[4,4] state, %5: float32[4,4] state) {\n"
+                           "  %6 = Mul(%0, %0) : float32[4,4]\n"
+                           "  %7 = Add(%2, %6) : float32[4,4]\n"
+                           "  %8 = Sub(%1, %7) : float32[4,4]\n"
+                           "  %9 = Neg(%0) : float32[4,4]\n"
+                           "  %10 = Matmul(%9, %3) : float32[4,4]\n"
+                           "  %11 = Exp(%0) : float32[4,4]\n"
+                           "  assign %2 <- %6\n"
+                           "  assign %2 <- %7\n"
+                           "  assign %1 <- %8\n"
+                           "  assign %3 <- %9\n"
+                           "  assign %4 <- %11\n"
+                           "  assign %5 <- %11\n"
+                           "  return (%10)\n"
+                           "}\n"),
+            "%6 arena[0,64)\n%7 into %2\n%8 into %1\n%9 arena[64,128)\n%10 fresh\n%11 arena[128,192)\n"
+            "arena_bytes=192 in_place=0 to_target=2\n");
+  // Not into the target: a non-elementwise node reading it (Matmul, %1), an elementwise node
+  // reading it through a view (%2), a target with a view that is an output (%3), a target read
+  // through a view by a later node (%4). %14 reads a view of %3 and goes into %5.
+  EXPECT_EQ(plan_and_check("graph(%0: float32[4,4] input, %1: float32[4,4] state, %2: float32[4,4] state, "
+                           "%3: float32[4,4] state, %4: float32[4,4] state, %5: float32[16] state) {\n"
+                           "  %6 = Matmul(%0, %1) : float32[4,4]\n"
+                           "  %7 = Permute(%2) {dims=[1,0]} : float32[4,4]\n"
+                           "  %8 = Add(%7, %0) : float32[4,4]\n"
+                           "  %9 = Reshape(%3) {shape=[16]} : float32[16]\n"
+                           "  %10 = Neg(%0) : float32[4,4]\n"
+                           "  %11 = Neg(%10) : float32[4,4]\n"
+                           "  %12 = Permute(%4) {dims=[1,0]} : float32[4,4]\n"
+                           "  %13 = Add(%12, %12) : float32[4,4]\n"
+                           "  %14 = Exp(%9) : float32[16]\n"
+                           "  assign %1 <- %6\n"
+                           "  assign %2 <- %8\n"
+                           "  assign %3 <- %10\n"
+                           "  assign %4 <- %11\n"
+                           "  assign %5 <- %14\n"
+                           "  return (%9, %13)\n"
+                           "}\n"),
+            "%6 arena[0,64)\n%7 alias\n%8 arena[64,128)\n%9 alias\n%10 arena[128,192)\n%11 arena[192,256)\n%12 alias\n"
+            "%13 fresh\n%14 into %5\narena_bytes=256 in_place=0 to_target=1\n");
 }
 
 TEST(MemoryPlan, LaterReaderBlocksInPlace) {
@@ -312,7 +394,7 @@ TEST(MemoryPlan, LaterReaderBlocksInPlace) {
                            "  %3 = Add(%1, %2) : float32[4,4]\n"
                            "  return (%3)\n"
                            "}\n"),
-            "%1 arena[0,64)\n%2 arena[64,128)\n%3 fresh\narena_bytes=128 in_place=0\n");
+            "%1 arena[0,64)\n%2 arena[64,128)\n%3 fresh\narena_bytes=128 in_place=0 to_target=0\n");
 }
 
 TEST(MemoryPlan, InPlaceNeedsTheSameShapeAndDtype) {
@@ -328,7 +410,7 @@ TEST(MemoryPlan, InPlaceNeedsTheSameShapeAndDtype) {
                            "  return (%7)\n"
                            "}\n"),
             "%2 arena[0,16)\n%3 arena[64,128)\n%4 arena[0,64)\n%5 arena[64,80)\n%6 arena[0,64)\n%7 fresh\n"
-            "arena_bytes=128 in_place=1\n");
+            "arena_bytes=128 in_place=1 to_target=0\n");
 }
 
 TEST(MemoryPlan, ViewReadAtTheSameNodeBlocksInPlace) {
@@ -341,7 +423,7 @@ TEST(MemoryPlan, ViewReadAtTheSameNodeBlocksInPlace) {
                           "  %4 = Matmul(%3, %3) : float32[4,4]\n"
                           "  return (%4)\n"
                           "}\n");
-  EXPECT_EQ(plan_and_check(g), "%1 arena[0,64)\n%2 alias\n%3 arena[64,128)\n%4 fresh\narena_bytes=128 in_place=0\n");
+  EXPECT_EQ(plan_and_check(g), "%1 arena[0,64)\n%2 alias\n%3 arena[64,128)\n%4 fresh\narena_bytes=128 in_place=0 to_target=0\n");
   // Both checks catch the plan that would do it.
   MemoryPlan bad = ir::plan_memory(g);
   bad.offset[3] = bad.offset[1];
@@ -359,14 +441,14 @@ TEST(MemoryPlan, FusedOutputsTakeDistinctInputs) {
   std::vector<int> f = g.add_fused({a, b}, add_mul_body(g.value(a)), {m, m});
   g.set_outputs({g.add_node(OpId::Matmul, {f[0], f[1]}, {}, {m})[0]});
   EXPECT_EQ(plan_and_check(g),
-            "%1 arena[0,64)\n%2 arena[64,128)\n%3 arena[0,64)\n%4 arena[64,128)\n%5 fresh\narena_bytes=128 in_place=2\n");
+            "%1 arena[0,64)\n%2 arena[64,128)\n%3 arena[0,64)\n%4 arena[64,128)\n%5 fresh\narena_bytes=128 in_place=2 to_target=0\n");
   // One dying input read twice gives its buffer to one output only.
   ir::Graph h;
   x = h.add_input({4, 4}, DType::Float32);
   a = h.add_node(OpId::Matmul, {x, x}, {}, {m})[0];
   f = h.add_fused({a, a}, add_mul_body(h.value(a)), {m, m});
   h.set_outputs({h.add_node(OpId::Matmul, {f[0], f[1]}, {}, {m})[0]});
-  EXPECT_EQ(plan_and_check(h), "%1 arena[0,64)\n%2 arena[0,64)\n%3 arena[64,128)\n%4 fresh\narena_bytes=128 in_place=1\n");
+  EXPECT_EQ(plan_and_check(h), "%1 arena[0,64)\n%2 arena[0,64)\n%3 arena[64,128)\n%4 fresh\narena_bytes=128 in_place=1 to_target=0\n");
 }
 
 TEST(MemoryPlan, BestFitPacksMixedSizes) {
@@ -384,7 +466,7 @@ TEST(MemoryPlan, BestFitPacksMixedSizes) {
                            "  return (%8)\n"
                            "}\n"),
             "%2 arena[0,256)\n%3 arena[512,576)\n%4 arena[256,512)\n%5 arena[0,64)\n%6 arena[64,68)\n"
-            "%7 arena[128,132)\n%8 fresh\narena_bytes=576 in_place=0\n");
+            "%7 arena[128,132)\n%8 fresh\narena_bytes=576 in_place=0 to_target=0\n");
 }
 
 TEST(MemoryPlan, EmptyValues) {
@@ -394,7 +476,7 @@ TEST(MemoryPlan, EmptyValues) {
                            "  %3 = Neg(%2) : float32[0,4]\n"
                            "  return (%3)\n"
                            "}\n"),
-            "%1 arena[0,0)\n%2 arena[0,0)\n%3 fresh\narena_bytes=0 in_place=1\n");
+            "%1 arena[0,0)\n%2 arena[0,0)\n%3 fresh\narena_bytes=0 in_place=1 to_target=0\n");
 }
 
 namespace {
@@ -489,7 +571,7 @@ ir::Graph random_graph(std::mt19937& rng) {
 
 TEST(MemoryPlan, RandomGraphsSatisfyTheIndependentChecks) {
   std::mt19937 rng(2024);
-  int in_place = 0, aliases = 0, fresh = 0, arena_values = 0;
+  int in_place = 0, to_target = 0, aliases = 0, fresh = 0, arena_values = 0;
   for (int trial = 0; trial < 400; ++trial) {
     ir::Graph g = random_graph(rng);
     MemoryPlan p = ir::plan_memory(g);
@@ -497,6 +579,7 @@ TEST(MemoryPlan, RandomGraphsSatisfyTheIndependentChecks) {
     check_plan(g, p);
     EXPECT_TRUE(planned_matches_reference(g, p, static_cast<uint32_t>(trial)));
     in_place += p.in_place;
+    to_target += p.to_target;
     for (int64_t off : p.offset) {
       aliases += off == MemoryPlan::kAlias;
       fresh += off == MemoryPlan::kFresh;
@@ -504,10 +587,11 @@ TEST(MemoryPlan, RandomGraphsSatisfyTheIndependentChecks) {
     }
     if (HasFailure()) break;
   }
-  std::printf("random graphs: %d arena values, %d in place, %d aliases, %d fresh\n", arena_values, in_place, aliases,
-              fresh);
+  std::printf("random graphs: %d arena values, %d in place, %d into targets, %d aliases, %d fresh\n", arena_values,
+              in_place, to_target, aliases, fresh);
   // The generator exercises every rule.
   EXPECT_GT(in_place, 50);
+  EXPECT_GT(to_target, 30);
   EXPECT_GT(aliases, 50);
   EXPECT_GT(fresh, 50);
   EXPECT_GT(arena_values, 200);

@@ -96,7 +96,8 @@ TEST(DeadCodeElimination, KeepsOutputsAssignsAndSlots) {
 }
 
 TEST(DeadCodeElimination, AssignedValuesKeepTheirWholeChain) {
-  // No outputs at all: everything feeding the assigns stays, in order; the last assign wins.
+  // No outputs at all: everything feeding the last assign to each target stays, in order. The
+  // earlier write to %1 is overwritten unseen, so its assign goes; %4 stays because %6 reads it.
   const char* in =
       "graph(%0: float32[4] input, %1: float32[4] state, %2: float64[] const=0.5) {\n"
       "  %3 = Mul(%0, %2) : float32[4]\n"
@@ -112,8 +113,37 @@ TEST(DeadCodeElimination, AssignedValuesKeepTheirWholeChain) {
       "  %3 = Mul(%0, %2) : float32[4]\n"
       "  %4 = Add(%1, %3) : float32[4]\n"
       "  %5 = Sub(%4, %0) : float32[4]\n"
-      "  assign %1 <- %4\n"
       "  assign %1 <- %5\n"
+      "  return ()\n"
+      "}\n";
+  ir::Graph g = ir::parse(in);
+  ir::Graph d = ir::dead_code_elimination(g);
+  EXPECT_EQ(ir::print(d), want);
+  expect_same_results(g, d);
+}
+
+TEST(DeadCodeElimination, SupersededAssignsGoWithTheirChains) {
+  // Two states each written twice (an optimizer's `v.mul_(b)` then `v.addcmul_(g, g)`): only
+  // the last write to each stays, in the original order of those last writes, and the value
+  // only the superseded write read (%5) goes with it.
+  const char* in =
+      "graph(%0: float32[4] input, %1: float32[4] state, %2: float32[4] state) {\n"
+      "  %3 = Mul(%1, %0) : float32[4]\n"
+      "  %4 = Add(%2, %0) : float32[4]\n"
+      "  %5 = Exp(%0) : float32[4]\n"
+      "  %6 = Neg(%0) : float32[4]\n"
+      "  assign %1 <- %5\n"
+      "  assign %2 <- %4\n"
+      "  assign %1 <- %3\n"
+      "  assign %2 <- %6\n"
+      "  return ()\n"
+      "}\n";
+  const char* want =
+      "graph(%0: float32[4] input, %1: float32[4] state, %2: float32[4] state) {\n"
+      "  %3 = Mul(%1, %0) : float32[4]\n"
+      "  %4 = Neg(%0) : float32[4]\n"
+      "  assign %1 <- %3\n"
+      "  assign %2 <- %4\n"
       "  return ()\n"
       "}\n";
   ir::Graph g = ir::parse(in);

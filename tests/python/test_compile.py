@@ -579,6 +579,51 @@ def test_memory_plan_uses_an_arena_with_in_place_reuse():
     assert f._info[key]["stats"]["in_place"] >= 1  # relu/tanh write over the dying matmul result
 
 
+def test_final_values_are_written_into_their_targets_unless_fed_tensors_share_memory():
+    # An optimizer-like update of two states: each node writes its result straight into the
+    # bound tensor (plan "into %k"), and the end-of-call copy disappears. The run-time check falls
+    # back to a fresh tensor plus the copy when the target shares memory with another fed tensor
+    # (the later Add must still read the old value) or is not contiguous.
+    g = _C._parse_ir("""graph(%0: float32[4,4] input, %1: float32[4,4] state, %2: float32[4,4] state) {
+  %3 = Mul(%0, %0) : float32[4,4]
+  %4 = Add(%1, %3) : float32[4,4]
+  %5 = Neg(%4) : float32[4,4]
+  %6 = Add(%2, %0) : float32[4,4]
+  %7 = Sum(%6) {dims=[0,1], keepdim=false} : float32[]
+  assign %1 <- %4
+  assign %2 <- %5
+  return (%7)
+}""")
+    exe, stats = _C._compile_graph(g, "")
+    assert "into %1" in exe.memory_plan and "into %2" not in exe.memory_plan, exe.memory_plan  # %2 is read later
+    x = lucid.randn(4, 4)
+
+    def check(s1, s2):
+        r1, r2 = lucid.tensor(s1.numpy().copy()), lucid.tensor(s2.numpy().copy())
+        want = x.numpy() ** 2 + r1.numpy()
+        expect_out = (r2.numpy() + x.numpy()).sum()
+        v1, v2 = s1._version, s2._version
+        (out,) = exe.run([x], [s1, s2])
+        np.testing.assert_allclose(out.numpy(), expect_out, rtol=1e-5)
+        np.testing.assert_allclose(s1.numpy(), want, rtol=1e-6)
+        np.testing.assert_allclose(s2.numpy(), -want, rtol=1e-6)
+        assert s1._version > v1 and s2._version > v2  # writes are seen by version-keyed caches
+
+    # Separate, contiguous tensors: %4 goes straight into s1.
+    check(lucid.randn(4, 4), lucid.randn(4, 4))
+    # One tensor fed as both states: writing %4 into it mid-call would change what %6 reads.
+    shared = lucid.randn(4, 4)
+    before = shared.numpy().copy()
+    (out,) = exe.run([x], [shared, shared])
+    np.testing.assert_allclose(out.numpy(), (before + x.numpy()).sum(), rtol=1e-5)
+    # A non-contiguous target (a transposed view).
+    base = lucid.randn(4, 4)
+    check(base.t(), lucid.randn(4, 4))
+    # Views of one buffer are separate targets sharing memory: also the fallback.
+    flat = lucid.randn(32)
+    check(flat[:16].reshape(4, 4), flat[16:].reshape(4, 4))
+
+
 def test_elementwise_chain_is_fused_and_equal():
     def fn(x, b):
         return ((x * 2.0 + b).sigmoid() * x - 1.0).abs()

@@ -6,7 +6,10 @@
 // a node that feeds neither can go. A node is kept or dropped whole (a multi-result node stays
 // while any of its results is live). Inputs and states keep their slots even when nothing reads
 // them, because the runtime feeds them by slot; constants are internal, so the live ones are
-// renumbered in their original order. Other passes (folding, CSE) leave dead nodes and unused
+// renumbered in their original order. Only the last assign to each target is kept: the runtime
+// applies assigns in order after all nodes ran, so an earlier write to the same target (the
+// `v.mul_(b)` before `v.addcmul_(g, g)` in an optimizer step) is overwritten unseen, and the
+// value it wrote need not be materialised. Other passes (folding, CSE) leave dead nodes and unused
 // constants behind and rely on this pass to remove them.
 #include "lucid/compile/passes/passes.h"
 
@@ -14,8 +17,18 @@ namespace lucid::ir {
 
 Graph dead_code_elimination(const Graph& g) {
   const std::vector<Node>& nodes = g.nodes();
-  // Liveness, from the observable values backwards (node order is a topological order).
-  std::vector<bool> live = escaping_values(g);
+  // The last write to each target, in their original order.
+  std::vector<Assign> assigns;
+  std::vector<bool> written(g.values().size(), false);
+  for (auto it = g.assigns().rbegin(); it != g.assigns().rend(); ++it)
+    if (!written[it->state]) {
+      written[it->state] = true;
+      assigns.insert(assigns.begin(), *it);
+    }
+  // Liveness, from the outputs and those assigns backwards (node order is a topological order).
+  std::vector<bool> live(g.values().size(), false);
+  for (int o : g.outputs()) live[o] = true;
+  for (const Assign& a : assigns) live[a.value] = true;
   std::vector<bool> keep(nodes.size(), false);
   for (size_t n = nodes.size(); n-- > 0;) {
     for (int out : nodes[n].outputs) keep[n] = keep[n] || live[out];
@@ -46,7 +59,7 @@ Graph dead_code_elimination(const Graph& g) {
     for (size_t k = 0; k < outs.size(); ++k) map[node.outputs[k]] = outs[k];
   }
   out.set_outputs(mapped(g.outputs()));
-  for (const Assign& a : g.assigns()) out.add_assign(map[a.state], map[a.value]);
+  for (const Assign& a : assigns) out.add_assign(map[a.state], map[a.value]);
   verify(out);
   return out;
 }

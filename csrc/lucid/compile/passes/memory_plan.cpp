@@ -6,6 +6,17 @@
 //   graph output, or the base of a  kFresh     allocated per call: it is handed to the caller,
 //   view chain that is an output               so it must not live in the reused arena
 //   every other node output         offset     a contiguous tensor inside the arena
+//   the final value of a state or   kTarget    written by its node straight into the target
+//   input (its last assign), when              (the parameter, optimizer moment...), so the
+//   nothing reads the old value later          end-of-call copy disappears
+//
+// Writing into the target: the value is the last one assigned to target t (a state or input),
+// and is assigned nowhere else; its node is not a view; no later node reads t or a view of t,
+// and no graph output is t or a view of it (those see the storage after the call); if the node
+// itself reads t, it is elementwise and reads t directly, so each element is read before it is
+// written (the in-place rule below). What the planner can't know is whether two fed tensors
+// share memory at run time; the runtime checks that per call and falls back to a fresh tensor
+// plus the end-of-call copy for a target that does (or that is not contiguous).
 //
 // Lifetimes are node-index intervals [producer, last reader]. A view keeps its base alive, so
 // a read of a view (or of a view of a view) counts as a read of the root base; a value assigned
@@ -109,6 +120,38 @@ MemoryPlan plan_memory(const Graph& g) {
   for (int n = 0; n < end; ++n)
     for (int in : nodes[n].inputs)
       if (in >= 0) last[root[in]] = std::max(last[root[in]], n);
+  // Final values written straight into their assign targets (see the header).
+  plan.target.assign(nv, -1);
+  {
+    std::vector<int> read_last(nv, -1), producer(nv, -1), n_assigned(nv, 0);
+    for (int n = 0; n < end; ++n) {
+      for (int in : nodes[n].inputs)
+        if (in >= 0) read_last[root[in]] = std::max(read_last[root[in]], n);
+      for (int o : nodes[n].outputs) producer[o] = n;
+    }
+    for (int o : g.outputs()) read_last[root[o]] = end;
+    std::vector<bool> final_write(g.assigns().size(), false), seen(nv, false);
+    for (size_t i = g.assigns().size(); i-- > 0;) {
+      const Assign& a = g.assigns()[i];
+      final_write[i] = !seen[a.state];
+      seen[a.state] = true;
+      ++n_assigned[a.value];
+    }
+    for (size_t i = 0; i < g.assigns().size(); ++i) {
+      const int t = g.assigns()[i].state, v = g.assigns()[i].value, n = producer[v];
+      if (!final_write[i] || n < 0 || n_assigned[v] != 1 || plan.offset[v] != kUnplanned) continue;
+      const Value &tv = g.value(t), &vv = g.value(v);
+      if (tv.shape != vv.shape || tv.dtype != vv.dtype || read_last[t] > n) continue;
+      if (read_last[t] == n) {  // read here: only elementwise, and only t itself (no view of it)
+        bool direct = is_elementwise_node(nodes[n]);
+        for (int in : nodes[n].inputs) direct = direct && (in < 0 || root[in] != t || in == t);
+        if (!direct) continue;
+      }
+      plan.offset[v] = MemoryPlan::kTarget;
+      plan.target[v] = t;
+      ++plan.to_target;
+    }
+  }
   for (const Assign& a : g.assigns()) last[root[a.value]] = end;
   // Graph outputs (and the bases of output views) escape the call: fresh per call.
   for (int o : g.outputs())
@@ -166,9 +209,10 @@ std::string MemoryPlan::str(const Graph& g) const {
       s << '%' << c[o] << ' ';
       int64_t off = offset.at(o);
       if (off >= 0) s << "arena[" << off << ',' << off + value_bytes(g.value(o)) << ")\n";
+      else if (off == kTarget) s << "into %" << c[target.at(o)] << '\n';
       else s << (off == kFresh ? "fresh\n" : "alias\n");  // node values are never external
     }
-  s << "arena_bytes=" << arena_bytes << " in_place=" << in_place << '\n';
+  s << "arena_bytes=" << arena_bytes << " in_place=" << in_place << " to_target=" << to_target << '\n';
   return s.str();
 }
 

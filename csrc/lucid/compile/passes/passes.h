@@ -70,9 +70,12 @@ struct MemoryPlan {
   static constexpr int64_t kFresh = -1;  // allocated per call (graph outputs and their bases)
   static constexpr int64_t kAlias = -2;  // a view: shares its base's storage (set by the view op)
   static constexpr int64_t kExternal = -3;  // input, state or constant: fed, never allocated
+  static constexpr int64_t kTarget = -5;  // written straight into its assign target (target[id])
   std::vector<int64_t> offset;  // per value id: byte offset in the arena, or one of the above
+  std::vector<int> target;      // per value id: for kTarget values, the state or input written; else -1
   int64_t arena_bytes = 0;
-  int in_place = 0;  // values that reuse a dying input's buffer in place
+  int in_place = 0;   // values that reuse a dying input's buffer in place
+  int to_target = 0;  // values written straight into their assign target
   std::string str(const Graph& g) const;  // one line per node value, for tests and LUCID_DUMP_IR
 };
 MemoryPlan plan_memory(const Graph& g);

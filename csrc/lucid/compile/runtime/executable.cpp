@@ -53,9 +53,13 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
     if (in.kind != Kind::View)
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         int64_t off = plan_.offset[n.outputs[k]];
-        LUCID_CHECK(off >= 0 || off == MemoryPlan::kFresh, Error, "Executable: ", def.name,
-                    " output planned as neither arena nor fresh");
+        LUCID_CHECK(off >= 0 || off == MemoryPlan::kFresh || off == MemoryPlan::kTarget, Error, "Executable: ",
+                    def.name, " output planned as neither arena, fresh nor into its target");
         if (off == MemoryPlan::kFresh) in.fresh.push_back(static_cast<int>(k));
+        if (off == MemoryPlan::kTarget) {
+          in.into.push_back({static_cast<int>(k), static_cast<int>(targets_.size())});
+          targets_.push_back(plan_.target.at(n.outputs[k]));
+        }
       }
     instrs_.push_back(std::move(in));
   }
@@ -66,6 +70,8 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
       seen[it->state] = true;
       final_assigns_.insert(final_assigns_.begin(), *it);
     }
+  written_in_place_.assign(graph_.values().size(), false);
+  for (size_t id = 0; id < plan_.offset.size(); ++id) written_in_place_[id] = plan_.offset[id] == MemoryPlan::kTarget;
   for (int id : graph_.outputs()) {
     int target = -1;
     for (const ir::Assign& a : final_assigns_)
@@ -125,6 +131,7 @@ void Executable::release(std::unique_ptr<Frame> f) const {
   for (size_t k = 0; k < instrs_.size(); ++k) {
     for (Tensor& t : f->ins[k]) t = Tensor();
     for (int j : instrs_[k].fresh) f->outs[k][j] = Tensor();
+    for (auto [j, t] : instrs_[k].into) f->outs[k][j] = Tensor();
   }
   Frame* expected = nullptr;
   if (hot_.compare_exchange_strong(expected, f.get(), std::memory_order_release)) {
@@ -168,6 +175,34 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     rng_seed = gen->initial_seed();
     rng_base = gen->reserve(static_cast<uint64_t>(graph_.rng_draws()));
   }
+  // Targets written in place this call: contiguous, and sharing memory with no other fed tensor
+  // (two fed tensors over one buffer would see each other's writes mid-call).
+  thread_local std::vector<char> into_ok;
+  into_ok.assign(targets_.size(), 0);
+  if (!targets_.empty()) {
+    thread_local std::vector<std::pair<const char*, const char*>> spans;  // fed storages' byte ranges
+    spans.clear();
+    for (const TensorList* feeds : {&inputs, &states})
+      for (const Tensor& t : *feeds) {
+        const char* lo = static_cast<const char*>(t.impl()->storage->data);
+        spans.push_back({lo, lo + std::max<size_t>(t.impl()->storage->nbytes, 1)});
+      }
+    std::sort(spans.begin(), spans.end());
+    auto shared = [&](const Tensor& t) {
+      const char* lo = static_cast<const char*>(t.impl()->storage->data);
+      auto it = std::lower_bound(spans.begin(), spans.end(), std::make_pair(lo, lo));
+      // t's own span sits at `it` (its end is at least lo + 1); a neighbour overlapping it shares memory.
+      const char* hi = it->second;
+      bool prev = it != spans.begin() && std::prev(it)->second > lo;
+      bool next = std::next(it) != spans.end() && std::next(it)->first < hi;
+      return prev || next;
+    };
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      const ir::Value& tv = graph_.value(targets_[i]);
+      const Tensor& t = tv.kind == ValueKind::State ? states[tv.slot] : inputs[tv.slot];
+      into_ok[i] = t.is_contiguous() && !shared(t);
+    }
+  }
   std::vector<Tensor>& s = f->slots;
   for (size_t i = 0; i < inputs.size(); ++i) s[graph_.inputs()[i]] = inputs[i];
   for (size_t i = 0; i < states.size(); ++i) s[graph_.states()[i]] = states[i];
@@ -198,6 +233,15 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
       const ir::Value& v = graph_.value(n.outputs[j]);
       outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
     }
+    for (auto [j, t] : in.into) {
+      const ir::Value& tv = graph_.value(targets_[t]);
+      if (into_ok[t]) {
+        outs[j] = s[n.outputs[j]] = tv.kind == ValueKind::State ? states[tv.slot] : inputs[tv.slot];
+      } else {
+        const ir::Value& v = graph_.value(n.outputs[j]);
+        outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
+      }
+    }
     if (in.kind == Kind::Fused) {
       run_fused(*in.fused, ins, outs);
     } else if (in.random) {
@@ -208,17 +252,15 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
       in.kernel(ins, outs, n.attrs);
     }
   }
-  if (profile) {  // LUCID_COMPILE_PROFILE: the slowest instructions of this call, to stderr
-    std::sort(prof.rbegin(), prof.rend());
-    for (size_t i = 0; i < std::min<size_t>(5, prof.size()); ++i)
-      std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %s (instruction %zu)\n", prof[i].first,
-                   op_name(instrs_[prof[i].second].node->op), prof[i].second);
-  }
+  auto t_assign = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   for (const ir::Assign& a : final_assigns_) {
     const ir::Value& tv = graph_.value(a.state);
     const Tensor& dst = tv.kind == ValueKind::State ? states[tv.slot] : inputs[tv.slot];
     Tensor src = s[a.value];
-    if (src.impl() == dst.impl()) continue;
+    if (src.impl() == dst.impl()) {  // unchanged, or written in place by its node
+      if (written_in_place_[a.value]) dst.bump_version();
+      continue;
+    }
     if (src.impl()->storage == dst.impl()->storage) {  // overlapping: copy out first
       Tensor c = Tensor::empty(src.shape(), src.dtype());
       cpu::copy_into(c, src);
@@ -226,6 +268,19 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     }
     cpu::copy_into(dst, src);
     dst.bump_version();
+  }
+  if (profile) {  // LUCID_COMPILE_PROFILE: the slowest instructions of this call, to stderr
+    double total = 0;
+    for (const auto& p : prof) total += p.first;
+    const double assign_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_assign).count();
+    std::sort(prof.rbegin(), prof.rend());
+    std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %zu instructions, %8.3f ms  %zu final assigns\n", total,
+                 prof.size(), assign_ms, final_assigns_.size());
+    static const size_t n_show = std::max<long>(8, std::atol(std::getenv("LUCID_COMPILE_PROFILE")));
+    for (size_t i = 0; i < std::min<size_t>(n_show, prof.size()); ++i)
+      std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %s (instruction %zu)\n", prof[i].first,
+                   op_name(instrs_[prof[i].second].node->op), prof[i].second);
   }
   TensorList out;
   out.reserve(graph_.outputs().size());

@@ -3,7 +3,10 @@
 // the same. A call binds the inputs and bound state by slot, runs a flat instruction list
 // (kernel pointer + slots; view functions for aliases; the block interpreter for fused
 // elementwise groups) over a statically planned arena, applies the graph's assigns (writes to
-// state or arguments) in order, and returns fresh outputs that never alias the arena.
+// state or arguments) in order, and returns fresh outputs that never alias the arena. A final
+// value the plan puts into its target (kTarget) is written by its node straight into the bound
+// tensor, unless that tensor shares memory with another fed tensor or is not contiguous (checked
+// per call): then it gets a fresh tensor and the end-of-call copy, as any other assign.
 // Concurrent calls each take an arena frame from a small pool, so run() is thread-safe and
 // needs no Python (callers release the GIL around it).
 #pragma once
@@ -47,6 +50,7 @@ class Executable {
     ViewFn view = nullptr;
     std::shared_ptr<FusedProgram> fused;
     std::vector<int> fresh;  // outputs allocated per call (positions in node->outputs)
+    std::vector<std::pair<int, int>> into;  // (output position, index in targets_): written into a target
     bool random = false;     // Lowering::Random: seed and offset filled in per call
   };
   struct Frame;
@@ -60,6 +64,8 @@ class Executable {
   std::vector<Instr> instrs_;
   std::vector<ir::Assign> final_assigns_;  // the last write to each target, in order
   std::vector<int> output_target_;         // per output: the target whose final value it is, or -1
+  std::vector<int> targets_;               // value ids of the states/inputs written in place (plan kTarget)
+  std::vector<bool> written_in_place_;     // per value id: planned kTarget
   mutable std::atomic<Frame*> hot_{nullptr};  // one frame ready without locking (the common case)
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Frame>> pool_;

@@ -152,6 +152,25 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
   steps = std::move(loads);
   steps.insert(steps.end(), rest.begin(), rest.end());
 
+  input_last_read.assign(inputs.size(), -1);
+  output_write.assign(outputs.size(), -1);
+  {
+    std::vector<int> read_at(operands.size(), -1);  // last step reading each operand
+    for (size_t i = 0; i < steps.size(); ++i)
+      for (int k = 0; k < 3; ++k)
+        if (steps[i].src[k] >= 0) read_at[steps[i].src[k]] = static_cast<int>(i);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      if (st.kind == SK::Load) {
+        bool direct = inputs[st.input].dtype == operands[st.dst].dtype;  // else converted here
+        int at = direct ? read_at[st.dst] : static_cast<int>(i);
+        input_last_read[st.input] = std::max(input_last_read[st.input], at);
+      } else if (st.kind == SK::Op && operands[st.dst].output >= 0) {
+        output_write[operands[st.dst].output] = static_cast<int>(i);
+      }
+    }
+  }
+
   // Registers by linear scan: a step's result gets one before its operands' are freed, so a
   // BlockFn never writes over an operand it reads.
   std::vector<int> last_use(operands.size(), -1);
@@ -262,13 +281,16 @@ void run_fused(const FusedProgram& p, const TensorList& inputs, const TensorList
     }
     v.kind = scalar ? InputKind::Scalar : contiguous ? InputKind::Contiguous : InputKind::Strided;
     v.copy = false;
-    for (const Tensor& o : outputs) {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const Tensor& o = outputs[k];
       if (!overlaps(inputs[i], o)) continue;
-      // A scalar input is read before any write; a contiguous one in place is read block by block first.
+      // A scalar input is read before any write; a contiguous one in place is read element by
+      // element before that element is written (each step reads index j before writing it), so it
+      // needs a register copy only when a step writes the output before the input's last read.
       LUCID_CHECK(v.kind == InputKind::Scalar || (v.kind == InputKind::Contiguous && inputs[i].data_ptr() == o.data_ptr() &&
                                                   itemsize(o.dtype()) == static_cast<size_t>(v.isz)),
                   ValueError, me, ": output overlaps input ", i, " other than exactly in place");
-      v.copy = true;
+      if (p.output_write[k] < p.input_last_read[i]) v.copy = true;
     }
     if (v.kind == InputKind::Strided) strided.push_back(static_cast<int>(i));
   }

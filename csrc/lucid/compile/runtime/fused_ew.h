@@ -60,6 +60,11 @@ struct FusedProgram {
   std::vector<Operand> operands;
   std::vector<Step> steps;  // every Load comes first, so a block's inputs are read before any write
   int num_regs = 0;
+  // For in-place runs: the last step that reads input i's memory (a Load that converts reads it
+  // at the Load; one that doesn't is read where its operand is used), and the step that writes
+  // output k. An output sharing input i's memory exactly needs i copied to a register first only
+  // when it is written before that last read.
+  std::vector<int> input_last_read, output_write;
 };
 
 // The wrapped-number flags of a FusedElementwise node's inputs in the graph g that holds it.
