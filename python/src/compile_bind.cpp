@@ -263,7 +263,10 @@ struct PrecomputedBackward : Node {
 class CompiledCore {
  public:
   explicit CompiledCore(nb::object fn) : fn_(std::move(fn)) {}
-  virtual ~CompiledCore() = default;
+  virtual ~CompiledCore() {
+    entries_.clear();
+    rt::trim_executable_cache();  // arenas of executables only this core ran
+  }
 
   // args: a tuple; kwargs: a dict or null (CPython's tp_call convention).
   nb::object call(nb::handle args, nb::handle kwargs) {
@@ -421,6 +424,7 @@ class CompiledCore {
   }
   void clear_refs() {
     entries_.clear();
+    rt::trim_executable_cache();
     fn_ = nb::object();
   }
 
@@ -647,7 +651,8 @@ LUCID_BINDER(compile) {
       .def_prop_ro("memory_plan", [](const PyExecutable& e) { return e.exe->plan().str(e.exe->graph()); })
       .def_prop_ro("arena_bytes", [](const PyExecutable& e) { return e.exe->arena_bytes(); })
       .def_prop_ro("num_instructions", [](const PyExecutable& e) { return e.exe->num_instructions(); })
-      .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); });
+      .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); })
+      .def("_trim", [](const PyExecutable& e) { e.exe->trim(); });
 
   // Optimise and build (or fetch from the process-wide cache). Returns (executable, stats dict).
   m.def("_compile_graph", [](const PyGraph& g, const std::string& dump) {
@@ -680,6 +685,19 @@ LUCID_BINDER(compile) {
   m.def("_executable_cache_capacity", &rt::executable_cache_capacity);
   m.def("_set_executable_cache_capacity", &rt::set_executable_cache_capacity);
   m.def("_clear_executable_cache", &rt::clear_executable_cache);
+  m.def("_trim_executable_cache", &rt::trim_executable_cache);
+  // fused_step's .grad bookkeeping in one call: grads None clears every .grad (freeing last
+  // step's gradients before this step's are made, as zero_grad(set_to_none=True) does); else
+  // sets params[i].grad = grads[i].
+  m.def("_set_grads", [](nb::list params, nb::object grads) {
+    const size_t n = params.size();
+    LUCID_CHECK(grads.is_none() || nb::len(grads) == n, ValueError, "_set_grads: ", n, " parameters, ",
+                nb::len(grads), " gradients");
+    for (size_t i = 0; i < n; ++i) {
+      Tensor p = nb::cast<Tensor>(params[i]);
+      p.set_grad(grads.is_none() ? Tensor() : nb::cast<Tensor>(nb::handle(grads[i])));
+    }
+  }, nb::arg("params"), nb::arg("grads").none());
 
   nb::class_<CompiledCore>(m, "_CompiledCore", nb::type_slots(core_slots))
       .def(nb::init<nb::object>())

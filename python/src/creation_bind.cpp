@@ -210,6 +210,11 @@ LUCID_BINDER(creation) {
       .def_prop_ro("_offset", &Generator::offset);
   m.attr("default_generator") = nb::cast(default_generator());
   m.def("manual_seed", [](nb::handle s) { default_generator()->manual_seed(seed_arg(s)); return default_generator(); });
+  m.def("memory_allocated", &memory_allocated,
+        "Bytes held by tensors (and compiled executables' arenas) that lucid allocated; wrapped NumPy memory is not counted.");
+  m.def("max_memory_allocated", &max_memory_allocated,
+        "The most memory_allocated() has been since the start or the last reset_peak_memory_stats().");
+  m.def("reset_peak_memory_stats", &reset_peak_memory_stats, "Restarts max_memory_allocated() from the current value.");
   m.def("seed", [] { return default_generator()->seed(); });
   m.def("initial_seed", [] { return default_generator()->initial_seed(); });
   m.def("get_rng_state", [] { return state_tensor(*default_generator()); });

@@ -1,6 +1,8 @@
 """fused_step: forward + loss + backward + clipping + optimizer update as one executable. Each
 run is compared with the same steps run eagerly on a twin model (same weights, batches, seeds):
 parameters within 1e-4 relative after 100 steps, .grad equal to the step's gradient."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,88 @@ def test_fused_step_with_batchnorm_momentum_none():
     for k, v in m.state_dict().items():
         assert rel_err(v.double(), ref.state_dict()[k].double()) <= 1e-4, k
     assert step.cache_info()["eager_only"] == {}
+
+
+# ---- memory -----------------------------------------------------------------------------------
+
+def test_memory_counters_follow_allocations():
+    gc.collect()
+    lucid.reset_peak_memory_stats()
+    before = lucid.memory_allocated()
+    assert lucid.max_memory_allocated() == before
+    t = lucid.empty(1000, 1000)
+    assert lucid.memory_allocated() - before == 4_000_000  # rounded up to 64 bytes: already a multiple
+    del t
+    assert lucid.memory_allocated() == before
+    assert lucid.max_memory_allocated() == before + 4_000_000
+    lucid.reset_peak_memory_stats()
+    assert lucid.max_memory_allocated() == before
+    wrapped = lucid.from_numpy(np.zeros((1000, 1000), np.float32))  # NumPy's memory: not lucid's
+    assert lucid.memory_allocated() == before
+    del wrapped
+
+
+def _step_peak(build, shape, opt_name, fused):
+    """Peak bytes lucid holds during one training step, above what it held before the model was
+    built: parameters, optimizer state, .grad, activations, temporaries, the executable's arena."""
+    gc.collect()
+    start = lucid.memory_allocated()
+    lucid.manual_seed(0)
+    model = build()
+    opt = {"SGD": lambda p: optim.SGD(p, lr=0.01, momentum=0.9), "Adam": lambda p: optim.Adam(p, lr=1e-3)}[opt_name](
+        model.parameters())
+    rng = np.random.default_rng(0)
+    x = lucid.tensor(rng.standard_normal(shape).astype(np.float32))
+    y = lucid.tensor(rng.integers(0, 10, shape[0]))
+    if fused:
+        fs = lucid.compile.fused_step(model, F.cross_entropy, opt, strict=True)
+        step = lambda: fs(x, y)  # noqa: E731
+    else:
+        step = lambda: eager_step(model, opt, x, y)  # noqa: E731
+    for _ in range(4):  # past the eager first step (state creation) and the compile
+        step()
+    gc.collect()
+    lucid.reset_peak_memory_stats()
+    step()
+    peak = lucid.max_memory_allocated() - start
+    if fused:
+        assert fs.cache_info()["hits"] >= 1  # the measured step ran the executable
+    return peak
+
+
+def _wide_mlp():
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def _bn_cnn():
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+@pytest.mark.parametrize("model", ["mlp", "bn_cnn"])
+def test_fused_step_peak_memory_is_not_above_eager(model, opt_name):
+    # The arena holds each activation only until the backward is done with it, the update is
+    # written into the parameters and optimizer state in place, and last step's gradients are
+    # freed before this step's are made (as zero_grad(set_to_none=True) does in eager).
+    build, shape = {"mlp": (_wide_mlp, (256, 784)), "bn_cnn": (_bn_cnn, (64, 1, 28, 28))}[model]
+    eager = _step_peak(build, shape, opt_name, fused=False)
+    fused = _step_peak(build, shape, opt_name, fused=True)
+    assert fused <= 1.05 * eager, f"fused_step peak {fused / 1e6:.2f} MB > eager {eager / 1e6:.2f} MB"
+
+
+def test_cleared_executables_free_their_arenas():
+    gc.collect()
+    lucid.manual_seed(0)
+    model, x, y = _wide_mlp(), lucid.randn(256, 784), lucid.randint(0, 10, (256,))
+    fs = lucid.compile.fused_step(model, F.cross_entropy, optim.SGD(model.parameters(), lr=0.01), strict=True)
+    for _ in range(4):
+        fs(x, y)
+    gc.collect()
+    arena = fs._cm._executable(fs._cm._keys()[0]).arena_bytes
+    assert arena > 1_000_000
+    held = lucid.memory_allocated()
+    fs.clear_cache()  # the process-wide cache keeps the executable (for a later identical graph), not its arena
+    gc.collect()
+    assert held - lucid.memory_allocated() >= arena

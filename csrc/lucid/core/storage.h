@@ -23,4 +23,11 @@ struct Storage {
   void bump_version() { version.fetch_add(1, std::memory_order_relaxed); }
 };
 
+// Bytes held by the buffers lucid allocated (Storage::allocate: tensors, compiled executables'
+// arenas), not those it wraps (NumPy, DLPack). For memory tests and tools; as
+// torch.cuda.memory_allocated / max_memory_allocated / reset_peak_memory_stats.
+int64_t memory_allocated();
+int64_t max_memory_allocated();
+void reset_peak_memory_stats();  // the peak restarts from the current value
+
 }  // namespace lucid

@@ -174,6 +174,7 @@ class CompiledModule(_C._CompiledCore):
     def _restructure(self):
         """A watched module gained, lost or replaced a submodule: every entry may be stale."""
         self._clear()
+        _C._trim_executable_cache()
         self._info.clear()
         self._watched, self._watched_ids, self._children = [], set(), []
         if isinstance(self.model, lucid.nn.Module):
@@ -419,6 +420,7 @@ class CompiledModule(_C._CompiledCore):
             self._clear()
             self._info.clear()
             self._warned.clear()
+        _C._trim_executable_cache()  # the dropped executables' arenas, if nothing else runs them
 
     def ir(self, key=None):
         """The optimised IR of one compiled entry as text (key: a cache_info() key; default: the latest)."""

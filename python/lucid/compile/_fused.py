@@ -8,6 +8,7 @@ optimizer state are bound state updated in place; the step's gradients are outpu
 to `.grad` after each call (keep_grads). Random ops (dropout) draw fresh numbers every call.
 """
 import lucid
+from lucid import _C
 from lucid.compile._compiled import CompiledModule
 from lucid.compile._optim import CompiledOptimizer
 
@@ -58,13 +59,14 @@ class FusedStep:
             return loss
         values, outcomes, names, baked = self._copt._hyper_args()
         n_tests = self._copt._n_tests()
+        wrt = [p for p in params if p.requires_grad]
+        _C._set_grads(wrt, None)  # last step's gradients go before this step's are made (set_to_none)
         with lucid.no_grad():
             loss, grads = self._cm(args, values, outcomes, struct, names, baked)
         if self._copt._n_tests() != n_tests:
             self._cm.clear_cache()
-        wrt = [p for p in params if p.requires_grad]
-        for p, g in zip(wrt, grads):
-            p.grad = g if self.keep_grads else None
+        if self.keep_grads:
+            _C._set_grads(wrt, grads)
         return loss
 
     def _loss(self, args):

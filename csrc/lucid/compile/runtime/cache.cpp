@@ -65,6 +65,8 @@ CompileResult compile_graph(const ir::Graph& traced, const std::string& dump) {
   c.by_hash.emplace(r.hash, c.lru.begin());
   c.evict();
   r.exe = exe;
+  for (const CacheEntry& e : c.lru)
+    if (e.exe.use_count() == 1) e.exe->trim();
   return r;
 }
 
@@ -94,6 +96,12 @@ void clear_executable_cache() {
   std::lock_guard<std::mutex> lk(cache().mu);
   cache().lru.clear();
   cache().by_hash.clear();
+}
+
+void trim_executable_cache() {
+  std::lock_guard<std::mutex> lk(cache().mu);
+  for (const CacheEntry& e : cache().lru)
+    if (e.exe.use_count() == 1) e.exe->trim();
 }
 
 }  // namespace lucid::rt

@@ -33,5 +33,9 @@ size_t executable_cache_size();
 size_t executable_cache_capacity();
 void set_executable_cache_capacity(size_t n);
 void clear_executable_cache();
+// Frees the arenas of cached executables that only the cache still holds (no compiled entry or
+// backward node uses them): they stay cached for a later identical graph, without their memory.
+// Runs after every compile, and when a CompiledModule's entries are cleared.
+void trim_executable_cache();
 
 }  // namespace lucid::rt

@@ -142,6 +142,12 @@ void Executable::release(std::unique_ptr<Frame> f) const {
   if (pool_.size() < 8) pool_.push_back(std::move(f));
 }
 
+void Executable::trim() const {
+  delete hot_.exchange(nullptr, std::memory_order_acq_rel);
+  std::lock_guard<std::mutex> lk(pool_mu_);
+  pool_.clear();
+}
+
 size_t Executable::pooled_frames() const {
   std::lock_guard<std::mutex> lk(pool_mu_);
   return pool_.size() + (hot_.load() != nullptr);

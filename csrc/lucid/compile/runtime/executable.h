@@ -40,6 +40,9 @@ class Executable {
   int64_t arena_bytes() const { return plan_.arena_bytes; }
   size_t num_instructions() const { return instrs_.size(); }
   size_t pooled_frames() const;
+  // Frees the pooled frames (and their arenas): for an executable nothing runs any more but the
+  // process-wide cache still holds. A later run makes a new frame.
+  void trim() const;
 
  private:
   enum class Kind : uint8_t { Kernel, View, Fused };

@@ -152,6 +152,12 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
   steps = std::move(loads);
   steps.insert(steps.end(), rest.begin(), rest.end());
 
+  // kParallelGrain is one elementwise op's break-even size; a group does the work of all its ops
+  // per element, so it pays for a second thread at proportionally fewer elements.
+  int64_t n_ops = 0;
+  for (const Step& st : steps) n_ops += st.kind == SK::Op;
+  grain_blocks = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n_ops) / kBlock);
+
   input_last_read.assign(inputs.size(), -1);
   output_write.assign(outputs.size(), -1);
   {
@@ -321,7 +327,7 @@ void run_fused(const FusedProgram& p, const TensorList& inputs, const TensorList
       s.convert(in[s.input].base, 0, reinterpret_cast<char*>(&scalar_value[s.dst]), 1);
 
   const int64_t nblocks = (numel + kBlock - 1) / kBlock;
-  parallel_for(0, nblocks, std::max<int64_t>(1, kParallelGrain / kBlock), [&](int64_t b0, int64_t b1) {
+  parallel_for(0, nblocks, p.grain_blocks, [&](int64_t b0, int64_t b1) {
     thread_local std::vector<double> scratch;  // 8 bytes: the widest dtype
     if (scratch.size() < static_cast<size_t>(p.num_regs * kBlock)) scratch.resize(p.num_regs * kBlock);
     std::vector<char*> ptr(p.operands.size());

@@ -65,6 +65,7 @@ struct FusedProgram {
   // output k. An output sharing input i's memory exactly needs i copied to a register first only
   // when it is written before that last read.
   std::vector<int> input_last_read, output_write;
+  int64_t grain_blocks = 1;  // parallel_for grain in blocks: kParallelGrain elements' work of one op
 };
 
 // The wrapped-number flags of a FusedElementwise node's inputs in the graph g that holds it.
