@@ -41,23 +41,22 @@ class FusedStep:
     def _params(self):
         return self._copt._params()
 
-    def _structure(self, params):
-        """The optimizer's structure without which grads exist (fused_step makes them) plus which
-        parameters require grad."""
-        s = self._copt._structure(params)
-        return s[0:2] + s[3:], tuple(p.requires_grad for p in params)
+    def _signature(self, params):
+        """(structure, hyper args): the optimizer's structure without which grads exist (fused_step
+        makes them) plus which parameters require grad, and its hyper-parameter args."""
+        struct, hyper = self._copt._signature(params, with_grads=False)
+        return (struct, tuple([p.requires_grad for p in params])), hyper
 
     def __call__(self, *args):
         if not args:
             raise TypeError("fused_step: step() needs the model's input as its first argument")
         params = self._params()
-        struct = self._structure(params)
+        struct, (values, outcomes, names, baked) = self._signature(params)
         if struct not in self._copt._settled:
             loss = self._eager(args)
-            if self._structure(self._params()) == struct:
+            if self._signature(self._params())[0] == struct:
                 self._copt._settled.add(struct)
             return loss
-        values, outcomes, names, baked = self._copt._hyper_args()
         n_tests = self._copt._n_tests()
         wrt = [p for p in params if p.requires_grad]
         _C._set_grads(wrt, None)  # last step's gradients go before this step's are made (set_to_none)

@@ -84,7 +84,10 @@ class _Hyper(Tensor):
 
 
 def _is_number(v):
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+    t = type(v)
+    if t is float or t is int:  # the common case, without the ABC check
+        return True
+    return t is not bool and isinstance(v, numbers.Real)
 
 
 class CompiledOptimizer:
@@ -136,40 +139,52 @@ class CompiledOptimizer:
     def _params(self):
         return [p for g in self.opt.param_groups for p in g["params"]]
 
-    def _hypers(self):
-        """(name, value) of every numeric hyper-parameter, in a fixed order."""
-        out = []
+    def _scan(self):
+        """One pass over param_groups: every numeric hyper-parameter as ((group, key, index), value)
+        in a fixed order (index: position in a tuple such as betas, else None), and the other
+        options as (group, key, value)."""
+        hypers, other = [], []
         for gi, g in enumerate(self.opt.param_groups):
             for k in sorted(g):
-                v = g[k]
                 if k == "params":
                     continue
+                v = g[k]
                 if _is_number(v):
-                    out.append(((gi, k, None), v))
-                elif isinstance(v, tuple) and v and all(_is_number(x) for x in v):
-                    out.extend(((gi, k, j), x) for j, x in enumerate(v))
-        return out
+                    hypers.append(((gi, k, None), v))
+                elif isinstance(v, tuple) and v and all(map(_is_number, v)):
+                    hypers.extend(((gi, k, j), x) for j, x in enumerate(v))
+                else:
+                    other.append((gi, k, v))
+        return hypers, tuple(other)
 
-    def _structure(self, params):
+    def _signature(self, params, with_grads=True):
+        """(structure, hyper-parameter args) of a call. The structure: which state dict, group
+        sizes, which parameters have a grad (with_grads), each parameter's state keys, the
+        non-numeric options. Hyper args: see _hyper_args."""
         opt = self.opt
         state = opt.state
         if all(id(s) != id(state) for s in self._states_seen):
             self._states_seen.append(state)
-        other = tuple((gi, k, v) for gi, g in enumerate(opt.param_groups) for k, v in sorted(g.items())
-                      if k != "params" and not _is_number(v)
-                      and not (isinstance(v, tuple) and v and all(_is_number(x) for x in v)))
-        return (id(state), tuple(len(g["params"]) for g in opt.param_groups),
-                tuple(p.grad is not None for p in params),
-                tuple(tuple(sorted(state[p])) if p in state else () for p in params), other)
+        hypers, other = self._scan()
+        get = state.get
+        struct = (id(state), tuple([len(g["params"]) for g in opt.param_groups]),
+                  tuple([p.grad is not None for p in params]) if with_grads else (),
+                  tuple([tuple(get(p, ())) for p in params]), other)
+        return struct, self._hyper_args(hypers)
 
-    def _hyper_args(self):
+    def _structure(self, params):
+        return self._signature(params)[0]
+
+    def _hyper_args(self, hypers=None):
         """(values, outcomes, names, baked): the hyper-parameter part of a compiled call."""
-        hypers = self._hypers()
+        if hypers is None:
+            hypers = self._scan()[0]
         names = tuple(n for n, _ in hypers)
-        baked = {n for n, t in self._tests.items() if any(op == "value" for op, _ in t)}
+        tests = self._tests
+        baked = {n for n, t in tests.items() if any(op == "value" for op, _ in t)}
         values = [self._hyper_tensor(n, v) for n, v in hypers if n not in baked]
         outcomes = tuple((n, op, o, v if op == "value" else _TESTS[op](v, o))
-                         for n, v in hypers for op, o in sorted(self._tests.get(n, ()), key=repr))
+                         for n, v in hypers if n in tests for op, o in sorted(tests[n], key=repr))
         return values, outcomes, names, tuple(sorted(baked, key=repr))
 
     def _hyper_tensor(self, name, v):
@@ -190,13 +205,12 @@ class CompiledOptimizer:
     def step(self, closure=None):
         loss = _closure_loss(closure)
         params = self._params()
-        struct = self._structure(params)
+        struct, (values, outcomes, names, baked) = self._signature(params)
         if struct not in self._settled:  # e.g. the first step creates the state: eager
             type(self.opt).step(self.opt)
             if self._structure(params) == struct:
                 self._settled.add(struct)
             return loss
-        values, outcomes, names, baked = self._hyper_args()
         grads = [p.grad for p in params]
         n_tests = self._n_tests()
         with lucid.no_grad():  # the update is not differentiated (as in the eager step)
