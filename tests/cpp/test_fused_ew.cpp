@@ -184,6 +184,46 @@ TEST(EwGroup, AssignedValueIsAGroupOutput) {
       "}\n");
 }
 
+TEST(EwGroup, ScalarLeavesShareOneGroupAndCastsJoin) {
+  // Two optimizer-like step counts (state + 1, cast to float64, beta^step), unrelated but both
+  // computed from inputs, states and constants only: one group of their own, with the casts in
+  // it. The 0-d Mul also reads the Sum, so it is not a leaf and stays out.
+  check_pass(
+      "graph(%0: float32[4] input, %1: float64[] input, %2: float32[] state, %3: float32[] state, %4: int64[] scalar=1) {\n"
+      "  %5 = Add(%2, %4) : float32[]\n"
+      "  %6 = Copy(%5) {dtype=float64} : float64[]\n"
+      "  %7 = Pow(%1, %6) : float64[]\n"
+      "  %8 = Sum(%0) {dims=[0], keepdim=false} : float32[]\n"
+      "  %9 = Add(%3, %4) : float32[]\n"
+      "  %10 = Copy(%9) {dtype=float64} : float64[]\n"
+      "  %11 = Pow(%1, %10) : float64[]\n"
+      "  %12 = Mul(%8, %7) : float64[]\n"
+      "  %13 = Mul(%0, %11) : float32[4]\n"
+      "  assign %2 <- %5\n"
+      "  assign %3 <- %9\n"
+      "  return (%12, %13)\n"
+      "}\n",
+      "graph(%0: float32[4] input, %1: float64[] input, %2: float32[] state, %3: float32[] state, %4: int64[] scalar=1) {\n"
+      "  %5, %6, %7, %8 = FusedElementwise(%2, %4, %1, %3) : float32[], float64[], float32[], float64[] {\n"
+      "    graph(%0: float32[] input, %1: int64[] input, %2: float64[] input, %3: float32[] input) {\n"
+      "      %4 = Add(%0, %1) : float32[]\n"
+      "      %5 = Copy(%4) {dtype=float64} : float64[]\n"
+      "      %6 = Pow(%2, %5) : float64[]\n"
+      "      %7 = Add(%3, %1) : float32[]\n"
+      "      %8 = Copy(%7) {dtype=float64} : float64[]\n"
+      "      %9 = Pow(%2, %8) : float64[]\n"
+      "      return (%4, %6, %7, %9)\n"
+      "    }\n"
+      "  }\n"
+      "  %9 = Sum(%0) {dims=[0], keepdim=false} : float32[]\n"
+      "  %10 = Mul(%9, %6) : float64[]\n"
+      "  %11 = Mul(%0, %8) : float32[4]\n"
+      "  assign %2 <- %5\n"
+      "  assign %3 <- %7\n"
+      "  return (%10, %11)\n"
+      "}\n");
+}
+
 TEST(EwGroup, DifferentShapesDoNotGroup) {
   const char* g =
       "graph(%0: float32[3] input, %1: float32[2,3] input) {\n"
@@ -481,4 +521,18 @@ TEST(BlockInterpreter, InPlaceInputIsCopiedOnlyWhenWrittenBeforeItsLastRead) {
     run_fused(prog, {x2, y2}, outs);
     for (int j = 0; j < 3; ++j) expect_bit_equal(outs[j], want[j], str("output ", j, " with output ", k, " in place"));
   }
+}
+
+TEST(BlockInterpreter, CastsInsideAGroup) {
+  // Copy (a dtype cast) inside a group, as an intermediate and as an output, from float32,
+  // int64 and bool: the eager kernel's conversion rules, bit for bit.
+  TensorList in = {random_tensor({37, 41}, DType::Float32), random_tensor({41}, DType::Int64),
+                   random_tensor({37, 41}, DType::Bool)};
+  check_block_interpreter(in, [](const TensorList& x) {
+    Tensor d = cast(mul(x[0], scalar_tensor(3.0)), DType::Float64);    // float32 -> float64
+    Tensor e = add(d, cast(x[1], DType::Float64));                      // int64 -> float64
+    Tensor f = cast(mul(e, cast(x[2], DType::Float64)), DType::Float32);  // bool -> float64, back to float32
+    Tensor h = cast(f, DType::Int32);                                   // float32 -> int32 (truncation)
+    return TensorList{f, cast(e, DType::Float16), h};
+  });
 }

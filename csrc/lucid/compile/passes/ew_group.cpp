@@ -10,7 +10,9 @@
 // counted as one node) back into the group, which would leave no order to run them in. A value
 // read outside its group, a graph output or an assigned value becomes a group output; groups of
 // one node stay as they are. The new graph lists nodes and groups in a topological order that
-// keeps the original one where it can (each group placed by its first member).
+// keeps the original one where it can (each group placed by its first member). Copy (a dtype
+// cast) joins groups too. 0-d nodes that depend only on inputs, states, constants and each other
+// form one group of their own however unrelated they are (see Grouping).
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -23,7 +25,10 @@ namespace lucid::ir {
 namespace {
 
 bool fusable(const Graph& g, const Node& n) {
-  if (n.body || n.outputs.size() != 1 || op_def(n.op).lowering != Lowering::Elementwise) return false;
+  if (n.body || n.outputs.size() != 1) return false;
+  if (n.op == OpId::Copy)  // a cast: the block interpreter converts with the eager kernel's rules
+    return n.inputs.size() == 1 && n.inputs[0] >= 0 && g.value(n.inputs[0]).shape == g.value(n.outputs[0]).shape;
+  if (op_def(n.op).lowering != Lowering::Elementwise) return false;
   TensorList ins;
   for (int in : n.inputs) {
     if (in < 0) return false;
@@ -38,15 +43,39 @@ class Grouping {
   explicit Grouping(const Graph& g) : g_(g), users_(value_users(g)), group_(g.nodes().size(), -1),
                                       mark_(g.nodes().size(), 0), member_(g.nodes().size(), 0) {
     const auto& nodes = g.nodes();
+    // Scalar leaves: 0-d fusable nodes computed from inputs, states, constants and each other
+    // only (an optimizer's step counts and bias corrections, one chain per parameter). They
+    // share one group however unrelated: nothing outside reaches into it, so it runs first as a
+    // single instruction instead of a few tiny ones per parameter.
+    std::vector<char> leaf(nodes.size(), 0);
+    std::vector<int> leaves;
     for (int n = 0; n < static_cast<int>(nodes.size()); ++n) {
-      if (!fusable(g, nodes[n])) continue;
+      if (!fusable(g, nodes[n]) || !g.value(nodes[n].outputs[0]).shape.empty()) continue;
+      bool ok = true;
+      for (int in : nodes[n].inputs) {
+        const Value& v = g.value(in);
+        ok = ok && (v.kind != ValueKind::Node || leaf[v.producer]);
+      }
+      if (ok) {
+        leaf[n] = 1;
+        leaves.push_back(n);
+      }
+    }
+    int leaf_group = -1;
+    if (leaves.size() > 1) {
+      leaf_group = static_cast<int>(members_.size());
+      for (int x : leaves) group_[x] = leaf_group;
+      members_.push_back(leaves);
+    }
+    for (int n = 0; n < static_cast<int>(nodes.size()); ++n) {
+      if (!fusable(g, nodes[n]) || leaf[n]) continue;
       const Shape& shape = g.value(nodes[n].outputs[0]).shape;
       std::vector<int> cand;  // producers' groups of the same shape, in input order
       for (int in : nodes[n].inputs) {
         const Value& v = g.value(in);
         if (v.kind != ValueKind::Node) continue;
         int gp = group_[v.producer];
-        if (gp >= 0 && v.shape == shape &&
+        if (gp >= 0 && gp != leaf_group && v.shape == shape &&
             std::find(cand.begin(), cand.end(), gp) == cand.end())
           cand.push_back(gp);
       }

@@ -135,6 +135,18 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     const OpDef& def = op_def(n.op);
     LUCID_CHECK(n.outputs.size() == 1 && body.value(n.outputs[0]).shape == shape, Error, me, ": ", def.api_name,
                 " must give one output of the iteration shape");
+    if (n.op == OpId::Copy) {  // a dtype conversion (cast): copy_into's rules, as the eager kernel
+      const ir::Value &iv = body.value(n.inputs.at(0)), &ov = body.value(n.outputs[0]);
+      LUCID_CHECK(iv.shape == shape, Error, me, ": Copy must read a value of the iteration shape");
+      Step s{SK::Cast};
+      s.src[0] = operand(n.inputs[0], iv.dtype);
+      s.dst = new_operand(ov.dtype, output_of[n.outputs[0]]);
+      s.convert = convert_fn(ov.dtype, iv.dtype);
+      have[{n.outputs[0], ov.dtype}] = s.dst;
+      proxy[n.outputs[0]] = ew_stand_in(ov, false);
+      rest.push_back(s);
+      continue;
+    }
     TensorList ins;
     for (int in : n.inputs) ins.push_back(in >= 0 ? proxy[in] : Tensor());
     int out = n.outputs[0];
@@ -171,7 +183,7 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
         bool direct = inputs[st.input].dtype == operands[st.dst].dtype;  // else converted here
         int at = direct ? read_at[st.dst] : static_cast<int>(i);
         input_last_read[st.input] = std::max(input_last_read[st.input], at);
-      } else if (st.kind == SK::Op && operands[st.dst].output >= 0) {
+      } else if (st.kind != SK::Load && operands[st.dst].output >= 0) {
         output_write[operands[st.dst].output] = static_cast<int>(i);
       }
     }
@@ -377,11 +389,13 @@ void run_fused(const FusedProgram& p, const TensorList& inputs, const TensorList
             }
             continue;
           }
-          case SK::Cast:
-            s.convert(ptr[s.src[0]], str[s.src[0]], reg, n);
-            ptr[s.dst] = reg;
+          case SK::Cast: {
+            char* dst = od.output >= 0 ? static_cast<char*>(outputs[od.output].data_ptr()) + b * osz : reg;
+            s.convert(ptr[s.src[0]], str[s.src[0]], dst, n);
+            ptr[s.dst] = dst;
             str[s.dst] = osz;
             continue;
+          }
           case SK::Op: {
             char* pp[4];
             int64_t ss[4];
