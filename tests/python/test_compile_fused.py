@@ -123,16 +123,33 @@ def test_memory_counters_follow_allocations():
     lucid.reset_peak_memory_stats()
     before = lucid.memory_allocated()
     assert lucid.max_memory_allocated() == before
-    t = lucid.empty(1000, 1000)
-    assert lucid.memory_allocated() - before == 4_000_000  # rounded up to 64 bytes: already a multiple
+    t = lucid.empty(1024, 1024)  # 4 MiB: a size class of its own
+    assert lucid.memory_allocated() - before == 4 * 2**20
     del t
     assert lucid.memory_allocated() == before
-    assert lucid.max_memory_allocated() == before + 4_000_000
+    assert lucid.max_memory_allocated() == before + 4 * 2**20
     lucid.reset_peak_memory_stats()
     assert lucid.max_memory_allocated() == before
+    u = lucid.empty(1000, 1000)  # 4,000,000 bytes: rounded up to the 4 MiB class (classes are <= 25% apart)
+    assert lucid.memory_allocated() - before == 4 * 2**20
+    del u
     wrapped = lucid.from_numpy(np.zeros((1000, 1000), np.float32))  # NumPy's memory: not lucid's
     assert lucid.memory_allocated() == before
     del wrapped
+
+
+def test_freed_buffers_are_reused_and_empty_cache_frees_them():
+    gc.collect()
+    lucid.empty_cache()
+    a = lucid.empty(300, 1000)
+    ptr = a.data_ptr()
+    del a
+    assert lucid.memory_cached() >= 1_200_000
+    b = lucid.empty(1000, 300)  # the same size class: the same buffer
+    assert b.data_ptr() == ptr
+    del b
+    assert lucid.empty_cache() >= 1_200_000
+    assert lucid.memory_cached() == 0
 
 
 def _step_peak(build, shape, opt_name, fused):

@@ -26,8 +26,12 @@ struct Storage {
 // Bytes held by the buffers lucid allocated (Storage::allocate: tensors, compiled executables'
 // arenas), not those it wraps (NumPy, DLPack). For memory tests and tools; as
 // torch.cuda.memory_allocated / max_memory_allocated / reset_peak_memory_stats.
+// Sizes are those of the buffers held (rounded up to a size class, see storage.cpp).
 int64_t memory_allocated();
 int64_t max_memory_allocated();
 void reset_peak_memory_stats();  // the peak restarts from the current value
+// Freed buffers kept for reuse (storage.cpp): their bytes, and freeing them (returns the bytes).
+int64_t memory_cached();
+int64_t empty_cache();
 
 }  // namespace lucid
