@@ -61,7 +61,7 @@ class FusedStep:
         wrt = [p for p in params if p.requires_grad]
         _C._set_grads(wrt, None)  # last step's gradients go before this step's are made (set_to_none)
         with lucid.no_grad():
-            loss, grads = self._cm(args, values, outcomes, struct, names, baked)
+            loss, grads = self._cm(args, values, self._copt._signature_id(struct, outcomes, names, baked))
         if self._copt._n_tests() != n_tests:
             self._cm.clear_cache()
         if self.keep_grads:
@@ -100,7 +100,8 @@ class FusedStep:
                 p.grad = None
         return loss.detach()
 
-    def _traced(self, args, values, outcomes, struct, names, baked):
+    def _traced(self, args, values, sid):
+        names, baked = self._copt._sigs[sid][2:]
         loss, _, grads = self._forward_backward(args)
         with lucid.no_grad(), self._copt._substituted(values, names, baked):
             type(self.optimizer).step(self.optimizer)

@@ -106,6 +106,8 @@ class CompiledOptimizer:
         self._hyper_inputs = {}  # hyper-parameter name -> [0-d float64 tensor, the value it holds]
         self._settled = set()   # structures whose step leaves the structure unchanged
         self._states_seen = []  # every opt.state dict keyed so far (kept alive: their ids stay unique)
+        self._sig_ids, self._sigs = {}, []  # (structure, outcomes, names, baked) <-> small int
+        self._hyper_memo = None  # (hypers, number of tests, hyper args) of the last call
         self._cm = CompiledModule(self._traced_step, strict=strict)
 
     # the wrapped optimizer's API
@@ -170,7 +172,21 @@ class CompiledOptimizer:
         struct = (id(state), tuple([len(g["params"]) for g in opt.param_groups]),
                   tuple([p.grad is not None for p in params]) if with_grads else (),
                   tuple([tuple(get(p, ())) for p in params]), other)
-        return struct, self._hyper_args(hypers)
+        # The hyper args change only with a hyper-parameter's value or a newly recorded test.
+        n_tests, memo = self._n_tests(), self._hyper_memo
+        if memo is None or memo[1] != n_tests or memo[0] != hypers:
+            memo = self._hyper_memo = (hypers, n_tests, self._hyper_args(hypers))
+        return struct, memo[2]
+
+    def _signature_id(self, struct, outcomes, names, baked):
+        """A small int standing for (structure, test outcomes, names, baked): compiled calls are
+        keyed by it, cheap to hash, instead of by the nested tuples themselves."""
+        sig = (struct, outcomes, names, baked)
+        sid = self._sig_ids.get(sig)
+        if sid is None:
+            sid = self._sig_ids[sig] = len(self._sigs)
+            self._sigs.append(sig)
+        return sid
 
     def _structure(self, params):
         return self._signature(params)[0]
@@ -214,16 +230,18 @@ class CompiledOptimizer:
         grads = [p.grad for p in params]
         n_tests = self._n_tests()
         with lucid.no_grad():  # the update is not differentiated (as in the eager step)
-            self._cm(grads, values, outcomes, struct, names, baked)
+            self._cm(grads, values, self._signature_id(struct, outcomes, names, baked))
         if self._n_tests() != n_tests:
             # This trace met new control flow on a hyper-parameter: its entry is keyed without
             # that test's outcome; drop it so the next call keys on it.
             self._cm.clear_cache()
         return loss
 
-    def _traced_step(self, grads, values, outcomes, struct, names, baked):
+    def _traced_step(self, grads, values, sid):
         """Runs the optimizer's step with tensor hyper-parameters (while tracing, or eagerly on a
-        fallback). The grads are the parameters' own .grad tensors (inputs of the graph)."""
+        fallback). The grads are the parameters' own .grad tensors (inputs of the graph); sid
+        names the structure and hyper-parameter names (_signature_id)."""
+        names, baked = self._sigs[sid][2:]
         with self._substituted(values, names, baked):
             type(self.opt).step(self.opt)
         return None
