@@ -240,6 +240,25 @@ def test_max_pool_large_random_vs_torch():
     _close(x.grad, tx.grad, 1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k,s,cm", [(2, 2, False), (3, 2, False), (3, 1, False), (2, 3, True), ((2, 3), (1, 2), False)])
+def test_max_pool_without_padding_ties_and_nan_vs_torch(k, s, cm, dtype):
+    # No padding and every window inside the plane: the row-vectorised path. Ties (values rounded
+    # to a few levels) pick the first maximum in window order, a NaN wins its window; indices,
+    # values and gradients must equal torch's.
+    x = np.round(RNG.standard_normal((2, 5, 13, 12)) * 2).astype(dtype)
+    x.reshape(-1)[RNG.choice(x.size, 9, replace=False)] = np.nan
+    lx, tx = lucid.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    lo, li = lucid.max_pool2d(lx, k, stride=s, ceil_mode=cm, return_indices=True)
+    to, ti = F.max_pool2d(tx, k, stride=s, ceil_mode=cm, return_indices=True)
+    np.testing.assert_array_equal(li.numpy(), ti.numpy())
+    np.testing.assert_array_equal(lo.detach().numpy(), to.detach().numpy())  # NaN positions too
+    g = RNG.standard_normal(tuple(to.shape)).astype(dtype)
+    (lo * lucid.tensor(g)).sum().backward()
+    (to * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_array_equal(lx.grad.numpy(), tx.grad.numpy())
+
+
 # ---- seeded random sweeps against torch (forward and first-order grads) --------------------
 def _fwd_bwd(lfn, tfn, arrays, tol):
     ls = [lucid.tensor(a) for a in arrays]

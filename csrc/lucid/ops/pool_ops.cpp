@@ -96,30 +96,73 @@ void max_pool_kernel(const Tensor& x, const Tensor& out, const Tensor& idx, cons
   const T* X = x.data<T>();
   T* O = out.data<T>();
   int64_t* I = idx.data<int64_t>();
-  for_planes(g, g.OH * g.OW * k[0] * k[1], [&](int64_t pl) {
-    const T* xp = X + pl * g.H * g.W;
-    for (int64_t oh = 0; oh < g.OH; ++oh) {
-      int64_t h0 = oh * s[0] - p[0], h1 = std::min(h0 + (k[0] - 1) * d[0] + 1, g.H);
-      while (h0 < 0) h0 += d[0];
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        int64_t w0 = ow * s[1] - p[1], w1 = std::min(w0 + (k[1] - 1) * d[1] + 1, g.W);
-        while (w0 < 0) w0 += d[1];
-        int64_t mi = h0 * g.W + w0;
-        float mv = -std::numeric_limits<float>::infinity();
-        double mvd = -std::numeric_limits<double>::infinity();
-        for (int64_t h = h0; h < h1; h += d[0])
-          for (int64_t w = w0; w < w1; w += d[1]) {
-            if constexpr (std::is_same_v<T, double>) {
-              double v = xp[h * g.W + w];
-              if (v > mvd || std::isnan(v)) { mvd = v; mi = h * g.W + w; }
-            } else {
-              float v = static_cast<float>(xp[h * g.W + w]);
-              if (v > mv || std::isnan(v)) { mv = v; mi = h * g.W + w; }
+  // Locals, not the attribute vectors: the loops below then keep them in registers (the stores
+  // to O and I could alias the vectors' heap storage as far as the compiler knows).
+  const int64_t kh = k[0], kw = k[1], sh = s[0], sw = s[1], ph = p[0], pw = p[1], dh = d[0], dw = d[1];
+  const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;  // float for 16-bit floats
+  const bool fast = dh == 1 && dw == 1 && ph == 0 && pw == 0 && (OH - 1) * sh + kh <= H && (OW - 1) * sw + kw <= W;
+  for_planes(g, OH * OW * kh * kw, [&](int64_t pl) {
+    const T* __restrict xp = X + pl * H * W;
+    T* __restrict op = O + pl * OH * OW;
+    int64_t* __restrict ip = I + pl * OH * OW;
+    if (fast) {
+      // Every window inside the plane, no dilation: for each output row, walk the window
+      // positions in the general path's order (rows, then columns) with the output column
+      // innermost, so the compare-and-select runs over whole rows (vector selects, no branches:
+      // which element wins is a coin flip on real data, which branch prediction loses).
+      thread_local std::vector<C> mv;
+      thread_local std::vector<int64_t> mi;
+      mv.resize(OW);
+      mi.resize(OW);
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        C* __restrict m = mv.data();
+        int64_t* __restrict ix = mi.data();
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          m[ow] = -std::numeric_limits<C>::infinity();
+          ix[ow] = oh * sh * W + ow * sw;
+        }
+        const int64_t ow_n = OW, step = sw;  // locals: the stores below can't alias them
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t base = (oh * sh + i) * W + j;
+            const T* __restrict row = xp + base;
+            for (int64_t ow = 0; ow < ow_n; ++ow) {
+              const C v = static_cast<C>(row[ow * step]);
+              const C cur = m[ow];
+              const bool take = (v > cur) | (v != v);  // NaN propagates, as in PyTorch
+              m[ow] = take ? v : cur;
+              const int64_t at = base + ow * step, was = ix[ow];
+              ix[ow] = take ? at : was;
             }
           }
-        int64_t o = (pl * g.OH + oh) * g.OW + ow;
-        if constexpr (std::is_same_v<T, double>) O[o] = mvd; else O[o] = static_cast<T>(mv);
-        I[o] = mi;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          op[oh * OW + ow] = static_cast<T>(m[ow]);
+          ip[oh * OW + ow] = ix[ow];
+        }
+      }
+      return;
+    }
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      int64_t h0 = oh * sh - ph;
+      const int64_t h1 = std::min(h0 + (kh - 1) * dh + 1, H);
+      while (h0 < 0) h0 += dh;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t w0 = ow * sw - pw;
+        const int64_t w1 = std::min(w0 + (kw - 1) * dw + 1, W);
+        while (w0 < 0) w0 += dw;
+        int64_t mi = h0 * W + w0;
+        C mv = -std::numeric_limits<C>::infinity();
+        for (int64_t h = h0; h < h1; h += dh)
+          for (int64_t w = w0; w < w1; w += dw) {
+            const C v = static_cast<C>(xp[h * W + w]);
+            if (v > mv || v != v) {  // NaN propagates, as in PyTorch
+              mv = v;
+              mi = h * W + w;
+            }
+          }
+        op[oh * OW + ow] = static_cast<T>(mv);
+        ip[oh * OW + ow] = mi;
       }
     }
   });
