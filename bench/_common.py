@@ -29,6 +29,37 @@ def timeit(fn, *, min_time=0.2, repeats=7, warmup=3):
     return statistics.median(samples)
 
 
+def timeit_interleaved(fns, *, rounds=15, burst=0.04, warmup=5):
+    """Median seconds per call of each fn in `fns` ({name: fn}), measured in `rounds` rounds that
+    each time every fn for a burst of about `burst` seconds, in an order rotated every round. A
+    slow phase of the machine, or another runtime's threads still spinning after the previous
+    fn, then hits every column alike instead of whichever ran at that moment."""
+    names = list(fns)
+    n = {}
+    for k in names:
+        for _ in range(warmup):
+            fns[k]()
+        reps = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fns[k]()
+            if time.perf_counter() - t0 >= burst / 2 or reps >= 1 << 20:
+                break
+            reps *= 2
+        n[k] = reps
+    samples = {k: [] for k in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for k in order:
+            fn, reps = fns[k], n[k]
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            samples[k].append((time.perf_counter() - t0) / reps)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
 def environment():
     info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
             "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}

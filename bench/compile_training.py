@@ -16,8 +16,9 @@ and its weights copied into lucid; the jax twin is a pure function over the same
                mean over the sequence, linear head; batch 8, sequence 16, AdamW(lr 1e-3, wd 0.01)
 All use cross-entropy over 10 classes.
 
-Columns (seconds per step, median of repeats, warm-up steps excluded, including each variant's
-first compiled steps):
+Columns (seconds per step; every column is built and checked first, then all are timed in 15
+interleaved rounds of ~50 ms bursts, in an order rotated every round, and each column reports
+its median burst; warm-up steps, including each variant's first compiled steps, are excluded):
   lucid eager         opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
   compile_optimizer   the same with lucid.compile.compile_optimizer(opt)
   make_step           loss = lucid.compile.make_step(model, loss_fn)(x, y); loss.backward(); opt.step()
@@ -58,7 +59,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 import lucid  # noqa: E402
-from _common import fmt_ms as _ms, fmt_ratio as _ratio, print_table, timeit, write_json  # noqa: E402
+from _common import fmt_ms as _ms, fmt_ratio as _ratio, print_table, timeit_interleaved, write_json  # noqa: E402
 
 jax = jnp = optax = None
 JAX_MISSING = ""
@@ -362,7 +363,7 @@ COLUMNS = LUCID_MODES + ("torch eager", "torch.compile", "jax.jit")
 
 def bench_problem(name, timing):
     prob = Problem(name)
-    r, notes, checked = {}, [], {}
+    r, notes, checked, steps = {}, [], {}, {}
     for col in COLUMNS:
         try:
             if col in LUCID_MODES:
@@ -385,10 +386,17 @@ def bench_problem(name, timing):
                 if err > tol:
                     notes.append(f"{col} MISMATCH vs {ref} after {CHECK_STEPS} steps "
                                  f"(rel err {err:.2g} > {tol:g}, worst: {worst})")
-            r[col] = timeit(step, **timing)
+            steps[col] = step
         except Exception as e:  # noqa: BLE001  (reported in the table and notes)
             r[col] = _error(e)
             notes.append(f"{col}: {r[col]}")
+    # Every column built and checked: time them in interleaved rounds (see timeit_interleaved).
+    try:
+        r.update(timeit_interleaved(steps, **timing))
+    except Exception as e:  # noqa: BLE001
+        for col in steps:
+            r[col] = _error(e)
+        notes.append(f"timing: {_error(e)}")
     r["notes"] = notes
     return r
 
@@ -408,7 +416,7 @@ def main():
         lucid.set_num_threads(args.threads)
         torch.set_num_threads(args.threads)
     _import_jax(args.threads)
-    timing = dict(min_time=0.03, repeats=3, warmup=3) if args.quick else dict(min_time=0.5, repeats=7, warmup=5)
+    timing = dict(rounds=3, burst=0.01, warmup=3) if args.quick else dict(rounds=15, burst=0.05, warmup=5)
 
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE') or 'unset'}  "
           f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE') or 'unset'}  "

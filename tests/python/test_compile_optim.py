@@ -85,6 +85,22 @@ def test_compiled_optimizer_matches_eager_for_100_steps(name, model):
     assert info["eager_only"] == {} and info["entries"] == 1 and info["hits"] >= 90
 
 
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_compiled_optimizer_with_a_scheduler_matches_eager_for_100_steps(name, model):
+    # The learning rate changes every step (cosine annealing): read at run time, no recompile.
+    build, shape = MODELS[model]
+    m, ref = twins(build)
+    copt = lucid.compile.compile_optimizer(OPTIMIZERS[name](m.parameters()), strict=True)
+    eopt = OPTIMIZERS[name](ref.parameters())
+    train(m, copt, shape, 100, optim.lr_scheduler.CosineAnnealingLR(copt.opt, 100))
+    train(ref, eopt, shape, 100, optim.lr_scheduler.CosineAnnealingLR(eopt, 100))
+    assert_params_close(m, ref)
+    assert copt.param_groups[0]["lr"] == eopt.param_groups[0]["lr"]
+    info = copt.cache_info()
+    assert info["eager_only"] == {} and info["entries"] == 1 and info["hits"] >= 90
+
+
 @pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw", "rmsprop", "nadam"])
 @pytest.mark.parametrize("sched", ["step", "cosine", "onecycle"])
 def test_schedulers_take_effect_without_recompiling(name, sched):
