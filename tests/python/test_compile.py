@@ -624,6 +624,23 @@ def test_final_values_are_written_into_their_targets_unless_fed_tensors_share_me
     check(flat[:16].reshape(4, 4), flat[16:].reshape(4, 4))
 
 
+def test_views_of_intermediates_are_made_once_but_reshape_copies_every_call():
+    # Views of arena values are made once per arena frame (their layout never changes); a
+    # Reshape that has to copy (of a transposed intermediate) must still run at every call, or
+    # later calls would read the first call's data (found by the model tests).
+    def f(x):
+        a = (x @ x).relu()
+        t = a.t()                   # a view of an arena value: made once
+        flat = t.reshape(-1)        # not viewable: a copy, every call
+        return (flat * 2).sum() + a[1:3].sum()
+
+    cf = lucid.compile(f, strict=True)
+    for k in range(4):
+        x = lucid.randn(6, 6) + k
+        close(cf(x), f(x), rtol=1e-5, atol=1e-5)
+    assert cf.cache_info()["entries"] == 1
+
+
 def test_elementwise_chain_is_fused_and_equal():
     def fn(x, b):
         return ((x * 2.0 + b).sigmoid() * x - 1.0).abs()

@@ -36,6 +36,11 @@ ir::MemoryPlan eager_plan(const ir::Graph& g) {
 
 Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)), plan_(std::move(plan)) {
   LUCID_CHECK(plan_.offset.size() == graph_.values().size(), Error, "Executable: the memory plan does not match the graph");
+  // Values that are the same tensor at every call of a frame: arena slots, constants, and views
+  // of those (a view's layout depends only on its base's, so it is made once per frame).
+  fixed_.assign(graph_.values().size(), 0);
+  for (size_t id = 0; id < fixed_.size(); ++id)
+    fixed_[id] = plan_.offset[id] >= 0 || graph_.value(static_cast<int>(id)).kind == ValueKind::Const;
   for (const ir::Node& n : graph_.nodes()) {
     Instr in{Kind::Kernel, &n};
     const OpDef& def = op_def(n.op);
@@ -45,6 +50,10 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
     } else if (def.view) {
       in.kind = Kind::View;
       in.view = def.view;
+      in.static_view = true;  // tentatively; confirmed below (a Reshape may have to copy)
+      for (int i : n.inputs) in.static_view = in.static_view && (i < 0 || fixed_[i]);
+      if (in.static_view)
+        for (int o : n.outputs) fixed_[o] = 1;
     } else {
       LUCID_CHECK(def.cpu_kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
       in.kernel = def.cpu_kernel;
@@ -63,6 +72,7 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
       }
     instrs_.push_back(std::move(in));
   }
+  confirm_static_views();
   // Only the last write to each target matters (the runtime writes after all nodes ran).
   std::vector<bool> seen(graph_.values().size(), false);
   for (auto it = graph_.assigns().rbegin(); it != graph_.assigns().rend(); ++it)
@@ -82,6 +92,50 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
 
 Executable::~Executable() { delete hot_.exchange(nullptr); }
 
+// A view function may copy (Reshape of a layout it can't view): such a result holds the data of
+// the moment it was made, so it must be made at every call. Runs the tentatively static views once
+// over a scratch arena and keeps static only those whose results alias their base; a view of a
+// demoted one is demoted too (its base changes per call).
+void Executable::confirm_static_views() {
+  std::fill(fixed_.begin(), fixed_.end(), 0);
+  std::vector<Tensor> slot(graph_.values().size());
+  std::shared_ptr<Storage> arena =
+      plan_.arena_bytes > 0 ? Storage::allocate(static_cast<size_t>(plan_.arena_bytes)) : nullptr;
+  for (size_t id = 0; id < slot.size(); ++id) {
+    const ir::Value& v = graph_.value(static_cast<int>(id));
+    if (plan_.offset[id] >= 0) {
+      auto impl = std::make_shared<TensorImpl>();
+      impl->storage = Storage::wrap(static_cast<char*>(arena->data) + plan_.offset[id],
+                                    static_cast<size_t>(numel_of(v.shape)) * itemsize(v.dtype), arena);
+      impl->shape = v.shape;
+      impl->strides = contiguous_strides(v.shape);
+      impl->dtype = v.dtype;
+      slot[id] = Tensor(std::move(impl));
+      fixed_[id] = 1;
+    } else if (v.kind == ValueKind::Const) {
+      slot[id] = graph_.const_data(v.slot);
+      fixed_[id] = 1;
+    }
+  }
+  for (Instr& in : instrs_) {
+    if (!in.static_view) continue;
+    const ir::Node& n = *in.node;
+    bool ok = true;
+    TensorList ins;
+    for (int i : n.inputs) {
+      ok = ok && (i < 0 || fixed_[i]);
+      ins.push_back(i < 0 ? Tensor() : slot[i]);
+    }
+    if (ok) {
+      TensorList r = in.view(ins, n.attrs);
+      for (const Tensor& t : r) ok = ok && t.impl()->storage == ins.at(0).impl()->storage;
+      for (size_t j = 0; ok && j < n.outputs.size(); ++j) slot[n.outputs[j]] = r[j];
+    }
+    in.static_view = ok;
+    for (int o : n.outputs) fixed_[o] = ok;
+  }
+}
+
 std::unique_ptr<Executable::Frame> Executable::make_frame() const {
   auto f = std::make_unique<Frame>();
   const auto& vals = graph_.values();
@@ -100,9 +154,16 @@ std::unique_ptr<Executable::Frame> Executable::make_frame() const {
       f->slots[id] = Tensor(std::move(impl));
     } else if (v.kind == ValueKind::Const) {
       f->slots[id] = graph_.const_data(v.slot);
-    } else {
+    } else if (!fixed_[id]) {
       f->transient.push_back(static_cast<int>(id));
     }
+  }
+  for (const Instr& in : instrs_) {  // static views, in order (a view of a view needs its base first)
+    if (!in.static_view) continue;
+    TensorList ins;
+    for (int i : in.node->inputs) ins.push_back(i < 0 ? Tensor() : f->slots[i]);
+    TensorList r = in.view(ins, in.node->attrs);
+    for (size_t j = 0; j < in.node->outputs.size(); ++j) f->slots[in.node->outputs[j]] = std::move(r[j]);
   }
   for (const Instr& in : instrs_) {
     f->ins.emplace_back(in.node->inputs.size());
@@ -216,6 +277,7 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
   std::vector<std::pair<double, size_t>> prof;
   for (size_t k = 0; k < instrs_.size(); ++k) {
     const Instr& in = instrs_[k];
+    if (in.static_view) continue;  // made with the frame
     const ir::Node& n = *in.node;
     TensorList& ins = f->ins[k];
     auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

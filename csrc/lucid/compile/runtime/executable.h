@@ -55,12 +55,14 @@ class Executable {
     std::vector<int> fresh;  // outputs allocated per call (positions in node->outputs)
     std::vector<std::pair<int, int>> into;  // (output position, index in targets_): written into a target
     bool random = false;     // Lowering::Random: seed and offset filled in per call
+    bool static_view = false;  // a view of arena values or constants: made once per frame, skipped per call
   };
   struct Frame;
   std::unique_ptr<Frame> make_frame() const;
   std::unique_ptr<Frame> acquire() const;
   void release(std::unique_ptr<Frame> f) const;
   void check_feeds(const TensorList& inputs, const TensorList& states) const;
+  void confirm_static_views();
 
   ir::Graph graph_;
   ir::MemoryPlan plan_;
@@ -69,6 +71,7 @@ class Executable {
   std::vector<int> output_target_;         // per output: the target whose final value it is, or -1
   std::vector<int> targets_;               // value ids of the states/inputs written in place (plan kTarget)
   std::vector<bool> written_in_place_;     // per value id: planned kTarget
+  std::vector<char> fixed_;                // per value id: the same tensor every call of a frame (arena, constant, static view)
   mutable std::atomic<Frame*> hot_{nullptr};  // one frame ready without locking (the common case)
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Frame>> pool_;
