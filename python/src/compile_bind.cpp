@@ -663,6 +663,7 @@ LUCID_BINDER(compile) {
     st["fused_groups"] = r.stats.fused_groups;
     st["arena_bytes"] = r.exe->arena_bytes();
     st["in_place"] = r.exe->plan().in_place;
+    st["to_target"] = r.exe->plan().to_target;
     st["hash"] = r.hash;
     st["cache_hit"] = r.cache_hit;
     return nb::make_tuple(PyExecutable{r.exe}, st);
@@ -676,6 +677,7 @@ LUCID_BINDER(compile) {
     st["fused_groups"] = r.forward.stats.fused_groups + r.backward.stats.fused_groups;
     st["arena_bytes"] = r.forward.exe->arena_bytes() + r.backward.exe->arena_bytes();
     st["in_place"] = r.forward.exe->plan().in_place + r.backward.exe->plan().in_place;
+    st["to_target"] = r.forward.exe->plan().to_target + r.backward.exe->plan().to_target;
     st["hash"] = r.forward.hash;
     st["cache_hit"] = r.forward.cache_hit && r.backward.cache_hit;
     st["num_saved"] = r.num_saved;

@@ -310,9 +310,10 @@ class CompiledModule(_C._CompiledCore):
                            "stats": stats, "order": self._order}
         self._order += 1
         if log.isEnabledFor(logging.INFO):
-            log.info("compiled %s %s: nodes %d -> %d, fused groups %d, arena %d B, in-place %d, %.1f ms%s",
+            log.info("compiled %s %s: nodes %d -> %d, fused groups %d, arena %d B, in-place %d, "
+                     "written into state %d, %.1f ms%s",
                      type(self.model).__name__, descr, stats["nodes_before"], stats["nodes_after"],
-                     stats["fused_groups"], stats["arena_bytes"], stats["in_place"], ms,
+                     stats["fused_groups"], stats["arena_bytes"], stats["in_place"], stats.get("to_target", 0), ms,
                      " (executable cache hit)" if stats["cache_hit"] else "")
         return out
 
