@@ -690,16 +690,42 @@ LUCID_BINDER(compile) {
   m.def("_trim_executable_cache", &rt::trim_executable_cache);
   // fused_step's .grad bookkeeping in one call: grads None clears every .grad (freeing last
   // step's gradients before this step's are made, as zero_grad(set_to_none=True) does); else
-  // sets params[i].grad = grads[i].
-  m.def("_set_grads", [](nb::list params, nb::object grads) {
+  // sets params[i].grad = grads[offset + i].
+  m.def("_set_grads", [](nb::list params, nb::object grads, size_t offset) {
     const size_t n = params.size();
-    LUCID_CHECK(grads.is_none() || nb::len(grads) == n, ValueError, "_set_grads: ", n, " parameters, ",
-                nb::len(grads), " gradients");
+    LUCID_CHECK(grads.is_none() || nb::len(grads) == offset + n, ValueError, "_set_grads: ", n, " parameters, ",
+                grads.is_none() ? 0 : nb::len(grads) - offset, " gradients");
     for (size_t i = 0; i < n; ++i) {
       Tensor p = nb::cast<Tensor>(params[i]);
-      p.set_grad(grads.is_none() ? Tensor() : nb::cast<Tensor>(nb::handle(grads[i])));
+      nb::handle g = grads.is_none() ? nb::handle() : nb::handle(grads[offset + i]);
+      p.set_grad(!g.is_valid() || g.is_none() ? Tensor() : nb::cast<Tensor>(g));  // None: unused parameter
     }
-  }, nb::arg("params"), nb::arg("grads").none());
+  }, nb::arg("params"), nb::arg("grads").none(), nb::arg("offset") = 0);
+  // An optimizer's per-parameter structure for compile_optimizer/fused_step's signature, in one
+  // pass: (the keys of state[p] in order, or () when p has no state; p.requires_grad;
+  // p.grad is not None) for each parameter, as three tuples.
+  m.def("_param_structure", [](nb::list params, nb::dict state) {
+    const size_t n = params.size();
+    nb::tuple keys = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(n)));
+    nb::tuple rg = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(n)));
+    nb::tuple has = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(n)));
+    for (size_t i = 0; i < n; ++i) {
+      nb::handle p = params[i];
+      PyObject* st = PyDict_GetItemWithError(state.ptr(), p.ptr());  // borrowed; no defaultdict insert
+      if (!st && PyErr_Occurred()) throw nb::python_error();
+      PyObject* k = st && PyDict_Check(st) ? PySequence_Tuple(st) : PyTuple_New(0);
+      if (!k) throw nb::python_error();
+      PyTuple_SET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i), k);
+      const Tensor& t = nb::cast<const Tensor&>(p);
+      PyObject* r = t.requires_grad() ? Py_True : Py_False;
+      PyObject* g = t.grad().defined() ? Py_True : Py_False;
+      Py_INCREF(r);
+      Py_INCREF(g);
+      PyTuple_SET_ITEM(rg.ptr(), static_cast<Py_ssize_t>(i), r);
+      PyTuple_SET_ITEM(has.ptr(), static_cast<Py_ssize_t>(i), g);
+    }
+    return nb::make_tuple(keys, rg, has);
+  });
 
   nb::class_<CompiledCore>(m, "_CompiledCore", nb::type_slots(core_slots))
       .def(nb::init<nb::object>())

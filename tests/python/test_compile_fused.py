@@ -109,6 +109,31 @@ def test_keep_grads_false_and_frozen_parameters():
     assert_params_close(m, ref)
 
 
+class _WithUnused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(10, 24), nn.ReLU(), nn.Linear(24, 5))
+        self.unused = nn.Linear(3, 3)  # requires grad, never reached by the loss
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_parameters_without_a_gradient_are_skipped_as_in_eager():
+    # The unused layer gets no gradient: its .grad stays None and Adam leaves it (and creates no
+    # state for it), as the eager step does.
+    m, ref = twins(_WithUnused)
+    opt, eopt = optim.Adam(m.parameters(), lr=1e-2), optim.Adam(ref.parameters(), lr=1e-2)
+    u0 = m.unused.weight.detach().clone()
+    step = lucid.compile.fused_step(m, F.cross_entropy, opt, strict=True)
+    run(m, ref, step, eopt, (8, 10), 20)
+    assert_params_close(m, ref)
+    assert m.unused.weight.grad is None and ref.unused.weight.grad is None
+    assert rel_err(m.unused.weight, u0) == 0.0 and m.unused.weight not in opt.state
+    assert all(p.grad is not None for p in m.body.parameters())
+    assert step.cache_info()["entries"] == 1
+
+
 def test_new_batch_size_compiles_a_new_entry():
     m, ref = twins(lambda: nn.Sequential(nn.Linear(10, 24), nn.ReLU(), nn.Linear(24, 5)))
     step = lucid.compile.fused_step(m, F.cross_entropy, optim.Adam(m.parameters(), lr=1e-2))

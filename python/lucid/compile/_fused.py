@@ -45,7 +45,7 @@ class FusedStep:
         """(structure, hyper args): the optimizer's structure without which grads exist (fused_step
         makes them) plus which parameters require grad, and its hyper-parameter args."""
         struct, hyper = self._copt._signature(params, with_grads=False)
-        return (struct, tuple([p.requires_grad for p in params])), hyper
+        return (struct, self._copt._requires_grad), hyper
 
     def __call__(self, *args):
         if not args:
@@ -61,12 +61,12 @@ class FusedStep:
         wrt = [p for p in params if p.requires_grad]
         _C._set_grads(wrt, None)  # last step's gradients go before this step's are made (set_to_none)
         with lucid.no_grad():
-            loss, grads = self._cm(args, values, self._copt._signature_id(struct, outcomes, names, baked))
+            out = self._cm(args, values, self._copt._signature_id(struct, outcomes, names, baked))
         if self._copt._n_tests() != n_tests:
             self._cm.clear_cache()
         if self.keep_grads:
-            _C._set_grads(wrt, grads)
-        return loss
+            _C._set_grads(wrt, out, 1)
+        return out[0]
 
     def _loss(self, args):
         inp = args[0]
@@ -105,7 +105,7 @@ class FusedStep:
         loss, _, grads = self._forward_backward(args)
         with lucid.no_grad(), self._copt._substituted(values, names, baked):
             type(self.optimizer).step(self.optimizer)
-        return loss.detach(), list(grads)
+        return (loss.detach(), *grads)  # flat: the cached call returns a plain tuple
 
 
 def fused_step(model, loss_fn, optimizer, *, max_grad_norm=None, keep_grads=True, strict=False):

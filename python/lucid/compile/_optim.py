@@ -20,6 +20,7 @@ import contextlib
 import numbers
 
 import lucid
+from lucid import _C
 from lucid._C import Tensor
 from lucid.compile._compiled import CompiledModule
 from lucid.optim.lbfgs import LBFGS
@@ -108,6 +109,7 @@ class CompiledOptimizer:
         self._states_seen = []  # every opt.state dict keyed so far (kept alive: their ids stay unique)
         self._sig_ids, self._sigs = {}, []  # (structure, outcomes, names, baked) <-> small int
         self._hyper_memo = None  # (hypers, number of tests, hyper args) of the last call
+        self._requires_grad = ()  # p.requires_grad per parameter, as of the last _signature
         self._cm = CompiledModule(self._traced_step, strict=strict)
 
     # the wrapped optimizer's API
@@ -168,10 +170,9 @@ class CompiledOptimizer:
         if all(id(s) != id(state) for s in self._states_seen):
             self._states_seen.append(state)
         hypers, other = self._scan()
-        get = state.get
+        keys, self._requires_grad, has_grad = _C._param_structure(params, state)
         struct = (id(state), tuple([len(g["params"]) for g in opt.param_groups]),
-                  tuple([p.grad is not None for p in params]) if with_grads else (),
-                  tuple([tuple(get(p, ())) for p in params]), other)
+                  has_grad if with_grads else (), keys, other)
         # The hyper args change only with a hyper-parameter's value or a newly recorded test.
         n_tests, memo = self._n_tests(), self._hyper_memo
         if memo is None or memo[1] != n_tests or memo[0] != hypers:
