@@ -247,6 +247,25 @@ def test_multihead_attention(batch_first, need_weights):
     compare(lm, tm, [q, k, k], train=False, call_kwargs={"need_weights": need_weights})
 
 
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_self_attention_packed_projection_vs_torch(batch_first):
+    # q is k is v: one GEMM for the packed in-projection (chunked), as PyTorch does; outputs,
+    # weights and every parameter's and the input's gradient against torch.
+    lm, tm = twin("MultiheadAttention", (8, 2), {"batch_first": batch_first})
+    x = randn(3, 5, 8)
+    lx, tx = lucid.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    lo, lw = lm(lx, lx, lx)
+    to, tw = tm(tx, tx, tx)
+    np.testing.assert_allclose(lo.detach().numpy(), to.detach().numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(lw.detach().numpy(), tw.detach().numpy(), rtol=1e-7, atol=1e-9)
+    g = randn(*to.shape)
+    (lo * lucid.tensor(g)).sum().backward()
+    (to * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-7, atol=1e-9)
+    for (n, p), q in zip(lm.named_parameters(), tm.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-7, atol=1e-9, err_msg=n)
+
+
 def test_multihead_attention_masks():
     lm, tm = twin("MultiheadAttention", (8, 4), {"batch_first": True})
     q = randn(2, 5, 8)

@@ -185,9 +185,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         b_q = b_k = b_v = None
         if in_proj_bias is not None:
             b_q, b_k, b_v = in_proj_bias.chunk(3)
-    q = F.linear(query, w_q, b_q)
-    k = F.linear(key, w_k, b_k)
-    v = F.linear(value, w_v, b_v)
+    if not use_separate_proj_weight and query is key and key is value:
+        # Self-attention: one GEMM for q, k and v (as PyTorch's packed in-projection), whose
+        # backward is one GEMM for the input gradient and one for the packed weight's.
+        q, k, v = F.linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
+    else:
+        q = F.linear(query, w_q, b_q)
+        k = F.linear(key, w_k, b_k)
+        v = F.linear(value, w_v, b_v)
 
     # (L, N, E) -> (N, H, L, D)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1).reshape(bsz, num_heads, tgt_len, head_dim)

@@ -301,7 +301,15 @@ class MultiheadAttention(Module):
                 average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
-            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+            # One transpose for self-attention, so the packed in-projection below sees q is k is v.
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(0, 1)
+                else:
+                    query, key = (x.transpose(0, 1) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(0, 1) for x in (query, key, value))
         out, weights = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
             self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
