@@ -438,3 +438,95 @@ TEST(FusionPasses, TracedConvBnResidualReluAndLinearBiasGeluMatchEager) {
     w.data<float>()[5] += 0.5f;
   }
 }
+
+// ---- scatter_sums_to_cat --------------------------------------------------------------------------
+
+TEST(ScatterSumsToCat, DisjointSlicesCoveringTheDimBecomeOneCat) {
+  // Three slice-scatters into an expanded zero, added in any order: Cat in range order. The
+  // partial sum and the scatters are dead afterwards (DCE removes them).
+  const char* in =
+      "graph(%0: float32[2,3] input, %1: float32[2,4] input, %2: float32[2,2] input, %3: float32[] const=0) {\n"
+      "  %4 = Expand(%3) {shape=[2,9]} : float32[2,9]\n"
+      "  %5 = SliceScatter(%4, %0) {dims=[1], starts=[0], ends=[3], steps=[1]} : float32[2,9]\n"
+      "  %6 = SliceScatter(%4, %2) {dims=[1], starts=[7], ends=[9], steps=[1]} : float32[2,9]\n"
+      "  %7 = SliceScatter(%4, %1) {dims=[1], starts=[3], ends=[7], steps=[1]} : float32[2,9]\n"
+      "  %8 = Add(%5, %6) : float32[2,9]\n"
+      "  %9 = Add(%8, %7) : float32[2,9]\n"
+      "  %10 = Exp(%9) : float32[2,9]\n"
+      "  return (%10)\n"
+      "}\n";
+  ir::Graph g = ir::parse(in);
+  ir::Graph c = ir::dead_code_elimination(ir::scatter_sums_to_cat(g));
+  EXPECT_EQ(ir::print(c),
+            "graph(%0: float32[2,3] input, %1: float32[2,4] input, %2: float32[2,2] input) {\n"
+            "  %3 = Cat(%0, %1, %2) {dim=1} : float32[2,9]\n"
+            "  %4 = Exp(%3) : float32[2,9]\n"
+            "  return (%4)\n"
+            "}\n");
+  expect_same(g, c, random_feeds(g), 0.0);
+}
+
+TEST(ScatterSumsToCat, LeavesEverythingElseAlone) {
+  // Not rewritten: ranges that leave a gap (a partial sum, kept), overlapping ranges, a base that
+  // is not zero, a step of 2.
+  const char* gap =
+      "graph(%0: float32[4] input, %1: float32[3] input, %2: float32[] const=0) {\n"
+      "  %3 = Expand(%2) {shape=[9]} : float32[9]\n"
+      "  %4 = SliceScatter(%3, %0) {dims=[0], starts=[0], ends=[4], steps=[1]} : float32[9]\n"
+      "  %5 = SliceScatter(%3, %1) {dims=[0], starts=[5], ends=[8], steps=[1]} : float32[9]\n"
+      "  %6 = Add(%4, %5) : float32[9]\n"
+      "  %7 = Exp(%6) : float32[9]\n"
+      "  return (%7)\n"
+      "}\n";
+  const char* overlap =
+      "graph(%0: float32[5] input, %1: float32[5] input, %2: float32[] const=0) {\n"
+      "  %3 = Expand(%2) {shape=[9]} : float32[9]\n"
+      "  %4 = SliceScatter(%3, %0) {dims=[0], starts=[0], ends=[5], steps=[1]} : float32[9]\n"
+      "  %5 = SliceScatter(%3, %1) {dims=[0], starts=[4], ends=[9], steps=[1]} : float32[9]\n"
+      "  %6 = Add(%4, %5) : float32[9]\n"
+      "  %7 = Exp(%6) : float32[9]\n"
+      "  return (%7)\n"
+      "}\n";
+  const char* nonzero =
+      "graph(%0: float32[4] input, %1: float32[5] input, %2: float32[] const=1) {\n"
+      "  %3 = Expand(%2) {shape=[9]} : float32[9]\n"
+      "  %4 = SliceScatter(%3, %0) {dims=[0], starts=[0], ends=[4], steps=[1]} : float32[9]\n"
+      "  %5 = SliceScatter(%3, %1) {dims=[0], starts=[4], ends=[9], steps=[1]} : float32[9]\n"
+      "  %6 = Add(%4, %5) : float32[9]\n"
+      "  %7 = Exp(%6) : float32[9]\n"
+      "  return (%7)\n"
+      "}\n";
+  const char* stepped =
+      "graph(%0: float32[5] input, %1: float32[4] input, %2: float32[] const=0) {\n"
+      "  %3 = Expand(%2) {shape=[9]} : float32[9]\n"
+      "  %4 = SliceScatter(%3, %0) {dims=[0], starts=[0], ends=[9], steps=[2]} : float32[9]\n"
+      "  %5 = SliceScatter(%3, %1) {dims=[0], starts=[1], ends=[9], steps=[2]} : float32[9]\n"
+      "  %6 = Add(%4, %5) : float32[9]\n"
+      "  %7 = Exp(%6) : float32[9]\n"
+      "  return (%7)\n"
+      "}\n";
+  for (const char* t : {gap, overlap, nonzero, stepped}) {
+    ir::Graph g = ir::parse(t);
+    EXPECT_EQ(ir::print(ir::scatter_sums_to_cat(g)), ir::print(g)) << t;
+  }
+}
+
+TEST(ScatterSumsToCat, ASumTheCallerSeesBecomesACatToo) {
+  // The gradient of a packed weight is a graph output: the Cat is a new node, its own tensor.
+  const char* in =
+      "graph(%0: float32[4,2] input, %1: float32[5,2] input, %2: float32[] const=0) {\n"
+      "  %3 = Expand(%2) {shape=[9,2]} : float32[9,2]\n"
+      "  %4 = SliceScatter(%3, %0) {dims=[0], starts=[0], ends=[4], steps=[1]} : float32[9,2]\n"
+      "  %5 = SliceScatter(%3, %1) {dims=[0], starts=[4], ends=[9], steps=[1]} : float32[9,2]\n"
+      "  %6 = Add(%5, %4) : float32[9,2]\n"
+      "  return (%6)\n"
+      "}\n";
+  ir::Graph g = ir::parse(in);
+  ir::Graph c = ir::dead_code_elimination(ir::scatter_sums_to_cat(g));
+  EXPECT_EQ(ir::print(c),
+            "graph(%0: float32[4,2] input, %1: float32[5,2] input) {\n"
+            "  %2 = Cat(%0, %1) {dim=0} : float32[9,2]\n"
+            "  return (%2)\n"
+            "}\n");
+  expect_same(g, c, random_feeds(g), 0.0);
+}

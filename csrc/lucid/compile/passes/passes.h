@@ -55,6 +55,7 @@ Graph algebraic_simplification(const Graph& g);     // simplify.cpp: x*1, x+0, x
 Graph fold_batchnorm(const Graph& g);               // bn_fold.cpp: eval BatchNorm into the preceding conv
 Graph absorb_epilogues(const Graph& g);             // epilogue.cpp: bias/activation/residual into oneDNN post-ops
 Graph group_elementwise(const Graph& g);            // ew_group.cpp: elementwise chains -> FusedElementwise
+Graph scatter_sums_to_cat(const Graph& g);          // scatter_cat.cpp: sum of slice-scatters into zeros -> Cat
 
 // Joint forward+backward trace -> forward and backward graphs (partition.cpp). The forward
 // returns its outputs then `num_saved` saved values; the backward takes the saved values then

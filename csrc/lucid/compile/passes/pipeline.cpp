@@ -13,12 +13,13 @@ struct PassEntry {
   Graph (*fn)(const Graph&);
 };
 // Order: cheap clean-ups first so later passes see canonical graphs (DCE removes what folding,
-// CSE and simplification left unused); then BatchNorm folding, which exposes conv -> act ->
+// CSE, simplification and the scatter-sum rewrite left unused); then BatchNorm folding, which exposes conv -> act ->
 // residual chains to epilogue absorption; then elementwise grouping of what is left.
 const PassEntry kPipeline[] = {
     {"simplify", algebraic_simplification},
     {"const_fold", constant_folding},
     {"cse", common_subexpression_elimination},
+    {"scatter_cat", scatter_sums_to_cat},
     {"dce", dead_code_elimination},
     {"bn_fold", fold_batchnorm},
     {"epilogue", absorb_epilogues},
