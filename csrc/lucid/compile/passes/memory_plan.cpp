@@ -120,17 +120,13 @@ MemoryPlan plan_memory(const Graph& g) {
   for (int n = 0; n < end; ++n)
     for (int in : nodes[n].inputs)
       if (in >= 0) last[root[in]] = std::max(last[root[in]], n);
-  // Final values written straight into their assign targets (see the header).
+  // Final values written straight into their assign targets (see the header). A target is an
+  // input or state, so last[t] is still its last reader (through any view); -1 when none.
   plan.target.assign(nv, -1);
   {
-    std::vector<int> read_last(nv, -1), producer(nv, -1), n_assigned(nv, 0);
-    for (int n = 0; n < end; ++n) {
-      for (int in : nodes[n].inputs)
-        if (in >= 0) read_last[root[in]] = std::max(read_last[root[in]], n);
-      for (int o : nodes[n].outputs) producer[o] = n;
-    }
-    for (int o : g.outputs()) read_last[root[o]] = end;
-    std::vector<bool> final_write(g.assigns().size(), false), seen(nv, false);
+    std::vector<bool> output_root(nv, false), final_write(g.assigns().size(), false), seen(nv, false);
+    for (int o : g.outputs()) output_root[root[o]] = true;
+    std::vector<int> n_assigned(nv, 0);
     for (size_t i = g.assigns().size(); i-- > 0;) {
       const Assign& a = g.assigns()[i];
       final_write[i] = !seen[a.state];
@@ -138,11 +134,12 @@ MemoryPlan plan_memory(const Graph& g) {
       ++n_assigned[a.value];
     }
     for (size_t i = 0; i < g.assigns().size(); ++i) {
-      const int t = g.assigns()[i].state, v = g.assigns()[i].value, n = producer[v];
-      if (!final_write[i] || n < 0 || n_assigned[v] != 1 || plan.offset[v] != kUnplanned) continue;
+      const int t = g.assigns()[i].state, v = g.assigns()[i].value;
       const Value &tv = g.value(t), &vv = g.value(v);
-      if (tv.shape != vv.shape || tv.dtype != vv.dtype || read_last[t] > n) continue;
-      if (read_last[t] == n) {  // read here: only elementwise, and only t itself (no view of it)
+      if (!final_write[i] || vv.kind != ValueKind::Node || n_assigned[v] != 1 || plan.offset[v] != kUnplanned) continue;
+      const int n = vv.producer;
+      if (tv.shape != vv.shape || tv.dtype != vv.dtype || output_root[t] || last[t] > n) continue;
+      if (last[t] == n) {  // read here: only elementwise, and only t itself (no view of it)
         bool direct = is_elementwise_node(nodes[n]);
         for (int in : nodes[n].inputs) direct = direct && (in < 0 || root[in] != t || in == t);
         if (!direct) continue;

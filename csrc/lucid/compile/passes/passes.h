@@ -47,6 +47,9 @@ std::vector<bool> escaping_values(const Graph& g);
 // gives each call, and each output, its own tensor).
 std::vector<bool> observable_values(const Graph& g);
 
+// True when id (of g) is a constant every element of which equals v.
+bool constant_equal_to(const Graph& g, int id, double v);
+
 // ---- passes (each in its own .cpp) --------------------------------------------------------
 Graph dead_code_elimination(const Graph& g);        // dce.cpp
 Graph common_subexpression_elimination(const Graph& g);  // cse.cpp

@@ -62,4 +62,15 @@ std::vector<bool> observable_values(const Graph& g) {
   return obs;
 }
 
+bool constant_equal_to(const Graph& g, int id, double v) {
+  if (id < 0 || g.value(id).kind != ValueKind::Const) return false;
+  Tensor c = g.const_data(g.value(id).slot).contiguous_data();
+  bool all = true;
+  LUCID_DISPATCH_ALL(c.dtype(), "constant_equal_to", [&] {
+    const scalar_t* p = c.data<scalar_t>();
+    for (int64_t i = 0; i < c.numel() && all; ++i) all = static_cast<double>(static_cast<compute_t<scalar_t>>(p[i])) == v;
+  });
+  return all;
+}
+
 }  // namespace lucid::ir

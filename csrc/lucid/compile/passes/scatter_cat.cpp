@@ -23,23 +23,12 @@ namespace lucid::ir {
 
 namespace {
 
-bool all_zero_const(const Graph& g, int id) {
-  if (id < 0 || g.value(id).kind != ValueKind::Const) return false;
-  Tensor c = g.const_data(g.value(id).slot).contiguous_data();
-  bool zero = true;
-  LUCID_DISPATCH_ALL(c.dtype(), "scatter_cat", [&] {
-    const scalar_t* p = c.data<scalar_t>();
-    for (int64_t i = 0; i < c.numel() && zero; ++i) zero = static_cast<double>(static_cast<compute_t<scalar_t>>(p[i])) == 0.0;
-  });
-  return zero;
-}
-
 bool zero_base(const Graph& g, int id) {
-  if (all_zero_const(g, id)) return true;
+  if (constant_equal_to(g, id, 0)) return true;
   const Value& v = g.value(id);
   if (v.kind != ValueKind::Node) return false;
   const Node& n = g.nodes()[v.producer];
-  return n.op == OpId::Expand && !n.body && all_zero_const(g, n.inputs.at(0));
+  return n.op == OpId::Expand && !n.body && constant_equal_to(g, n.inputs.at(0), 0);
 }
 
 // A sum of slice-scatters into zeros: pieces (start, end, source value) along dim.

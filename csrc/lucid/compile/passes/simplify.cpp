@@ -21,18 +21,6 @@ namespace lucid::ir {
 
 namespace {
 
-// True when id (of g) is a constant every element of which equals v.
-bool constant_equal_to(const Graph& g, int id, double v) {
-  if (id < 0 || g.value(id).kind != ValueKind::Const) return false;
-  Tensor c = g.const_data(g.value(id).slot).contiguous_data();
-  bool all = true;
-  LUCID_DISPATCH_ALL(c.dtype(), "algebraic_simplification", [&] {
-    const scalar_t* p = c.data<scalar_t>();
-    for (int64_t i = 0; i < c.numel() && all; ++i) all = static_cast<double>(static_cast<compute_t<scalar_t>>(p[i])) == v;
-  });
-  return all;
-}
-
 // The operand (an id of g) that node n with inputs `ins` (ids of g) returns unchanged, or -1.
 int identity_operand(const Graph& g, const Node& n, const std::vector<int>& ins) {
   if (n.body || n.outputs.size() != 1) return -1;

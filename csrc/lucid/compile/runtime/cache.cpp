@@ -25,6 +25,11 @@ struct Cache {
     long n = env ? std::strtol(env, nullptr, 10) : 64;
     capacity = n > 0 ? static_cast<size_t>(n) : 64;
   }
+  // Arenas of executables only the cache holds (caller holds mu).
+  void trim_unused() {
+    for (const CacheEntry& e : lru)
+      if (e.exe.use_count() == 1) e.exe->trim();
+  }
   void evict() {
     while (lru.size() > capacity) {
       auto last = std::prev(lru.end());
@@ -65,8 +70,7 @@ CompileResult compile_graph(const ir::Graph& traced, const std::string& dump) {
   c.by_hash.emplace(r.hash, c.lru.begin());
   c.evict();
   r.exe = exe;
-  for (const CacheEntry& e : c.lru)
-    if (e.exe.use_count() == 1) e.exe->trim();
+  c.trim_unused();
   return r;
 }
 
@@ -100,8 +104,7 @@ void clear_executable_cache() {
 
 void trim_executable_cache() {
   std::lock_guard<std::mutex> lk(cache().mu);
-  for (const CacheEntry& e : cache().lru)
-    if (e.exe.use_count() == 1) e.exe->trim();
+  cache().trim_unused();
 }
 
 }  // namespace lucid::rt

@@ -36,11 +36,6 @@ ir::MemoryPlan eager_plan(const ir::Graph& g) {
 
 Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)), plan_(std::move(plan)) {
   LUCID_CHECK(plan_.offset.size() == graph_.values().size(), Error, "Executable: the memory plan does not match the graph");
-  // Values that are the same tensor at every call of a frame: arena slots, constants, and views
-  // of those (a view's layout depends only on its base's, so it is made once per frame).
-  fixed_.assign(graph_.values().size(), 0);
-  for (size_t id = 0; id < fixed_.size(); ++id)
-    fixed_[id] = plan_.offset[id] >= 0 || graph_.value(static_cast<int>(id)).kind == ValueKind::Const;
   for (const ir::Node& n : graph_.nodes()) {
     Instr in{Kind::Kernel, &n};
     const OpDef& def = op_def(n.op);
@@ -50,10 +45,7 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
     } else if (def.view) {
       in.kind = Kind::View;
       in.view = def.view;
-      in.static_view = true;  // tentatively; confirmed below (a Reshape may have to copy)
-      for (int i : n.inputs) in.static_view = in.static_view && (i < 0 || fixed_[i]);
-      if (in.static_view)
-        for (int o : n.outputs) fixed_[o] = 1;
+      in.static_view = true;  // a candidate; decided by confirm_static_views
     } else {
       LUCID_CHECK(def.cpu_kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
       in.kernel = def.cpu_kernel;
@@ -80,8 +72,6 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
       seen[it->state] = true;
       final_assigns_.insert(final_assigns_.begin(), *it);
     }
-  written_in_place_.assign(graph_.values().size(), false);
-  for (size_t id = 0; id < plan_.offset.size(); ++id) written_in_place_[id] = plan_.offset[id] == MemoryPlan::kTarget;
   for (int id : graph_.outputs()) {
     int target = -1;
     for (const ir::Assign& a : final_assigns_)
@@ -92,25 +82,33 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
 
 Executable::~Executable() { delete hot_.exchange(nullptr); }
 
-// A view function may copy (Reshape of a layout it can't view): such a result holds the data of
-// the moment it was made, so it must be made at every call. Runs the tentatively static views once
-// over a scratch arena and keeps static only those whose results alias their base; a view of a
-// demoted one is demoted too (its base changes per call).
+namespace {
+// The contiguous tensor of value v at byte offset `off` of an arena.
+Tensor arena_slot(const std::shared_ptr<Storage>& arena, int64_t off, const ir::Value& v) {
+  auto impl = std::make_shared<TensorImpl>();
+  size_t nbytes = static_cast<size_t>(numel_of(v.shape)) * itemsize(v.dtype);
+  impl->storage = Storage::wrap(static_cast<char*>(arena->data) + off, nbytes, arena);
+  impl->shape = v.shape;
+  impl->strides = contiguous_strides(v.shape);
+  impl->dtype = v.dtype;
+  return Tensor(std::move(impl));
+}
+}  // namespace
+
+// Values that are the same tensor at every call of a frame: arena slots, constants, and views of
+// those, made once per frame. But a view function may copy (Reshape of a layout it can't view):
+// such a result holds the data of the moment it was made, so it must be made at every call. Runs
+// the candidate views once over a scratch arena and keeps static only those whose inputs are
+// fixed and whose results alias their base.
 void Executable::confirm_static_views() {
-  std::fill(fixed_.begin(), fixed_.end(), 0);
+  fixed_.assign(graph_.values().size(), 0);
   std::vector<Tensor> slot(graph_.values().size());
   std::shared_ptr<Storage> arena =
       plan_.arena_bytes > 0 ? Storage::allocate(static_cast<size_t>(plan_.arena_bytes)) : nullptr;
   for (size_t id = 0; id < slot.size(); ++id) {
     const ir::Value& v = graph_.value(static_cast<int>(id));
     if (plan_.offset[id] >= 0) {
-      auto impl = std::make_shared<TensorImpl>();
-      impl->storage = Storage::wrap(static_cast<char*>(arena->data) + plan_.offset[id],
-                                    static_cast<size_t>(numel_of(v.shape)) * itemsize(v.dtype), arena);
-      impl->shape = v.shape;
-      impl->strides = contiguous_strides(v.shape);
-      impl->dtype = v.dtype;
-      slot[id] = Tensor(std::move(impl));
+      slot[id] = arena_slot(arena, plan_.offset[id], v);
       fixed_[id] = 1;
     } else if (v.kind == ValueKind::Const) {
       slot[id] = graph_.const_data(v.slot);
@@ -145,13 +143,7 @@ std::unique_ptr<Executable::Frame> Executable::make_frame() const {
     int64_t off = plan_.offset[id];
     const ir::Value& v = vals[id];
     if (off >= 0) {
-      auto impl = std::make_shared<TensorImpl>();
-      size_t nbytes = static_cast<size_t>(numel_of(v.shape)) * itemsize(v.dtype);
-      impl->storage = Storage::wrap(static_cast<char*>(f->arena->data) + off, nbytes, f->arena);
-      impl->shape = v.shape;
-      impl->strides = contiguous_strides(v.shape);
-      impl->dtype = v.dtype;
-      f->slots[id] = Tensor(std::move(impl));
+      f->slots[id] = arena_slot(f->arena, off, v);
     } else if (v.kind == ValueKind::Const) {
       f->slots[id] = graph_.const_data(v.slot);
     } else if (!fixed_[id]) {
@@ -326,7 +318,7 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     const Tensor& dst = tv.kind == ValueKind::State ? states[tv.slot] : inputs[tv.slot];
     Tensor src = s[a.value];
     if (src.impl() == dst.impl()) {  // unchanged, or written in place by its node
-      if (written_in_place_[a.value]) dst.bump_version();
+      if (plan_.offset[a.value] == MemoryPlan::kTarget) dst.bump_version();
       continue;
     }
     if (src.impl()->storage == dst.impl()->storage) {  // overlapping: copy out first

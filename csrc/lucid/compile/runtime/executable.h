@@ -70,7 +70,6 @@ class Executable {
   std::vector<ir::Assign> final_assigns_;  // the last write to each target, in order
   std::vector<int> output_target_;         // per output: the target whose final value it is, or -1
   std::vector<int> targets_;               // value ids of the states/inputs written in place (plan kTarget)
-  std::vector<bool> written_in_place_;     // per value id: planned kTarget
   std::vector<char> fixed_;                // per value id: the same tensor every call of a frame (arena, constant, static view)
   mutable std::atomic<Frame*> hot_{nullptr};  // one frame ready without locking (the common case)
   mutable std::mutex pool_mu_;
