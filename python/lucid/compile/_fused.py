@@ -41,20 +41,14 @@ class FusedStep:
     def _params(self):
         return self._copt._params()
 
-    def _signature(self, params):
-        """(structure, hyper args): the optimizer's structure without which grads exist (fused_step
-        makes them) plus which parameters require grad, and its hyper-parameter args."""
-        struct, hyper = self._copt._signature(params, with_grads=False)
-        return (struct, self._copt._requires_grad), hyper
-
     def __call__(self, *args):
         if not args:
             raise TypeError("fused_step: step() needs the model's input as its first argument")
         params = self._params()
-        struct, (values, outcomes, names, baked) = self._signature(params)
+        struct, (values, outcomes, names, baked) = self._copt._signature(params, grads_made=True)
         if struct not in self._copt._settled:
             loss = self._eager(args)
-            if self._signature(self._params())[0] == struct:
+            if self._copt._signature(self._params(), grads_made=True)[0] == struct:
                 self._copt._settled.add(struct)
             return loss
         n_tests = self._copt._n_tests()

@@ -109,7 +109,6 @@ class CompiledOptimizer:
         self._states_seen = []  # every opt.state dict keyed so far (kept alive: their ids stay unique)
         self._sig_ids, self._sigs = {}, []  # (structure, outcomes, names, baked) <-> small int
         self._hyper_memo = None  # (hypers, number of tests, hyper args) of the last call
-        self._requires_grad = ()  # p.requires_grad per parameter, as of the last _signature
         self._cm = CompiledModule(self._traced_step, strict=strict)
 
     # the wrapped optimizer's API
@@ -161,18 +160,19 @@ class CompiledOptimizer:
                     other.append((gi, k, v))
         return hypers, tuple(other)
 
-    def _signature(self, params, with_grads=True):
+    def _signature(self, params, grads_made=False):
         """(structure, hyper-parameter args) of a call. The structure: which state dict, group
-        sizes, which parameters have a grad (with_grads), each parameter's state keys, the
-        non-numeric options. Hyper args: see _hyper_args."""
+        sizes, which parameters have a grad (or, when the step makes the grads itself as
+        fused_step does, which require grad), each parameter's state keys, the non-numeric
+        options. Hyper args: see _hyper_args."""
         opt = self.opt
         state = opt.state
         if all(id(s) != id(state) for s in self._states_seen):
             self._states_seen.append(state)
         hypers, other = self._scan()
-        keys, self._requires_grad, has_grad = _C._param_structure(params, state)
+        keys, requires_grad, has_grad = _C._param_structure(params, state)
         struct = (id(state), tuple([len(g["params"]) for g in opt.param_groups]),
-                  has_grad if with_grads else (), keys, other)
+                  requires_grad if grads_made else has_grad, keys, other)
         # The hyper args change only with a hyper-parameter's value or a newly recorded test.
         n_tests, memo = self._n_tests(), self._hyper_memo
         if memo is None or memo[1] != n_tests or memo[0] != hypers:
@@ -189,13 +189,9 @@ class CompiledOptimizer:
             self._sigs.append(sig)
         return sid
 
-    def _structure(self, params):
-        return self._signature(params)[0]
-
-    def _hyper_args(self, hypers=None):
-        """(values, outcomes, names, baked): the hyper-parameter part of a compiled call."""
-        if hypers is None:
-            hypers = self._scan()[0]
+    def _hyper_args(self, hypers):
+        """(values, outcomes, names, baked): the hyper-parameter part of a compiled call, from
+        _scan's hypers."""
         names = tuple(n for n, _ in hypers)
         tests = self._tests
         baked = {n for n, t in tests.items() if any(op == "value" for op, _ in t)}
@@ -225,7 +221,7 @@ class CompiledOptimizer:
         struct, (values, outcomes, names, baked) = self._signature(params)
         if struct not in self._settled:  # e.g. the first step creates the state: eager
             type(self.opt).step(self.opt)
-            if self._structure(params) == struct:
+            if self._signature(params)[0] == struct:
                 self._settled.add(struct)
             return loss
         grads = [p.grad for p in params]
