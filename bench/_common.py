@@ -1,6 +1,7 @@
 """Shared benchmark helpers: robust timing (median of repeats), table printing, JSON output,
 and a report of which BLAS/OpenMP kernels the peers loaded."""
 import json
+import importlib
 import os
 import platform
 import statistics
@@ -58,6 +59,19 @@ def timeit_interleaved(fns, *, rounds=15, burst=0.04, warmup=5):
                 fn()
             samples[k].append((time.perf_counter() - t0) / reps)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def import_jax(threads, *names):
+    """Imports jax.numpy and the modules `names` (optax, the jax twins) after the thread count is
+    known: XLA reads its flags at import, and threads == 1 makes it single-threaded. jax is
+    optional: returns (modules, "") or (None, the reason they are missing)."""
+    if threads == 1:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    try:
+        return [importlib.import_module(n) for n in ("jax", "jax.numpy") + names], ""
+    except ImportError as e:
+        return None, f"jax not installed ({e}); pip install -r bench/requirements.txt"
 
 
 def environment():

@@ -49,27 +49,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "pytho
 sys.path.insert(0, os.path.dirname(__file__))
 import lucid  # noqa: E402
 import compile_models as cmods  # noqa: E402
-from _common import fmt_ms as _ms, fmt_ratio as _ratio, is_time as _num, print_table, timeit, write_json  # noqa: E402
+from _common import fmt_ms as _ms, fmt_ratio as _ratio, import_jax, is_time as _num, print_table, timeit, write_json  # noqa: E402
 
 jax = jnp = _jax_twins = None
 JAX_MISSING = ""
 
 
 def _import_jax(threads):
-    """Import jax after the thread count is known (XLA reads its flags at import). Optional: without
-    it the jax.jit column reads the reason."""
     global jax, jnp, _jax_twins, JAX_MISSING
-    if threads == 1:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
-    try:
-        import jax as jax_module
-        import jax.numpy as jnp_module
-        import _jax_twins as twins_module
-    except ImportError as e:
-        JAX_MISSING = f"jax not installed ({e}); pip install -r bench/requirements.txt"
-        return
-    jax, jnp, _jax_twins = jax_module, jnp_module, twins_module
+    mods, JAX_MISSING = import_jax(threads, "_jax_twins")
+    if mods:
+        jax, jnp, _jax_twins = mods
+
 
 MISMATCH_TOL = 1e-4  # compiled vs its eager reference, relative to the output's scale
 

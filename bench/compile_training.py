@@ -59,7 +59,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 import lucid  # noqa: E402
-from _common import fmt_ms as _ms, fmt_ratio as _ratio, print_table, timeit_interleaved, write_json  # noqa: E402
+from _common import fmt_ms as _ms, fmt_ratio as _ratio, import_jax, print_table, timeit_interleaved, write_json  # noqa: E402
 
 jax = jnp = optax = None
 JAX_MISSING = ""
@@ -72,19 +72,10 @@ SEQ, D_MODEL, N_HEAD, D_FF = 16, 64, 4, 256
 
 
 def _import_jax(threads):
-    """Import jax after the thread count is known (XLA reads its flags at import); optional."""
     global jax, jnp, optax, JAX_MISSING
-    if threads == 1:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
-    try:
-        import jax as jax_module
-        import jax.numpy as jnp_module
-        import optax as optax_module
-    except ImportError as e:
-        JAX_MISSING = f"jax/optax not installed ({e}); pip install -r bench/requirements.txt"
-        return
-    jax, jnp, optax = jax_module, jnp_module, optax_module
+    mods, JAX_MISSING = import_jax(threads, "optax")
+    if mods:
+        jax, jnp, optax = mods
 
 
 # ------------------------------------------------------------------------------------------------
