@@ -196,6 +196,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
   LUCID_CHECK(can_cast(metas[0].dtype, dst.dtype()), TypeError, def.api_name, "_: result type ",
               dtype_name(metas[0].dtype), " can't be cast to the desired output type ", dtype_name(dst.dtype()));
 
+  Tensor op_result;  // recorded: the out-of-place result its autograd node may save
   if (record) {
     // Out of place on a snapshot of dst (when the VJP needs saved inputs), then copy back and
     // rebase dst's history onto the new node.
@@ -211,7 +212,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
     {
       TraceHook* h = tl_trace_hook;
       tl_trace_hook = nullptr;  // the trace sees one in-place op, not its parts
-      r = dispatch1(id, ins, attrs);
+      r = op_result = dispatch1(id, ins, attrs);
       if (r.dtype() != dst.dtype()) r = dispatch1(OpId::Copy, {r}, {{"dtype", dst.dtype()}});
       tl_trace_hook = h;
     }
@@ -255,7 +256,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
     cpu::copy_into(dst, r);
     dst.bump_version();
   }
-  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, inputs, attrs);
+  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, inputs, attrs, op_result);
   return dst;
 }
 

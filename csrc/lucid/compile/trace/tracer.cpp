@@ -129,7 +129,8 @@ void Tracer::record_write(const TensorImpl* target, int value) {
   else if (auto in = input_of_.find(target); in != input_of_.end()) graph_.add_assign(in->second, value);
 }
 
-void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) {
+void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
+                        const Tensor& result) {
   const OpDef& def = op_def(id);
   std::vector<int> ins;
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
@@ -139,6 +140,11 @@ void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, co
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
   int r = graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs,
                           {{dst.shape(), metas[0].dtype}})[0];
+  if (result.defined()) {  // autograd's copy of the result (a saved output of its node) is this value
+    ids_[result.impl()] = r;
+    keep_alive_.push_back(result);
+    note_storage(result);  // saved outputs are detached aliases of it
+  }
   if (metas[0].dtype != dst.dtype())
     r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {{dst.shape(), dst.dtype()}})[0];
 

@@ -24,7 +24,8 @@ class Tracer : public TraceHook {
   void set_outputs(const TensorList& outs);
 
   void on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) override;
-  void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) override;
+  void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
+                  const Tensor& result) override;
   void on_host_read(const Tensor& t, const char* what) override;
 
   const ir::Graph& graph() const { return graph_; }
