@@ -100,6 +100,80 @@ def test_keep_grads_false_and_frozen_parameters():
     assert_params_close(m, ref)
 
 
+# (step, parameter index, requires_grad): freezing and unfreezing parts of the model mid-run.
+FREEZE_SCHEDULES = {
+    "freeze_weight": [(3, 0, False), (9, 0, True)],
+    "freeze_two_then_thaw": [(2, 3, False), (4, 0, False), (6, 3, True), (8, 1, False)],
+}
+
+
+@pytest.mark.parametrize("schedule", list(FREEZE_SCHEDULES))
+@pytest.mark.parametrize("name", FUSED_OPTIMIZERS)
+def test_freezing_parameters_mid_training_matches_eager(name, schedule):
+    # A parameter frozen with requires_grad_(False) after some steps keeps its value (its stale
+    # .grad and momentum no longer move it), exactly as opt.zero_grad(); backward(); step().
+    m, ref = twins(lambda: nn.Sequential(nn.Linear(10, 24), nn.ReLU(), nn.Linear(24, 5)))
+    opt, eopt = OPTIMIZERS[name](m.parameters()), OPTIMIZERS[name](ref.parameters())
+    step = lucid.compile.fused_step(m, F.cross_entropy, opt, strict=True)
+    events = {}
+    for at, idx, flag in FREEZE_SCHEDULES[schedule]:
+        events.setdefault(at, []).append((idx, flag))
+    rng = np.random.default_rng(5)
+    for i in range(12):
+        for idx, flag in events.get(i, []):
+            list(m.parameters())[idx].requires_grad_(flag)
+            list(ref.parameters())[idx].requires_grad_(flag)
+        x = lucid.tensor(rng.standard_normal((8, 10)).astype(np.float32))
+        y = lucid.tensor(rng.integers(0, 5, 8))
+        loss, ref_loss = step(x, y), eager_step(ref, eopt, x, y)
+        assert abs(loss.item() - ref_loss.item()) <= 1e-5 * max(1.0, abs(ref_loss.item())), f"step {i}"
+        assert_params_close(m, ref, 1e-5)
+        for (n, p), q in zip(m.named_parameters(), ref.parameters()):
+            assert (p.grad is None) == (q.grad is None), f"step {i}: {n}.grad"
+
+
+def test_parameters_the_optimizer_does_not_hold_get_grad_as_in_eager():
+    # eager backward() accumulates into every leaf's .grad; opt.zero_grad() clears only the
+    # optimizer's parameters, so the others accumulate over the steps.
+    m, ref = twins(lambda: nn.Sequential(nn.Linear(10, 24), nn.ReLU(), nn.Linear(24, 5)))
+    opt = optim.SGD(m[2].parameters(), lr=0.1, momentum=0.9)
+    eopt = optim.SGD(ref[2].parameters(), lr=0.1, momentum=0.9)
+    step = lucid.compile.fused_step(m, F.cross_entropy, opt, strict=True)
+    rng = np.random.default_rng(2)
+    for i in range(6):
+        if i == 4:  # a frozen extra parameter stops accumulating
+            m[0].bias.requires_grad_(False)
+            ref[0].bias.requires_grad_(False)
+        x = lucid.tensor(rng.standard_normal((8, 10)).astype(np.float32))
+        y = lucid.tensor(rng.integers(0, 5, 8))
+        step(x, y)
+        eager_step(ref, eopt, x, y)
+        assert_params_close(m, ref, 1e-5)
+        for (n, p), q in zip(m.named_parameters(), ref.parameters()):
+            assert q.grad is not None and p.grad is not None, f"step {i}: {n}.grad"
+            assert rel_err(p.grad, q.grad) <= 1e-5, f"step {i}: {n}.grad"
+    assert rel_err(m[0].weight, ref[0].weight) == 0.0  # not held by the optimizer: never updated
+
+
+@pytest.mark.parametrize("case", ["model_none", "loss_none", "optimizer_str", "loss_float", "loss_vector",
+                                  "loss_int"])
+def test_fused_step_rejects_bad_arguments_with_a_clear_error(case):
+    m = nn.Linear(4, 2)
+    opt = optim.SGD(m.parameters(), lr=0.1)
+    x, y = lucid.randn(3, 4), lucid.randn(3, 2)
+    loss_fns = {"loss_float": lambda o, t: 1.0, "loss_vector": lambda o, t: (o - t).sum(1),
+                "loss_int": lambda o, t: (o > t).sum()}
+    if case in ("model_none", "loss_none", "optimizer_str"):  # at construction, not at the first step
+        args = {"model_none": (None, F.mse_loss, opt), "loss_none": (m, None, opt),
+                "optimizer_str": (m, F.mse_loss, "sgd")}[case]
+        with pytest.raises(TypeError, match="fused_step: (model|loss_fn|optimizer) must be"):
+            lucid.compile.fused_step(*args)
+        return
+    step = lucid.compile.fused_step(m, loss_fns[case], opt)
+    with pytest.raises(TypeError, match="fused_step: loss_fn must return a floating-point tensor with one element"):
+        step(x, y)
+
+
 class _WithUnused(nn.Module):
     def __init__(self):
         super().__init__()
