@@ -5,6 +5,7 @@
 // entry, checks the bound state still has its traced shapes, releases the GIL and runs the
 // executable. Anything else (first call of a signature, a changed module, unsupported argument
 // types, nested tracing) goes to the Python slow path, `self._slow_call(args, kwargs, key)`.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <chrono>
@@ -78,10 +79,11 @@ struct SigWalk {
     s.mix(t.requires_grad() ? 1 : 0);
     s.mix(t.is_contiguous() ? 1 : 0);
     // Aliasing between arguments changes what a traced graph means (the same tensor passed
-    // twice is one value in the trace): part of the key.
+    // twice is one value in the trace; a write to one of two overlapping views must be seen
+    // by the other): which earlier argument it is, or shares memory with, is part of the key.
     for (size_t j = 0; j < flat.size(); ++j) {
       if (flat[j].impl() == t.impl()) { s.mix(1000 + j); break; }
-      if (flat[j].impl()->storage == t.impl()->storage) { s.mix(2000000 + j); break; }
+      if (flat[j].impl()->storage == t.impl()->storage) s.mix((memory_overlaps(flat[j], t) ? 3000000 : 2000000) + j);
     }
     flat.push_back(t);
   }
@@ -274,6 +276,7 @@ class CompiledCore {
     if (current_trace_hook() || epoch_seen_ != g_epoch.load(std::memory_order_relaxed)) return slow(args, kwargs, nb::none());
     SigWalk w = signature(args, kwargs, mode_);
     if (w.unsupported) return slow(args, kwargs, nb::none());
+    mix_state_aliasing(w, nullptr);
     auto it = entries_.find(w.s.h);
     if (it == entries_.end()) return slow(args, kwargs, nb::int_(w.s.h));
     std::shared_ptr<Entry> e = it->second;
@@ -295,9 +298,14 @@ class CompiledCore {
 
   // Python slow-path helpers.
   // (args tuple, kwargs dict) -> (key, flat tensors, guards): the same signature as the fast path.
-  nb::object key_of(nb::handle args, nb::handle kwargs) {
+  // states: bound tensors of a trace about to be inserted, keyed as if already watched.
+  nb::object key_of(nb::handle args, nb::handle kwargs, nb::object states) {
     SigWalk w = signature(args, kwargs, mode_);
     if (w.unsupported) throw TypeError(str("lucid.compile: ", w.why));
+    TensorList extra;
+    if (!states.is_none())
+      for (nb::handle t : states) extra.push_back(nb::cast<Tensor>(t));
+    mix_state_aliasing(w, &extra);
     nb::list flat;
     for (nb::handle h : w.handles) flat.append(h);
     nb::list guards;
@@ -323,6 +331,7 @@ class CompiledCore {
         if (it->second->tick < victim->second->tick) victim = it;
       entries_.erase(victim);
     }
+    rebuild_watched();
   }
 
   void insert_grad(uint64_t key, nb::object fwd, nb::object bwd, nb::list states, int out_kind, nb::object unflatten,
@@ -374,9 +383,16 @@ class CompiledCore {
     for (nb::handle t : states) ts.push_back(nb::cast<Tensor>(t));
     it->second->states = std::move(ts);
     it->second->state_objs = states;
+    rebuild_watched();
   }
-  void remove(uint64_t key) { entries_.erase(key); }
-  void clear() { entries_.clear(); }
+  void remove(uint64_t key) {
+    entries_.erase(key);
+    rebuild_watched();
+  }
+  void clear() {
+    entries_.clear();
+    watched_.clear();
+  }
   nb::list keys() {
     nb::list l;
     for (auto& [k, e] : entries_) l.append(nb::int_(k));
@@ -424,11 +440,53 @@ class CompiledCore {
   }
   void clear_refs() {
     entries_.clear();
+    watched_.clear();
     rt::trim_executable_cache();
     fn_ = nb::object();
   }
 
  private:
+  // An argument whose memory overlaps a bound tensor (a view of a parameter, the parameter
+  // itself) means something else than one that doesn't: a write to either must be seen through
+  // the other, and the graph holds them as independent values. Which bound tensor each argument
+  // overlaps is part of the key, checked against every bound tensor of this core's entries
+  // (`extra`: those of a trace about to be inserted), so a trace made without aliasing is never
+  // served to a call with it; the tracer falls back where a write meets an overlap.
+  void mix_state_aliasing(SigWalk& w, const TensorList* extra) const {
+    if (watched_.empty() && (!extra || extra->empty())) return;
+    auto mix_if_overlapping = [&](size_t i, const Tensor& arg, const Tensor& st) {
+      if (st.impl() == arg.impl() || memory_overlaps(st, arg)) {
+        w.s.mix(0xA11A5ED0ULL + i);
+        w.s.mix(reinterpret_cast<uintptr_t>(st.impl()));
+      }
+    };
+    for (size_t i = 0; i < w.flat.size(); ++i) {
+      const Tensor& arg = w.flat[i];
+      const Storage* sp = arg.impl()->storage.get();
+      auto lo = std::lower_bound(watched_.begin(), watched_.end(), sp,
+                                 [](const auto& a, const Storage* p) { return a.first < p; });
+      for (; lo != watched_.end() && lo->first == sp; ++lo) mix_if_overlapping(i, arg, lo->second);
+      if (extra)
+        for (const Tensor& st : *extra)
+          if (st.impl()->storage.get() == sp &&
+              !std::any_of(watched_.begin(), watched_.end(), [&](const auto& x) { return x.second.impl() == st.impl(); }))
+            mix_if_overlapping(i, arg, st);
+    }
+  }
+
+  // watched_: every entry's bound tensors by storage, for mix_state_aliasing's lookups.
+  void rebuild_watched() {
+    watched_.clear();
+    for (auto& [k, e] : entries_)
+      for (const Tensor& t : e->states) watched_.emplace_back(t.impl()->storage.get(), t);
+    std::sort(watched_.begin(), watched_.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second.impl() < b.second.impl();
+    });
+    watched_.erase(std::unique(watched_.begin(), watched_.end(),
+                               [](const auto& a, const auto& b) { return a.second.impl() == b.second.impl(); }),
+                   watched_.end());
+  }
+
   // args: a tuple; kwargs: a dict or null (tp_call passes null when there are none).
   nb::object slow(nb::handle args, nb::handle kwargs, nb::object key) {
     nb::object kw = kwargs.is_valid() ? nb::borrow(kwargs) : nb::dict();
@@ -540,6 +598,7 @@ class CompiledCore {
 
   nb::object fn_;
   std::unordered_map<uint64_t, std::shared_ptr<Entry>> entries_;
+  std::vector<std::pair<const Storage*, Tensor>> watched_;  // sorted by storage
   uint64_t epoch_seen_ = 0, n_calls_ = 0, hits_ = 0, tick_ = 0;
   int64_t mode_ = 0;
   size_t capacity_ = 64;
@@ -729,7 +788,7 @@ LUCID_BINDER(compile) {
 
   nb::class_<CompiledCore>(m, "_CompiledCore", nb::type_slots(core_slots))
       .def(nb::init<nb::object>())
-      .def("_key_of", &CompiledCore::key_of)
+      .def("_key_of", &CompiledCore::key_of, nb::arg("args"), nb::arg("kwargs"), nb::arg("states").none() = nb::none())
       .def("_insert", &CompiledCore::insert, nb::arg("key"), nb::arg("exe").none(), nb::arg("states"),
            nb::arg("out_kind"), nb::arg("unflatten").none(), nb::arg("guards").none(), nb::arg("eager_only"))
       .def("_insert_grad", &CompiledCore::insert_grad, nb::arg("key"), nb::arg("fwd"), nb::arg("bwd").none(), nb::arg("states"),

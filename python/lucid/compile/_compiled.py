@@ -248,8 +248,9 @@ class CompiledModule(_C._CompiledCore):
                 self._drop(key)
             return self._trace(args, kwargs, key, flat, guards)
 
-    def _fallback(self, key, descr, reason, out, guards=None):
-        self._insert(key, None, [], 0, None, guards, True)
+    def _fallback(self, key, descr, reason, out, guards=None, states=()):
+        # states: the trace's bound tensors, so calls whose arguments overlap them key apart
+        self._insert(key, None, list(states), 0, None, guards, True)
         self._info[key] = {"descr": descr, "reason": reason, "compile_ms": 0.0, "names": None}
         name = type(self.model).__name__ if isinstance(self.model, lucid.nn.Module) else getattr(self.model, "__name__", "fn")
         log.info("eager fallback for %s %s: %s", name, descr, reason)
@@ -270,23 +271,30 @@ class CompiledModule(_C._CompiledCore):
             tr.add_input(t)
         with _recording(tr) as called:
             out = fn(*args, **kwargs)
+
+        def fail(reason):  # keyed with the trace's bound tensors (see _CompiledCore._key_of)
+            return self._fallback(self._key_of(args, kwargs, tr.state_feeds)[0], descr, reason, out, guards,
+                                  tr.state_feeds)
+
         if not tr.ok:
-            return self._fallback(key, descr, tr.reason, out, guards)
+            return fail(tr.reason)
         try:
             leaves, out_kind, unflatten = _flatten_output(out)
         except TypeError as e:
-            return self._fallback(key, descr, str(e), out, guards)
+            return fail(str(e))
         grad = None
         if lucid.is_grad_enabled():
             grad = self._trace_backward(tr, flat, leaves, self._step)
             if isinstance(grad, str):
-                return self._fallback(key, descr, grad, out, guards)
+                return fail(grad)
         if grad is None:
             tr.set_outputs(leaves)
+        if not tr.ok:  # set_outputs checks the graph's writes against aliasing of what it was fed
+            return fail(tr.reason)
         states = tr.state_feeds
         if self._watch(called):  # new modules: their training flags join the signature
             self._refresh()
-            key, _, guards = self._key_of(args, kwargs)
+        key, _, guards = self._key_of(args, kwargs, states)
         dump = os.environ.get("LUCID_DUMP_IR", "")
         try:
             if grad is None or self._step:
@@ -295,7 +303,7 @@ class CompiledModule(_C._CompiledCore):
             else:
                 exe, bwd, stats = _C._compile_joint(tr.graph, len(flat), len(leaves), dump)
         except Exception as e:  # an op the compiler can't lower: eager, with the reason
-            return self._fallback(key, descr, f"{type(e).__name__}: {e}", out, guards)
+            return fail(f"{type(e).__name__}: {e}")
         ms = (time.perf_counter() - t0) * 1e3
         names = self._state_names(states)
         states = [self._pinned.get(_C._impl_id(t), t) if n is None else self._lookup(n)

@@ -4,6 +4,27 @@
 
 namespace lucid {
 
+namespace {
+// [first, last) bytes of the storage t can touch; empty for a zero-size tensor.
+std::pair<int64_t, int64_t> byte_range(const Tensor& t) {
+  if (t.numel() == 0) return {0, 0};
+  int64_t lo = t.offset(), hi = t.offset();
+  for (size_t d = 0; d < t.shape().size(); ++d) {
+    int64_t span = (t.shape()[d] - 1) * t.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  const int64_t isz = static_cast<int64_t>(itemsize(t.dtype()));
+  return {lo * isz, (hi + 1) * isz};
+}
+}  // namespace
+
+bool memory_overlaps(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || !a.same_storage(b)) return false;
+  auto [a0, a1] = byte_range(a);
+  auto [b0, b1] = byte_range(b);
+  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+
 Tracer::Tracer() {
   const auto& gen = default_generator();
   rng_seed_ = gen->initial_seed();
@@ -50,6 +71,7 @@ int Tracer::add_input(const Tensor& t) {
   note_storage(t);
   input_of_[t.impl()] = id;
   keep_alive_.push_back(t);
+  fed_.emplace_back(t, id);
   return id;
 }
 
@@ -95,6 +117,7 @@ int Tracer::value_of(const Tensor& t) {
     id = graph_.add_state(t.shape(), t.dtype());
     state_of_[t.impl()] = id;
     state_feeds_.push_back(t);
+    fed_.emplace_back(t, id);
     note_storage(t);
   }
   ids_[t.impl()] = id;
@@ -181,7 +204,23 @@ void Tracer::on_host_read(const Tensor& t, const char* what) {
     fallback(str(what, "() read a tensor's value on the host during the trace: Python control flow may depend on data"));
 }
 
+void Tracer::check_written_aliases() {
+  for (const ir::Assign& a : graph_.assigns())
+    for (const auto& [t, id] : fed_) {
+      if (id != a.state) continue;
+      for (const auto& [u, uid] : fed_)
+        if (u.impl() != t.impl() && memory_overlaps(t, u)) {
+          const char* kt = graph_.value(id).kind == ir::ValueKind::Input ? "an argument" : "a bound tensor";
+          const char* ku = graph_.value(uid).kind == ir::ValueKind::Input ? "an argument" : "a bound tensor";
+          fallback(str("an in-place write to ", kt, " of shape ", shape_str(t.shape()), " whose memory overlaps ", ku,
+                       " of shape ", shape_str(u.shape()), " (a view of it): the executable would read stale data"));
+          return;
+        }
+    }
+}
+
 void Tracer::set_outputs(const TensorList& outs) {
+  check_written_aliases();
   const auto& gen = default_generator();
   if (gen->initial_seed() != rng_seed_ || gen->offset() < rng_start_)
     fallback("the default generator was reseeded during the trace (lucid.manual_seed inside the compiled function)");

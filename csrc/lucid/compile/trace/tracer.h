@@ -7,7 +7,9 @@
 // Random ops from the default generator are recorded with offsets relative to the trace's first
 // draw (the runtime reserves fresh draws at every call); other generators make the trace fall back. A host read of a traced value
 // (item, bool, tolist, numpy) means Python control flow may depend on data: the trace records
-// a fallback reason instead of pretending the graph is complete.
+// a fallback reason instead of pretending the graph is complete. So does a write to an argument
+// or bound tensor whose memory overlaps another one (a view of it passed separately): the graph
+// holds them as independent values, so the other would read stale data.
 #pragma once
 #include <string>
 #include <unordered_map>
@@ -16,6 +18,10 @@
 #include "lucid/compile/trace/trace_hook.h"
 
 namespace lucid {
+
+// Whether two tensors may touch the same bytes: same storage and intersecting byte ranges
+// (a conservative test: interleaved strides that never meet still count as overlapping).
+bool memory_overlaps(const Tensor& a, const Tensor& b);
 
 class Tracer : public TraceHook {
  public:
@@ -46,6 +52,7 @@ class Tracer : public TraceHook {
   Attrs random_attrs(const OpDef& def, const Attrs& attrs);  // seed 0, offset relative to the trace
   int alias_value(const Tensor& t);    // value an unseen alias of a traced tensor reads, or -1
   void fallback(const std::string& why) { if (fallback_.empty()) fallback_ = why; }
+  void check_written_aliases();  // fallback if a written input/state overlaps another fed tensor
   ir::Graph graph_;
   std::unordered_map<const TensorImpl*, int> ids_;      // tensor -> current value id
   std::unordered_map<const TensorImpl*, int> state_of_;  // bound tensor -> its State value id
@@ -54,6 +61,7 @@ class Tracer : public TraceHook {
   std::unordered_map<const Storage*, Tensor> storage_owner_;  // storage -> the traced tensor owning it
   TensorList keep_alive_;  // every tensor seen, so addresses are not reused during the trace
   TensorList state_feeds_;
+  std::vector<std::pair<Tensor, int>> fed_;  // every input and state with its value id, in order
   std::string fallback_;
   uint64_t rng_seed_ = 0, rng_start_ = 0;
 };
