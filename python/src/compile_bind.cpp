@@ -688,6 +688,7 @@ LUCID_BINDER(compile) {
       .def("stop", &PyTracer::stop)
       .def("add_input", [](PyTracer& t, const Tensor& x) { t.tr->add_input(x); })
       .def("set_outputs", [](PyTracer& t, std::vector<Tensor> outs) { t.tr->set_outputs(outs); })
+      .def("rebind", [](PyTracer& t, const Tensor& old, const Tensor& now) { return t.tr->rebind(old, now); })
       .def_prop_ro("ok", [](const PyTracer& t) { return t.tr->ok(); })
       .def_prop_ro("reason", [](const PyTracer& t) { return t.tr->fallback_reason(); })
       .def_prop_ro("graph", [](const PyTracer& t) { return PyGraph{std::make_shared<const ir::Graph>(t.tr->graph())}; })

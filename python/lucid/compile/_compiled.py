@@ -81,17 +81,54 @@ def _flatten_output(out):
 
 @contextlib.contextmanager
 def _recording(tr):
-    """Runs the body with tracer `tr` installed on this thread; yields the list of modules
-    called meanwhile (their training flags join the signature)."""
-    rec = _module_mod._call_record
-    outer = rec.__dict__.get("mods")
-    called = rec.mods = []
+    """Runs the body with tracer `tr` installed on this thread; yields the _TraceRecord of what
+    the body did to modules (which it called: their training flags join the signature)."""
+    local = _module_mod._call_record
+    outer = local.__dict__.get("rec")
+    rec = local.rec = _module_mod._TraceRecord()
     tr.start()
     try:
-        yield called
+        yield rec
     finally:
         tr.stop()
-        rec.mods = outer
+        local.rec = outer
+
+
+# Module attributes that are not Python state of the model: bookkeeping, or keyed elsewhere
+# (training is a flag of its own; parameters, buffers and submodules are bound state/structure).
+_NOT_GUARDED = frozenset({"training", "_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                          "_forward_hooks", "_forward_pre_hooks", "_compile_watched"})
+
+
+def _guard_value(v):
+    """A module attribute as part of the signature: primitives by type and value, tuples of
+    them element by element, other objects by identity (rebinding one re-keys; a list changed
+    in place does not: see docs/compile.md)."""
+    t = type(v)
+    if v is None or t in (bool, int, float, str):
+        return (t, v)
+    if t is tuple:
+        return (tuple, tuple(_guard_value(x) for x in v))
+    return (object, v) if getattr(t, "__hash__", None) is not None else (object, id(v), v.__class__)
+
+
+def _python_state(m):
+    """What of module m a trace may have read besides its tensors: its training flag, its other
+    attributes (m.scale, a bool choosing a branch) and its hooks."""
+    d = m.__dict__
+    attrs = tuple((k, _guard_value(v)) for k, v in d.items()
+                  if k not in _NOT_GUARDED and not isinstance(v, (Tensor, lucid.nn.Module)))
+    return (m.training, attrs, tuple(d.get("_forward_pre_hooks", ())), tuple(d.get("_forward_hooks", ())))
+
+
+def _module_writes(rec):
+    """The trace's writes to modules that existed before it, one per (module, attribute):
+    (module, name, value before the trace, value after)."""
+    first = {}
+    for m, name, old, new in rec.writes:
+        k = (id(m), name)
+        first[k] = (m, name, first[k][2] if k in first else old, new)
+    return list(first.values())
 
 
 def _describe(flat, args, kwargs):
@@ -125,7 +162,7 @@ class CompiledModule(_C._CompiledCore):
         self._watched = []        # modules whose training flags are part of the signature
         self._watched_ids = set()
         self._children = []       # per watched module: ids of its submodules when watched
-        self._modes = {}          # tuple of training flags -> small int
+        self._modes = {}          # Python state of the watched modules (_python_state) -> small int
         self._info = {}           # key -> dict(descr, reason, compile_ms, names)
         self._warned = set()
         self._misses = 0
@@ -143,6 +180,7 @@ class CompiledModule(_C._CompiledCore):
         added = False
         for m in mods:
             if id(m) not in self._watched_ids:
+                m.__dict__["_compile_watched"] = True  # its attribute writes bump the epoch
                 self._watched_ids.add(id(m))
                 self._watched.append(m)
                 self._children.append(self._child_ids(m))
@@ -187,7 +225,7 @@ class CompiledModule(_C._CompiledCore):
         epoch = _C._compile_epoch()
         if any(self._child_ids(m) != c for m, c in zip(self._watched, self._children)):
             self._restructure()
-        flags = tuple(m.training for m in self._watched)
+        flags = tuple(_python_state(m) for m in self._watched)
         mode = self._modes.setdefault(flags, len(self._modes))
         self._set_mode(mode, epoch)
         self._epoch_seen = epoch
@@ -258,7 +296,7 @@ class CompiledModule(_C._CompiledCore):
             raise CompileError(f"lucid.compile(strict=True): {name} {descr}: {reason}")
         if reason not in self._warned:
             self._warned.add(reason)
-            warnings.warn(f"lucid.compile: {name} {descr} runs eagerly: {reason}", CompileWarning, stacklevel=4)
+            warnings.warn(f"lucid.compile: {name} {descr} runs eagerly: {reason}", CompileWarning, stacklevel=5)
         return out
 
     def _trace(self, args, kwargs, key, flat, guards):
@@ -269,8 +307,9 @@ class CompiledModule(_C._CompiledCore):
         tr = _C._Tracer()
         for t in flat:
             tr.add_input(t)
-        with _recording(tr) as called:
+        with _recording(tr) as rec:
             out = fn(*args, **kwargs)
+        called = rec.mods
 
         def fail(reason):  # keyed with the trace's bound tensors (see _CompiledCore._key_of)
             return self._fallback(self._key_of(args, kwargs, tr.state_feeds)[0], descr, reason, out, guards,
@@ -278,6 +317,9 @@ class CompiledModule(_C._CompiledCore):
 
         if not tr.ok:
             return fail(tr.reason)
+        rebound, why = self._replay_module_writes(tr, rec)
+        if why:
+            return fail(why)
         try:
             leaves, out_kind, unflatten = _flatten_output(out)
         except TypeError as e:
@@ -306,6 +348,10 @@ class CompiledModule(_C._CompiledCore):
             return fail(f"{type(e).__name__}: {e}")
         ms = (time.perf_counter() - t0) * 1e3
         names = self._state_names(states)
+        for m, attr, old in rebound:  # the rebound slot follows the attribute, not the old tensor
+            self._watch([m])
+            widx = self._watched.index(m)
+            names = [(widx, attr) if _C._impl_id(t) == _C._impl_id(old) else n for t, n in zip(states, names)]
         states = [self._pinned.get(_C._impl_id(t), t) if n is None else self._lookup(n)
                   for t, n in zip(states, names)]  # the Parameter objects themselves
         if grad is None:
@@ -324,6 +370,34 @@ class CompiledModule(_C._CompiledCore):
                      stats["fused_groups"], stats["arena_bytes"], stats["in_place"], stats.get("to_target", 0), ms,
                      " (executable cache hit)" if stats["cache_hit"] else "")
         return out
+
+    @staticmethod
+    def _replay_module_writes(tr, rec):
+        """The trace's effects on modules that cached calls must reproduce: (rebound, reason).
+        A tensor attribute rebound to a tensor the trace computed, of the same shape and dtype
+        (self.s = self.s + x), becomes an assign into the bound tensor; rebound lists those as
+        (module, name, old tensor). Forward hooks, or any other attribute write (a counter, a
+        flag, a new submodule), can't be replayed without Python: reason says which."""
+        for m in rec.hooked:
+            if id(m) not in rec.created:
+                return [], (f"{type(m).__name__} has forward hooks (Python code run at every call, whose side "
+                            "effects an executable can't replay)")
+        rebound = []
+        for m, name, old, new in _module_writes(rec):
+            where = f"{type(m).__name__}.{name}"
+            if old is new:  # `self.t += 1` on a tensor: an in-place op the trace recorded, rebinding nothing
+                continue
+            if isinstance(old, Tensor) and isinstance(new, Tensor):
+                why = tr.rebind(old, new)
+                if why:
+                    return [], f"{where} is rebound during the trace and can't become an update of the bound tensor: {why}"
+                rebound.append((m, name, old))
+                continue
+            if type(old) is type(new) and _guard_value(old) == _guard_value(new):
+                continue  # the same value written back
+            return [], (f"{where} is assigned during the trace: Python state changed by the traced function is not "
+                        "replayed by cached calls")
+        return rebound, None
 
     @staticmethod
     def _trace_backward(tr, flat, leaves, step=False):

@@ -204,6 +204,26 @@ void Tracer::on_host_read(const Tensor& t, const char* what) {
     fallback(str(what, "() read a tensor's value on the host during the trace: Python control flow may depend on data"));
 }
 
+std::string Tracer::rebind(const Tensor& old, const Tensor& now) {
+  if (old.shape() != now.shape() || old.dtype() != now.dtype())
+    return str("it replaces a tensor of shape ", shape_str(old.shape()), " and dtype ", dtype_name(old.dtype()),
+               " with one of shape ", shape_str(now.shape()), " and dtype ", dtype_name(now.dtype()));
+  auto nv = ids_.find(now.impl());
+  if (nv == ids_.end() || graph_.value(nv->second).kind != ir::ValueKind::Node)
+    return "the new tensor is not computed by the traced ops (an argument, a bound tensor or a constant)";
+  for (const auto& [t, id] : fed_)
+    if (t.same_storage(now)) return "the new tensor shares memory with an argument or a bound tensor";
+  if (input_of_.count(old.impl())) return "the old tensor is an argument of the call";
+  auto st = state_of_.find(old.impl());
+  if (st == state_of_.end()) {  // not read by the trace: bind it now (its value is never used)
+    value_of(old);
+    st = state_of_.find(old.impl());
+    if (st == state_of_.end()) return "the old tensor is not a tensor the trace can bind";
+  }
+  graph_.add_assign(st->second, nv->second);
+  return "";
+}
+
 void Tracer::check_written_aliases() {
   for (const ir::Assign& a : graph_.assigns())
     for (const auto& [t, id] : fed_) {

@@ -28,6 +28,10 @@ class Tracer : public TraceHook {
   Tracer();  // notes the default generator's state: random ops are recorded relative to it
   int add_input(const Tensor& t);
   void set_outputs(const TensorList& outs);
+  // A module attribute rebound during the trace from `old` (a tensor from before the trace) to
+  // `now` (self.s = self.s + x): `old` becomes bound state assigned `now`'s value, so cached
+  // calls update the bound tensor. Returns an empty string, or why it can't be an assign.
+  std::string rebind(const Tensor& old, const Tensor& now);
 
   void on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) override;
   void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,

@@ -17,10 +17,30 @@ from lucid.nn.parameter import Parameter, Buffer
 __all__ = ["Module"]
 
 # lucid.compile support. _epoch_bump tells compiled modules that something that can change a
-# traced computation happened (a mode switch, a parameter/buffer/submodule (re)assignment);
-# _call_record collects the modules called while a trace is recording (per thread).
+# traced computation happened (a mode switch, a parameter/buffer/submodule (re)assignment, any
+# attribute write or hook change on a module a compiled module watches); while a trace records
+# on this thread, _call_record.rec (a _TraceRecord) collects what the traced code did to modules.
 _epoch_bump = lucid._C._compile_epoch_bump
 _call_record = threading.local()
+
+
+class _TraceRecord:
+    """What a traced call did to modules: which it called, which ran forward hooks, which it
+    created, and every attribute write (module, name, old value, new value), in order."""
+
+    def __init__(self):
+        self.mods, self.hooked, self.writes, self.created = [], [], [], set()
+
+
+_MISSING = object()
+
+
+def _attr_of(m, name):
+    d = m.__dict__
+    for store in (d.get("_parameters", {}), d.get("_buffers", {}), d.get("_modules", {}), d):
+        if name in store:
+            return store[name]
+    return _MISSING
 
 
 class _StateDict(OrderedDict):
@@ -62,7 +82,8 @@ class _RemovableHandle:
         _RemovableHandle._next_id += 1
 
     def remove(self):
-        self.hooks_dict.pop(self.id, None)
+        if self.hooks_dict.pop(self.id, None) is not None:
+            _epoch_bump()
 
     def __enter__(self):
         return self
@@ -81,6 +102,9 @@ class Module:
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
         d = self.__dict__
+        rec = _call_record.__dict__.get("rec")
+        if rec is not None:
+            rec.created.add(id(self))
         d["training"] = True
         d["_parameters"] = _StateDict()
         d["_buffers"] = _StateDict()
@@ -94,9 +118,11 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        rec = _call_record.__dict__.get("mods")
+        rec = _call_record.__dict__.get("rec")
         if rec is not None:
-            rec.append(self)
+            rec.mods.append(self)
+            if self._forward_pre_hooks or self._forward_hooks:
+                rec.hooked.append(self)
         for hook in list(self._forward_pre_hooks.values()):
             r = hook(self, args)
             if r is not None:
@@ -109,11 +135,13 @@ class Module:
         return out
 
     def register_forward_hook(self, hook):
+        _epoch_bump()
         h = _RemovableHandle(self._forward_hooks)
         self._forward_hooks[h.id] = hook
         return h
 
     def register_forward_pre_hook(self, hook):
+        _epoch_bump()
         h = _RemovableHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[h.id] = hook
         return h
@@ -222,7 +250,11 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
-        if name == "training" or value is None or isinstance(value, (Tensor, Module)):
+        rec = _call_record.__dict__.get("rec")
+        if rec is not None and id(self) not in rec.created:
+            rec.writes.append((self, name, _attr_of(self, name), value))
+        if (name == "training" or value is None or isinstance(value, (Tensor, Module))
+                or "_compile_watched" in self.__dict__):
             _epoch_bump()
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
