@@ -162,9 +162,40 @@ struct SigWalk {
   }
 };
 
-SigWalk signature(nb::handle args, nb::handle kwargs, int64_t mode) {
+// A Python value the traced code reads besides its arguments: a global of the compiled function
+// or of a watched module's forward (a dict and a name), or a closure cell (the cell, no name).
+struct Captured {
+  nb::object where, name;
+};
+
+// None, bool, int, float, str, or a tuple of them: keyed by value.
+bool is_primitive(PyObject* v, int depth) {
+  if (v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyUnicode_CheckExact(v))
+    return true;
+  if (!PyTuple_CheckExact(v) || depth > 4) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); ++i)
+    if (!is_primitive(PyTuple_GET_ITEM(v, i), depth + 1)) return false;
+  return true;
+}
+
+SigWalk signature(nb::handle args, nb::handle kwargs, int64_t mode, const std::vector<Captured>& captured) {
   SigWalk w;
   w.walk(args, 0);
+  // Their current values are keyed like arguments: a changed global re-keys, as in torch.compile.
+  for (const Captured& c : captured) {
+    PyObject* v = c.name.is_none() ? PyCell_GET(c.where.ptr()) : PyDict_GetItemWithError(c.where.ptr(), c.name.ptr());
+    if (!v) {
+      PyErr_Clear();
+      w.s.mix(0xDE1E7EDULL);  // unbound or deleted
+      continue;
+    }
+    if (is_primitive(v, 0)) {
+      w.walk(v, 1);
+    } else {  // rebound to another kind of object: keyed by identity (the trace saw a primitive)
+      w.s.mix(reinterpret_cast<uintptr_t>(Py_TYPE(v)));
+      w.s.mix(reinterpret_cast<uintptr_t>(v));
+    }
+  }
   // No keyword arguments (a null dict from tp_call, or {}) hash alike.
   if (kwargs.is_valid() && PyDict_Check(kwargs.ptr()) && PyDict_Size(kwargs.ptr()) > 0) w.walk(kwargs, 0);
   w.s.mix(GradMode::is_enabled() ? 0x51 : 0x50);
@@ -274,7 +305,7 @@ class CompiledCore {
   nb::object call(nb::handle args, nb::handle kwargs) {
     ++n_calls_;
     if (current_trace_hook() || epoch_seen_ != g_epoch.load(std::memory_order_relaxed)) return slow(args, kwargs, nb::none());
-    SigWalk w = signature(args, kwargs, mode_);
+    SigWalk w = signature(args, kwargs, mode_, captured_);
     if (w.unsupported) return slow(args, kwargs, nb::none());
     mix_state_aliasing(w, nullptr);
     auto it = entries_.find(w.s.h);
@@ -300,7 +331,7 @@ class CompiledCore {
   // (args tuple, kwargs dict) -> (key, flat tensors, guards): the same signature as the fast path.
   // states: bound tensors of a trace about to be inserted, keyed as if already watched.
   nb::object key_of(nb::handle args, nb::handle kwargs, nb::object states) {
-    SigWalk w = signature(args, kwargs, mode_);
+    SigWalk w = signature(args, kwargs, mode_, captured_);
     if (w.unsupported) throw TypeError(str("lucid.compile: ", w.why));
     TensorList extra;
     if (!states.is_none())
@@ -416,6 +447,12 @@ class CompiledCore {
     return nb::cast(PyExecutable{it->second->exe});
   }
 
+  // items: (dict, name) for a global, (cell, None) for a closure cell.
+  void set_captured(nb::list items) {
+    std::vector<Captured> c;
+    for (nb::handle it : items) c.push_back({nb::borrow(it[0]), nb::borrow(it[1])});
+    captured_ = std::move(c);
+  }
   void set_mode(int64_t mode, uint64_t epoch) {
     mode_ = mode;
     epoch_seen_ = epoch;
@@ -431,6 +468,10 @@ class CompiledCore {
   // Python GC support: the core owns Python objects (the target, output builders, guards).
   int traverse(visitproc visit, void* arg) {
     Py_VISIT(fn_.ptr());
+    for (const Captured& c : captured_) {
+      Py_VISIT(c.where.ptr());
+      Py_VISIT(c.name.ptr());
+    }
     for (auto& [k, e] : entries_) {
       Py_VISIT(e->unflatten.ptr());
       Py_VISIT(e->guards.ptr());
@@ -439,6 +480,7 @@ class CompiledCore {
     return 0;
   }
   void clear_refs() {
+    captured_.clear();
     entries_.clear();
     watched_.clear();
     rt::trim_executable_cache();
@@ -599,6 +641,7 @@ class CompiledCore {
   nb::object fn_;
   std::unordered_map<uint64_t, std::shared_ptr<Entry>> entries_;
   std::vector<std::pair<const Storage*, Tensor>> watched_;  // sorted by storage
+  std::vector<Captured> captured_;
   uint64_t epoch_seen_ = 0, n_calls_ = 0, hits_ = 0, tick_ = 0;
   int64_t mode_ = 0;
   size_t capacity_ = 64;
@@ -805,6 +848,7 @@ LUCID_BINDER(compile) {
       .def("_entry_info", &CompiledCore::entry_info)
       .def("_executable", &CompiledCore::executable)
       .def("_set_mode", &CompiledCore::set_mode)
+      .def("_set_captured", &CompiledCore::set_captured)
       .def_prop_ro("_mode", &CompiledCore::mode)
       .def_prop_ro("_n_calls", &CompiledCore::n_calls)
       .def_prop_ro("_hits", &CompiledCore::hits)

@@ -258,3 +258,46 @@ def test_hooks_present_when_tracing_run_at_every_call():
             cm(lucid.randn(2, 3))
     assert len(seen) == 3
     assert "has forward hooks" in list(cm.cache_info()["eager_only"].values())[0]
+
+
+# ---------------------------------------------------------------- globals and closure cells
+GAIN = 2.0
+MODE = "mul"
+
+
+def _uses_globals(x):
+    return x * GAIN if MODE == "mul" else x - GAIN
+
+
+class _GlobalReader(nn.Module):
+    def forward(self, x):
+        return (lambda t: t * GAIN)(x) + 1  # a nested lambda reads the global too
+
+
+@pytest.mark.parametrize("target", ["function", "module_forward"])
+def test_primitive_globals_read_by_the_compiled_code_are_guarded(target):
+    global GAIN, MODE
+    fn = _uses_globals if target == "function" else _GlobalReader()
+    cf = lucid.compile(fn, strict=True)
+    x = lucid.arange(3.0)
+    try:
+        for gain, mode in [(2.0, "mul"), (5.0, "mul"), (5.0, "sub"), (2.0, "mul"), (3, "mul"), (True, "sub")]:
+            GAIN, MODE = gain, mode
+            with lucid.no_grad():
+                want, got = fn(x), cf(x)
+            assert want.dtype == got.dtype and want.tolist() == got.tolist(), (gain, mode)
+    finally:
+        GAIN, MODE = 2.0, "mul"
+
+
+def test_closure_cells_holding_numbers_are_guarded():
+    k = 3
+
+    def f(x):
+        return x + k
+
+    cf = lucid.compile(f, strict=True)
+    x = lucid.ones(2)
+    for v in (3, 10, 3, 2.5):
+        k = v
+        assert cf(x).tolist() == f(x).tolist() == [1 + v, 1 + v]

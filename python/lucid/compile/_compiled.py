@@ -112,6 +112,11 @@ def _guard_value(v):
     return (object, v) if getattr(t, "__hash__", None) is not None else (object, id(v), v.__class__)
 
 
+def _is_primitive(v, depth=0):
+    return (v is None or type(v) in (bool, int, float, str)
+            or (type(v) is tuple and depth < 4 and all(_is_primitive(x, depth + 1) for x in v)))
+
+
 def _python_state(m):
     """What of module m a trace may have read besides its tensors: its training flag, its other
     attributes (m.scale, a bool choosing a branch) and its hooks."""
@@ -173,6 +178,7 @@ class CompiledModule(_C._CompiledCore):
             self._watch(target.modules())
         else:
             self._watch_captured(target)
+        self._set_captured(self._captured())
         self._refresh()
 
     # ---------------------------------------------------------------- signature bookkeeping
@@ -185,7 +191,39 @@ class CompiledModule(_C._CompiledCore):
                 self._watched.append(m)
                 self._children.append(self._child_ids(m))
                 added = True
+        if added:
+            self._set_captured(self._captured())
         return added
+
+    def _captured(self):
+        """The globals and closure cells holding primitives (numbers, strings, None, tuples of
+        them) that the compiled function, or a watched module's forward, reads: their values
+        join the signature (see _CompiledCore). Functions these call are not scanned: what they
+        read is a constant of the trace (docs/compile.md)."""
+        fns = [] if isinstance(self.model, lucid.nn.Module) else [self.model]
+        fns += [type(m).forward for m in self._watched]
+        items, seen, names = [], set(), set()
+        for fn in fns:
+            fn = getattr(fn, "__func__", fn)
+            code, g = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+            if code is None or id(code) in seen:
+                continue
+            seen.add(id(code))
+            codes = [code]
+            while codes:  # nested lambdas and comprehensions read the same globals
+                c = codes.pop()
+                codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+                for n in c.co_names:
+                    if n in g and _is_primitive(g[n]) and (id(g), n) not in names:
+                        names.add((id(g), n))
+                        items.append((g, n))
+            for cell in fn.__closure__ or ():
+                try:
+                    if _is_primitive(cell.cell_contents):
+                        items.append((cell, None))
+                except ValueError:  # an empty cell
+                    pass
+        return items
 
     def _watch_captured(self, fn):
         """Modules and tensors a function reaches through its closure or globals: the modules'
@@ -219,6 +257,7 @@ class CompiledModule(_C._CompiledCore):
             self._watch(self.model.modules())
         else:
             self._watch_captured(self.model)
+        self._set_captured(self._captured())
 
     def _refresh(self):
         """Recompute the module-mode id and re-bind every entry's state to the current tensors."""
