@@ -1,6 +1,7 @@
 """Compiled training entry points built on CompiledModule: make_step (forward + loss + backward
 as one executable per signature) and compiled_step (a cached one-call convenience over it).
-compile_optimizer and fused_step (the optimizer update in the executable) are not built yet."""
+The optimizer update joins the executable in compile_optimizer (_optim.py) and fused_step
+(_fused.py)."""
 import types
 import weakref
 
