@@ -16,8 +16,10 @@ and serde_json's parser. A file is accepted only if all of these hold:
   - sorted by data_offsets, the ranges are contiguous from 0 (begin == previous end, end >= begin);
     prod(shape) * bits, computed in u64 with overflow an error, is a whole number of bytes equal to
     end - begin; and the last end is exactly the size of the data section (no trailing bytes).
-One deliberate difference: lucid rejects a duplicated key in any JSON object, where safetensors keeps
-the last of a duplicated tensor name or metadata key (a silent overwrite).
+One deliberate difference: lucid rejects a duplicated key in any JSON object. safetensors rejects a
+duplicated "__metadata__" or TensorInfo field too, but keeps the last of a duplicated tensor name or
+metadata key (a silent overwrite) and ignores duplicates inside unknown fields.
+Checked against safetensors 0.8.0 by tests/python/test_serialization_malformed.py.
 
 Every rejection raises Invalid(cause); the caller (lucid.serialization) reports it as SafetensorsError
 naming the operation and the file.
@@ -177,7 +179,7 @@ def parse(data):
     if 8 + n > len(data):
         raise Invalid(f"invalid header length {n}: the file has only {len(data) - 8} bytes after it")
     try:
-        text = bytes(data[8:8 + n]).decode("utf-8")
+        text = data[8:8 + n].decode("utf-8")
     except UnicodeDecodeError as e:
         raise Invalid(f"invalid UTF-8 in header: {e}") from None
     try:

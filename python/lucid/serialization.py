@@ -11,8 +11,8 @@ tensors stored under path-like names ("state/0/exp_avg").
 Loading trusts nothing in the file. The header is validated exactly as the `safetensors` package
 does (lucid._safetensors_header: size limit, JSON types, contiguous offsets covering the data
 section exactly), except that lucid also rejects duplicated JSON keys. On top of that lucid rejects
-what it cannot represent: dtypes F4/F6/F8/C64/U64 and shapes numpy cannot allocate (itemsize times
-the nonzero dims above 2**63 - 1). The skeleton is decoded node by node against the tags the
+what it cannot represent: dtypes F4/F6/F8/C64/U64 and shapes numpy cannot allocate (more than 64
+dims, or itemsize times the nonzero dims above 2**63 - 1). The skeleton is decoded node by node against the tags the
 encoder writes (depth bounded, dtype names from a fixed table, every stored tensor referenced
 exactly once). Every rejection raises SafetensorsError (a ValueError) with the message
 "lucid.load(<file>): <cause>".
@@ -47,6 +47,7 @@ _NP = {"BOOL": np.uint8, "U8": np.uint8, "I8": np.int8, "I32": np.int32, "I64": 
        "I16": np.int16, "U16": np.uint16, "U32": np.uint32}
 _WIDEN = {"I16": np.int32, "U16": np.int32, "U32": np.int64}
 _ITEMSIZE = {"BF16": 4, "I16": 4, "U16": 4, "U32": 8}  # bytes of the array lucid builds, if not _NP's
+_MAX_NDIM = 64  # numpy's limit (NPY_MAXDIMS); lucid builds every tensor through numpy
 _SKELETON_KEY = "lucid.skeleton"
 _RESERVED = "__metadata__"
 _KEY_TYPES = (str, int, float, bool, type(None))  # dict keys a skeleton can hold
@@ -74,8 +75,9 @@ def _tensor_from_bytes(buf, st_dtype, shape, name):
     nbytes = _ITEMSIZE.get(st_dtype, np.dtype(_NP[st_dtype]).itemsize)
     for s in shape:
         nbytes *= s or 1
-    if nbytes > 2 ** 63 - 1:
-        raise Invalid(f"tensor {name!r}: shape {list(shape)} is too large for lucid")
+    if nbytes > 2 ** 63 - 1 or len(shape) > _MAX_NDIM:
+        raise Invalid(f"tensor {name!r}: shape {list(shape)[:8]}{'...' if len(shape) > 8 else ''} "
+                      f"({len(shape)} dims) is too large for lucid")
     arr = np.frombuffer(buf, dtype=np.dtype(_NP[st_dtype]).newbyteorder("<")).reshape(shape)
     if st_dtype == "BF16":
         f32 = (arr.astype(np.uint32) << 16).view(np.float32)
@@ -163,9 +165,9 @@ class _Decoder:
             return _SPECIAL_FLOATS[node["__float__"]]
         if keys == {"__dtype__"} and isinstance(node["__dtype__"], str) and node["__dtype__"] in _DTYPES:
             return _DTYPES[node["__dtype__"]]
-        if keys in ({"__tuple__"}, {"__set__"}) and isinstance(node.get("__tuple__", node.get("__set__")), list):
-            if "__tuple__" in node:
-                return tuple(self.decode(v) for v in node["__tuple__"])
+        if keys == {"__tuple__"} and isinstance(node["__tuple__"], list):
+            return tuple(self.decode(v) for v in node["__tuple__"])
+        if keys == {"__set__"} and isinstance(node["__set__"], list):
             try:
                 return set(self.decode(v) for v in node["__set__"])
             except TypeError:
@@ -247,7 +249,7 @@ def save(obj, f, metadata=None):
     try:
         data = _encode_file(obj, metadata)
     except (TypeError, ValueError) as e:
-        raise type(e)(f"lucid.save({_name_of(f)}): {e}") from None
+        raise (TypeError if isinstance(e, TypeError) else ValueError)(f"lucid.save({_name_of(f)}): {e}") from None
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
             fh.write(data)

@@ -92,6 +92,7 @@ def header_facts(data):
 def numpy_cannot_hold(dtype, shape):
     itemsize = {"BF16": 4}.get(dtype, np.dtype(LUCID_DTYPE[dtype].replace("bfloat16", "float32")).itemsize)
     try:
+        np.empty([min(s, 1) for s in shape], np.dtype(f"V{itemsize}"))  # numpy's dimension limit
         np.empty(shape, np.dtype(f"V{itemsize}"))
     except (ValueError, OverflowError):
         return True
@@ -274,7 +275,8 @@ def mutate_header(rng, header, body):
         zero = rng.choice([0, 0, Raw("-0"), 0.0, False])
         header.append(("empty", {"dtype": rng.choice(ALL_DTYPES), "data_offsets": [len(body), len(body)],
                                  "shape": rng.choice([[0], [2, 0], [zero], [0, 2 ** 62], [0, 2 ** 33, 2 ** 33],
-                                                      [2 ** 33, 2 ** 33, 0], [U64_MAX, 0], [2 ** 64, 0]])}))
+                                                      [2 ** 33, 2 ** 33, 0], [U64_MAX, 0], [2 ** 64, 0],
+                                                      [0] + [1] * 63, [0] + [1] * 64])}))
     elif kind == 15 and tensors:  # the last entry in the data is removed: its bytes become trailing data
         del header[max(tensors, key=lambda i: offsets_of(header[i][1]))]
     elif kind == 16:  # entries in another text order (valid: safetensors sorts by offsets)
@@ -582,6 +584,8 @@ def test_save_rejects_reserved_names(tmp_path):
     ('{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}', b"\x01\x02", "whole number of bytes"),
     ('{"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}}', b"\x01\x02", "not supported by lucid"),
     ('{"a":{"dtype":"U8","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}}', b"", "too large for lucid"),
+    ('{"a":{"dtype":"U8","shape":[%s],"data_offsets":[0,1]}}' % ",".join(["1"] * 65), b"\x01",
+     "65 dims.*too large for lucid"),
 ], ids=lambda v: v[-60:] if isinstance(v, str) else None)
 def test_malformed_headers_raise_one_clear_error(header, body, cause, tmp_path):
     path = tmp_path / "bad.safetensors"
