@@ -264,6 +264,7 @@ def mutate_header(rng, header, body):
         body = body[:-rng.choice([1, 2, len(body)])]
     elif kind == 12 and tensors:  # bool bytes (any tensor's bytes) set to arbitrary values
         b, e = offsets_of(header[rng.choice(tensors)][1])
+        e = min(e, len(body))  # offsets may be huge after an earlier mutation
         body = body[:b] + bytes(rng.choice([0, 1, 2, 127, 128, 255]) for _ in range(max(0, e - b))) + body[e:]
     elif kind == 13:
         meta = dict(header).get("__metadata__")
