@@ -12,10 +12,10 @@ Loading trusts nothing in the file. The header is validated exactly as the `safe
 does (lucid._safetensors_header: size limit, JSON types, contiguous offsets covering the data
 section exactly), except that lucid also rejects duplicated JSON keys. On top of that lucid rejects
 what it cannot represent: dtypes F4/F6/F8/C64/U64 and shapes numpy cannot allocate (more than 64
-dims, or itemsize times the nonzero dims above 2**63 - 1). The skeleton is decoded node by node against the tags the
-encoder writes (depth bounded, dtype names from a fixed table, every stored tensor referenced
-exactly once). Every rejection raises SafetensorsError (a ValueError) with the message
-"lucid.load(<file>): <cause>".
+dims, or itemsize times the nonzero dims above 2**63 - 1). The skeleton is decoded node by node
+against the tags the encoder writes (depth bounded, dtype names from a fixed table, every stored
+tensor referenced exactly once). Every rejection raises SafetensorsError (a ValueError) with the
+message "lucid.load(<file>): <cause>"; lucid.save raises TypeError / ValueError "lucid.save(<file>): <cause>".
 
 Values: BOOL bytes other than 0/1 (which safetensors accepts) load as True, so every op agrees
 with `bool(byte)`. BF16 goes through float32 (NumPy has no bfloat16), so a signalling NaN comes
