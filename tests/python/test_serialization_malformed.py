@@ -5,7 +5,8 @@ valid ones (byte flips, truncation, header-length edits, wrong JSON types for dt
 negative/float/bool shapes, overlapping/gapped/trailing ranges, duplicate keys written as raw JSON text,
 non-object JSON, bad UTF-8, bad __metadata__, deep nesting, bool bytes other than 0/1, skeleton edits)
 and checks each one: lucid.load raises SafetensorsError, or loads exactly what safetensors.deserialize
-(the function behind safetensors.numpy.load) loads: same names, dtypes, shapes and bytes. Where
+(the function behind safetensors.numpy.load; a test checks that safe_open accepts the same files)
+loads: same names, dtypes, shapes and bytes. Where
 safetensors rejects, lucid must reject; where it accepts, lucid may reject only for its documented
 extra rules (duplicate keys, dtypes lucid has no type for, shapes numpy cannot allocate, a malformed
 lucid.skeleton), and the test checks the cause it names. Targeted tests cover each finding of the
@@ -378,6 +379,23 @@ def test_mutated_files_match_safetensors():
         outcomes[check(mutate(rng, bases[k % len(bases)]))] += 1
     # the fuzzer exercises both paths in earnest
     assert outcomes["accepted"] > N_FUZZ // 20 and outcomes["rejected"] > N_FUZZ // 2, outcomes
+
+
+def test_reference_is_what_safe_open_accepts(tmp_path):
+    """safetensors.deserialize (bytes) and safe_open (a file) accept the same files: either is the reference."""
+    rng = random.Random(99)
+    bases = base_files()
+    path = tmp_path / "m.safetensors"
+    for k in range(200):
+        data = mutate(rng, bases[k % len(bases)])
+        path.write_bytes(data)
+        try:
+            with safetensors.safe_open(str(path), framework="numpy") as f:
+                names = sorted(f.keys())
+        except safetensors.SafetensorError:
+            names = None
+        ref = reference(data)
+        assert names == (None if ref is None else sorted(name for name, _ in ref))
 
 
 ENTRY_VALUES = st.recursive(
