@@ -6,11 +6,10 @@ negative/float/bool shapes, overlapping/gapped/trailing ranges, duplicate keys w
 non-object JSON, bad UTF-8, bad __metadata__, deep nesting, bool bytes other than 0/1, skeleton edits)
 and checks each one: lucid.load raises SafetensorsError, or loads exactly what safetensors.deserialize
 (the function behind safetensors.numpy.load; a test checks that safe_open accepts the same files)
-loads: same names, dtypes, shapes and bytes. Where
-safetensors rejects, lucid must reject; where it accepts, lucid may reject only for its documented
-extra rules (duplicate keys, dtypes lucid has no type for, shapes numpy cannot allocate, a malformed
-lucid.skeleton), and the test checks the cause it names. Targeted tests cover each finding of the
-hostile-input probe (issue 9, item 10)."""
+loads: same names, dtypes, shapes and bytes. Where safetensors rejects, lucid must reject; where it
+accepts, lucid may reject only for its documented extra rules (duplicate keys, dtypes lucid has no
+type for, shapes numpy cannot allocate, a malformed lucid.skeleton), and the test checks the cause it
+names. Targeted tests cover each finding of the hostile-input probe (issue 9, item 10)."""
 import io
 import json
 import math
