@@ -7,29 +7,51 @@ as exactly that, so files interoperate with safetensors / PyTorch by parameter n
 (nested dicts, optimizer state dicts with int keys, lists, tuples, numbers, strings, None, dtypes)
 is stored as a JSON "skeleton" string in __metadata__["lucid.skeleton"] whose leaves reference
 tensors stored under path-like names ("state/0/exp_avg").
+
+Loading trusts nothing in the file. The header is validated exactly as the `safetensors` package
+does (lucid._safetensors_header: size limit, JSON types, contiguous offsets covering the data
+section exactly), except that lucid also rejects duplicated JSON keys. On top of that lucid rejects
+what it cannot represent: dtypes F4/F6/F8/C64/U64 and shapes numpy cannot allocate (more than 64
+dims, or itemsize times the nonzero dims above 2**63 - 1). The skeleton is decoded node by node
+against the tags the encoder writes (depth bounded, dtype names from a fixed table, every stored
+tensor referenced exactly once). Every rejection raises SafetensorsError (a ValueError) with the
+message "lucid.load(<file>): <cause>"; lucid.save raises TypeError / ValueError "lucid.save(<file>): <cause>".
+
+Values: BOOL bytes other than 0/1 (which safetensors accepts) load as True, so every op agrees
+with `bool(byte)`. BF16 goes through float32 (NumPy has no bfloat16), so a signalling NaN comes
+back quiet (bit 0x0040 set); every other bit pattern is preserved. I16/U16/U32 widen losslessly
+to int32/int32/int64.
+
+Saving rejects a tensor named "__metadata__" (safetensors reserves it) and user metadata under
+"lucid.skeleton", instead of writing a file that loads without them.
 """
-import io
 import json
+import math
 import os
-import struct
 from collections import OrderedDict
 
 import numpy as np
 
 import lucid
 from lucid._C import Tensor
+from lucid._safetensors_header import SafetensorsError, Invalid, parse, strict_json
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "load_metadata", "SafetensorsError"]
 
 _DTYPE_TO_ST = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int32": "I32", "int64": "I64", "float16": "F16",
                 "bfloat16": "BF16", "float32": "F32", "float64": "F64"}
-_ST_TO_DTYPE = {v: k for k, v in _DTYPE_TO_ST.items()}
-_NP = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I32": np.int32, "I64": np.int64, "F16": np.float16,
-       "F32": np.float32, "F64": np.float64, "BF16": np.uint16}
-# safetensors dtypes lucid has no storage type for: widened on load, losslessly.
-_WIDEN = {"I16": (np.int16, "int32"), "U16": (np.uint16, "int32"), "U32": (np.uint32, "int64"),
-          "F8_E4M3": None, "F8_E5M2": None, "U64": None}
+_DTYPES = {name: getattr(lucid, name) for name in _DTYPE_TO_ST}  # the only names a skeleton may use
+_NP = {"BOOL": np.uint8, "U8": np.uint8, "I8": np.int8, "I32": np.int32, "I64": np.int64, "F16": np.float16,
+       "F32": np.float32, "F64": np.float64, "BF16": np.uint16,
+       # safetensors dtypes lucid has no storage type for, widened on load, losslessly
+       "I16": np.int16, "U16": np.uint16, "U32": np.uint32}
+_WIDEN = {"I16": np.int32, "U16": np.int32, "U32": np.int64}
+_ITEMSIZE = {"BF16": 4, "I16": 4, "U16": 4, "U32": 8}  # bytes of the array lucid builds, if not _NP's
+_MAX_NDIM = 64  # numpy's limit (NPY_MAXDIMS); lucid builds every tensor through numpy
 _SKELETON_KEY = "lucid.skeleton"
+_RESERVED = "__metadata__"
+_KEY_TYPES = (str, int, float, bool, type(None))  # dict keys a skeleton can hold
+_MAX_NESTING = 64  # containers inside containers in a saved object; the skeleton JSON is at most 3x deeper
 
 
 def _c(arr):
@@ -47,21 +69,23 @@ def _tensor_bytes(t):
     return arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
-def _tensor_from_bytes(buf, st_dtype, shape):
-    shape = tuple(int(s) for s in shape)
-    if st_dtype in _NP:
-        arr = np.frombuffer(buf, dtype=np.dtype(_NP[st_dtype]).newbyteorder("<")).reshape(shape)
-        if st_dtype == "BF16":
-            f32 = (arr.astype(np.uint32) << 16).view(np.float32)
-            return lucid.cast(lucid.from_numpy(_c(f32)).clone(), lucid.bfloat16)
-        arr = arr.astype(arr.dtype.newbyteorder("="), copy=True)
-        return lucid.from_numpy(_c(arr)).clone()
-    widen = _WIDEN.get(st_dtype)
-    if widen is None:
-        raise ValueError(f"load: safetensors dtype {st_dtype} is not supported by lucid")
-    np_dt, lucid_name = widen
-    arr = np.frombuffer(buf, dtype=np.dtype(np_dt).newbyteorder("<")).reshape(shape)
-    return lucid.from_numpy(_c(arr.astype(np.int32 if lucid_name == "int32" else np.int64)))
+def _tensor_from_bytes(buf, st_dtype, shape, name):
+    if st_dtype not in _NP:
+        raise Invalid(f"tensor {name!r}: safetensors dtype {st_dtype} is not supported by lucid")
+    nbytes = _ITEMSIZE.get(st_dtype, np.dtype(_NP[st_dtype]).itemsize)
+    for s in shape:
+        nbytes *= s or 1
+    if nbytes > 2 ** 63 - 1 or len(shape) > _MAX_NDIM:
+        raise Invalid(f"tensor {name!r}: shape {list(shape)[:8]}{'...' if len(shape) > 8 else ''} "
+                      f"({len(shape)} dims) is too large for lucid")
+    arr = np.frombuffer(buf, dtype=np.dtype(_NP[st_dtype]).newbyteorder("<")).reshape(shape)
+    if st_dtype == "BF16":
+        f32 = (arr.astype(np.uint32) << 16).view(np.float32)
+        return lucid.cast(lucid.from_numpy(_c(f32)).clone(), lucid.bfloat16)
+    if st_dtype == "BOOL":
+        arr = arr != 0  # any nonzero byte is True (safetensors accepts them; lucid's ops assume 0/1)
+    arr = arr.astype(_WIDEN.get(st_dtype, arr.dtype.newbyteorder("=")), copy=True)
+    return lucid.from_numpy(_c(arr)).clone()
 
 
 # ---------------------------------------------------------------- skeleton (non-flat objects)
@@ -72,7 +96,7 @@ class _Encoder:
     def _name(self, path):
         base = "/".join(path) if path else "tensor"
         name, k = base, 1
-        while name in self.tensors:
+        while name in self.tensors or name == _RESERVED:
             name = f"{base}#{k}"
             k += 1
         return name
@@ -90,47 +114,83 @@ class _Encoder:
             return obj
         if isinstance(obj, lucid.dtype):
             return {"__dtype__": obj.name}
+        if isinstance(obj, (np.integer,)):
+            return int(obj)
+        if isinstance(obj, (np.floating,)):
+            return self.encode(float(obj), path)
+        if not isinstance(obj, (dict, tuple, list, set, frozenset)):
+            raise TypeError(f"cannot store an object of type {type(obj).__name__} (at '{'/'.join(path)}'); "
+                            "lucid.save stores tensors and plain Python containers/numbers/strings only")
+        if len(path) >= _MAX_NESTING:
+            raise ValueError(f"containers nested deeper than {_MAX_NESTING} levels (at '{'/'.join(path)}')")
         if isinstance(obj, dict):
             items = []
             for k, v in obj.items():
-                if not isinstance(k, (str, int, bool, float)) and k is not None:
-                    raise TypeError(f"save: dict keys must be str/int/float/bool, got {type(k).__name__}")
+                if not isinstance(k, _KEY_TYPES):
+                    raise TypeError(f"dict keys must be str/int/float/bool/None, got {type(k).__name__}")
+                if isinstance(k, float) and not math.isfinite(k):
+                    raise ValueError(f"dict key {k!r} (at '{'/'.join(path)}') is not storable: JSON has no {k!r}")
                 items.append([k, self.encode(v, path + [str(k)])])
             return {"__dict__": items, "__ordered__": isinstance(obj, OrderedDict)}
         if isinstance(obj, tuple):
             return {"__tuple__": [self.encode(v, path + [str(i)]) for i, v in enumerate(obj)]}
         if isinstance(obj, list):
             return [self.encode(v, path + [str(i)]) for i, v in enumerate(obj)]
-        if isinstance(obj, (set, frozenset)):
-            return {"__set__": [self.encode(v, path + [str(i)]) for i, v in enumerate(sorted(obj, key=repr))]}
-        if isinstance(obj, (np.integer,)):
-            return int(obj)
-        if isinstance(obj, (np.floating,)):
-            return self.encode(float(obj), path)
-        raise TypeError(f"save: cannot store an object of type {type(obj).__name__} (at '{'/'.join(path)}'); "
-                        "lucid.save stores tensors and plain Python containers/numbers/strings only")
+        return {"__set__": [self.encode(v, path + [str(i)]) for i, v in enumerate(sorted(obj, key=repr))]}
 
 
-def _decode(obj, tensors):
-    if isinstance(obj, list):
-        return [_decode(v, tensors) for v in obj]
-    if isinstance(obj, dict):
-        if "__tensor__" in obj:
-            return tensors[obj["__tensor__"]]
-        if "__float__" in obj:
-            return float(obj["__float__"])
-        if "__dtype__" in obj:
-            return getattr(lucid.dtype, obj["__dtype__"])
-        if "__tuple__" in obj:
-            return tuple(_decode(v, tensors) for v in obj["__tuple__"])
-        if "__set__" in obj:
-            return set(_decode(v, tensors) for v in obj["__set__"])
-        if "__dict__" in obj:
-            d = OrderedDict() if obj.get("__ordered__") else {}
-            for k, v in obj["__dict__"]:
-                d[k] = _decode(v, tensors)
+_SPECIAL_FLOATS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+class _Decoder:
+    """Rebuilds what _Encoder wrote; every node must be one of its forms, exactly."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.unused = set(tensors)
+
+    def decode(self, node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.decode(v) for v in node]
+        keys = set(node)
+        if keys == {"__tensor__"}:
+            name = node["__tensor__"]
+            if not isinstance(name, str) or name not in self.unused:
+                raise Invalid(f"{name!r:.60} is not a stored tensor, or is referenced twice")
+            self.unused.remove(name)
+            return self.tensors[name]
+        if keys == {"__float__"} and isinstance(node["__float__"], str) and node["__float__"] in _SPECIAL_FLOATS:
+            return _SPECIAL_FLOATS[node["__float__"]]
+        if keys == {"__dtype__"} and isinstance(node["__dtype__"], str) and node["__dtype__"] in _DTYPES:
+            return _DTYPES[node["__dtype__"]]
+        if keys == {"__tuple__"} and isinstance(node["__tuple__"], list):
+            return tuple(self.decode(v) for v in node["__tuple__"])
+        if keys == {"__set__"} and isinstance(node["__set__"], list):
+            try:
+                return set(self.decode(v) for v in node["__set__"])
+            except TypeError:
+                raise Invalid("a set holds an unhashable element") from None
+        if (keys == {"__dict__", "__ordered__"} and isinstance(node["__ordered__"], bool)
+                and isinstance(node["__dict__"], list)):
+            d = OrderedDict() if node["__ordered__"] else {}
+            for item in node["__dict__"]:
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], _KEY_TYPES)):
+                    raise Invalid(f"malformed dict item {item!r:.60}")
+                d[item[0]] = self.decode(item[1])
             return d
-        raise ValueError(f"load: malformed lucid skeleton entry {obj!r}")
+        raise Invalid(f"malformed entry {node!r:.80}")
+
+
+def _decode_skeleton(text, tensors):
+    dec = _Decoder(tensors)
+    try:
+        obj = dec.decode(strict_json(text, 3 * _MAX_NESTING + 1, parse_int=int))
+        if dec.unused:
+            raise Invalid(f"stored tensors {sorted(dec.unused)[:5]} are not referenced by it")
+    except Invalid as e:
+        raise Invalid(f"{_SKELETON_KEY}: {e}") from None
     return obj
 
 
@@ -143,12 +203,15 @@ def _is_flat_tensor_dict(obj):
 def _serialize(tensors, metadata):
     header = {}
     if metadata:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+        header[_RESERVED] = {str(k): str(v) for k, v in metadata.items()}
     blobs = []
     offset = 0
     for name, t in tensors.items():
+        if name == _RESERVED:
+            raise ValueError(f"a tensor cannot be named '{_RESERVED}': the safetensors format reserves it "
+                             "for the file's metadata")
         if t.dtype.name not in _DTYPE_TO_ST:
-            raise TypeError(f"save: unsupported dtype {t.dtype} for '{name}'")
+            raise TypeError(f"unsupported dtype {t.dtype} for '{name}'")
         b = _tensor_bytes(t)
         header[name] = {"dtype": _DTYPE_TO_ST[t.dtype.name], "shape": [int(s) for s in t.shape],
                         "data_offsets": [offset, offset + len(b)]}
@@ -156,34 +219,13 @@ def _serialize(tensors, metadata):
         offset += len(b)
     hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hjson += b" " * ((8 - len(hjson) % 8) % 8)  # 8-byte alignment of the data section, as safetensors does
-    return struct.pack("<Q", len(hjson)) + hjson + b"".join(blobs)
+    return len(hjson).to_bytes(8, "little") + hjson + b"".join(blobs)
 
 
-def _deserialize(data):
-    if len(data) < 8:
-        raise ValueError("load: file is too small to be a safetensors file")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > len(data) - 8:
-        raise ValueError("load: invalid safetensors header length (is this a safetensors file?)")
-    try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"load: invalid safetensors header: {e}") from None
-    metadata = header.pop("__metadata__", None) or {}
-    body = memoryview(data)[8 + n:]
-    entries = sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])
-    tensors = OrderedDict()
-    for name, info in entries:
-        b, e = info["data_offsets"]
-        if not (0 <= b <= e <= len(body)):
-            raise ValueError(f"load: tensor '{name}' has data offsets outside the file")
-        tensors[name] = _tensor_from_bytes(bytes(body[b:e]), info["dtype"], info["shape"])
-    return tensors, metadata
-
-
-def save(obj, f, metadata=None):
-    """Save a state dict (or nested dicts/lists of tensors and plain values) to `f` (path or binary file)."""
+def _encode_file(obj, metadata):
     meta = dict(metadata or {})
+    if _SKELETON_KEY in meta:
+        raise ValueError(f"metadata key '{_SKELETON_KEY}' is reserved for lucid's object skeleton")
     if _is_flat_tensor_dict(obj):
         tensors = OrderedDict(obj)
         meta.setdefault("format", "pt")
@@ -191,8 +233,23 @@ def save(obj, f, metadata=None):
         enc = _Encoder()
         skeleton = enc.encode(obj, [])
         tensors = enc.tensors
-        meta[_SKELETON_KEY] = json.dumps(skeleton)
-    data = _serialize(tensors, meta)
+        meta[_SKELETON_KEY] = json.dumps(skeleton, allow_nan=False)
+    return _serialize(tensors, meta)
+
+
+def _name_of(f):
+    if isinstance(f, (str, os.PathLike)):
+        return os.fspath(f)
+    return getattr(f, "name", None) or f"<{type(f).__name__}>"
+
+
+def save(obj, f, metadata=None):
+    """Save a state dict (or nested dicts/lists of tensors and plain values) to `f` (path or binary file).
+    Errors are TypeError / ValueError with the message "lucid.save(<file>): <cause>"."""
+    try:
+        data = _encode_file(obj, metadata)
+    except (TypeError, ValueError) as e:
+        raise (TypeError if isinstance(e, TypeError) else ValueError)(f"lucid.save({_name_of(f)}): {e}") from None
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
             fh.write(data)
@@ -200,32 +257,41 @@ def save(obj, f, metadata=None):
         f.write(data)
 
 
-def load(f, map_location=None, weights_only=True, mmap=None):
-    """Load what `save` wrote (or any safetensors file, as an OrderedDict name -> tensor)."""
-    if map_location is not None and str(map_location) not in ("cpu",):
-        lucid._C._parse_device(str(map_location))
+def _read(f, op):
+    """(bytes, the name errors use) of a path, bytes or binary file object."""
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
-            data = fh.read()
-    elif isinstance(f, (bytes, bytearray)):
-        data = bytes(f)
-    else:
-        data = f.read()
-    tensors, metadata = _deserialize(data)
-    if _SKELETON_KEY in metadata:
-        return _decode(json.loads(metadata[_SKELETON_KEY]), tensors)
-    return tensors
+            return fh.read(), _name_of(f)
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return bytes(f), f"<{len(f)} bytes>"
+    data = f.read()
+    if not isinstance(data, bytes):
+        raise TypeError(f"{op}: expected a path, bytes or a binary file object, got {type(f).__name__}")
+    return data, _name_of(f)
+
+
+def load(f, map_location=None, weights_only=True, mmap=None):
+    """Load what `save` wrote (or any safetensors file, as an OrderedDict name -> tensor, in data order).
+    Raises SafetensorsError for anything that is not a valid safetensors file (see the module docstring)."""
+    if map_location is not None and str(map_location) not in ("cpu",):
+        lucid._C._parse_device(str(map_location))
+    data, where = _read(f, "lucid.load")
+    try:
+        n, metadata, entries = parse(data)
+        body = memoryview(data)[8 + n:]
+        tensors = OrderedDict((name, _tensor_from_bytes(body[b:e], dtype, shape, name))
+                              for name, dtype, shape, b, e in entries)
+        if _SKELETON_KEY in metadata:
+            return _decode_skeleton(metadata[_SKELETON_KEY], tensors)
+        return tensors
+    except Invalid as e:
+        raise SafetensorsError(f"lucid.load({where}): {e}") from None
 
 
 def load_metadata(f):
-    """The __metadata__ dict of a safetensors file."""
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fh:
-            data = fh.read()
-    else:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    return json.loads(data[8:8 + n]).get("__metadata__", {}) or {}
-
-
-_ = io
+    """The __metadata__ dict of a safetensors file (validated as `load` does; SafetensorsError if invalid)."""
+    data, where = _read(f, "lucid.load_metadata")
+    try:
+        return parse(data)[1]
+    except Invalid as e:
+        raise SafetensorsError(f"lucid.load_metadata({where}): {e}") from None
