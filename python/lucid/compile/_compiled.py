@@ -109,7 +109,11 @@ def _guard_value(v):
         return (t, v)
     if t is tuple:
         return (tuple, tuple(_guard_value(x) for x in v))
-    return (object, v) if getattr(t, "__hash__", None) is not None else (object, id(v), v.__class__)
+    try:
+        hash(v)
+    except Exception:  # unhashable (a list, an array): by identity
+        return (object, id(v), t)
+    return (object, v)
 
 
 def _is_primitive(v, depth=0):
