@@ -58,3 +58,28 @@ def assert_close(lo, to, atol, rtol, what=""):
         return
     np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol, err_msg=what,
                                equal_nan=True)
+
+
+def assert_same_values(got, want, what=""):
+    """Exactly eager's values: shape, dtype, NaN positions, every other value and the sign of
+    every zero (compiled == eager bit for bit, up to NaN payloads)."""
+    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} vs {want.dtype}"
+    a, b = as_numpy(got), as_numpy(want)
+    if a.dtype.kind != "f":
+        np.testing.assert_array_equal(a, b, err_msg=what)
+        return
+    nan = np.isnan(b)
+    np.testing.assert_array_equal(np.isnan(a), nan, err_msg=f"{what}: NaN positions")
+    np.testing.assert_array_equal(a[~nan], b[~nan], err_msg=what)
+    np.testing.assert_array_equal(np.signbit(a[~nan]), np.signbit(b[~nan]), err_msg=f"{what}: signs of zeros")
+
+
+def with_specials(a, rng, frac=0.1):
+    """A copy of float array a with about frac of its elements replaced by NaN, +-inf and -0.0."""
+    a = a.copy()
+    flat = a.reshape(-1)
+    n = max(1, int(frac * flat.size)) if flat.size else 0
+    idx = rng.choice(flat.size, size=min(n, flat.size), replace=False)
+    flat[idx] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], dtype=a.dtype), size=idx.size)
+    return a
