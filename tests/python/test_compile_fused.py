@@ -188,7 +188,7 @@ def _special_batches_match_eager(build, train, opt_name, batches, make_step=Fals
 
 
 SPECIAL_MODELS = [pytest.param("mlp", True, id="mlp"), pytest.param("cnn_bn", True, id="cnn_bn-train"),
-                  pytest.param("cnn_bn", False, id="cnn_bn-eval")]  # eval: BatchNorm folded, ReLU in ConvFused
+                  pytest.param("cnn_bn", False, id="cnn_bn-eval")]
 
 
 def _batches(shape, n, rng, nan_at=None, empty_at=()):
