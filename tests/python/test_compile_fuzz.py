@@ -22,8 +22,10 @@ was one) slips through both. Patterns generated here:
 - in-place ops on intermediates (through views too), on the arguments and on buffers (EMA-style
   updates, counters, slice writes, reads before and after a write); buffers returned as outputs;
 - intermediate values returned as outputs, float32 and float64, batch sizes 0..4 (an empty batch
-  in the first calls or only in the last), non-contiguous inputs, no_grad or frozen parameters
-  under grad mode;
+  in the first calls or only in the last), empty feature or sequence dims in the dense programs
+  (the steps that have no value on an empty dim, such as BatchNorm over 0 channels or amax over 0
+  elements, are not drawn there), non-contiguous inputs, no_grad or frozen parameters under grad
+  mode;
 - inputs with NaN, +-inf and -0.0 in some elements (one program in three): compiled must keep
   eager's NaN and infinities exactly where eager has them (a ReLU absorbed into a oneDNN post-op
   once turned NaN into 0).
@@ -78,6 +80,15 @@ SCALARS = [0.0, 1.0, 1, -1.0, 0.5, 2.0, 3]
 # value (index n_inputs + k). Shapes are tracked as `tails` (the shape without the batch dim,
 # which every value keeps first), so every generated step is valid for any batch size.
 # ----------------------------------------------------------------------------------------------
+
+def _nonempty(tail):
+    return 0 not in tail
+
+
+def _broadcast(a, b):
+    """The broadcast of two tails of one rank (each pair of dims equal or one of them 1)."""
+    return tuple(y if x == 1 else x for x, y in zip(a, b))
+
 
 @dataclass
 class Program:
@@ -145,6 +156,8 @@ class _Gen:
     def bn(self, i, train=None):
         d = self.draw
         tail = self.tails[i]
+        if not _nonempty(tail):  # no BatchNorm over 0 channels or 0 elements per channel
+            return i
         if train is None:
             train = d(st.booleans()) if self.can_train_bn(tail) else False
         if train and not self.can_train_bn(tail):
@@ -157,7 +170,7 @@ class _Gen:
 
     def linear(self, i, out_f=None, bias=None):
         d = self.draw
-        out_f = out_f or d(st.integers(1, 8))
+        out_f = d(st.integers(1, 8)) if out_f is None else out_f  # a block may ask for 0 (an empty feature dim)
         bias = d(st.booleans()) if bias is None else bias
         return self.emit(("linear", i, self.tails[i][-1], out_f, bias), self.tails[i][:-1] + (out_f,))
 
@@ -200,7 +213,7 @@ class _Gen:
         """Two branches meeting in one Add (+ optional activation): the residual patterns."""
         d = self.draw
         tail = self.tails[i]
-        convs = len(tail) in (2, 3)
+        convs = len(tail) in (2, 3) and _nonempty(tail)
         if convs:
             cout = d(st.sampled_from([tail[0], tail[0], d(st.integers(1, 6))]))
             stride = d(st.sampled_from([1, 1, 2]))
@@ -243,7 +256,7 @@ class _Gen:
                                   "block", "block", "add", "bias", "scalar", "binop", "view", "inplace", "inplace",
                                   "buffer", "pool", "norm", "reduce", "matmul", "mixed", "mask", "reuse"]))
         if kind == "conv":
-            i = self.pick(lambda t: len(t) in (2, 3))
+            i = self.pick(lambda t: len(t) in (2, 3) and _nonempty(t))
             if i is None:
                 kind = "linear"
             else:
@@ -261,7 +274,7 @@ class _Gen:
                 self.act(v, d(st.sampled_from(ACTS + ["relu", "gelu", "gelu_tanh"])))
             return
         if kind == "bn":
-            i = self.pick(lambda t: len(t) <= 3)
+            i = self.pick(lambda t: len(t) <= 3 and _nonempty(t))
             return self.bn(i) if i is not None else None
         if kind == "act":
             return self.act(self.pick())
@@ -274,7 +287,7 @@ class _Gen:
             ti = self.tails[i]
             j = self.pick(lambda t: len(t) == len(ti) and all(a == b or a == 1 or b == 1 for a, b in zip(t, ti)),
                           prefer_recent=False)
-            tail = tuple(max(a, b) for a, b in zip(ti, self.tails[j]))
+            tail = _broadcast(ti, self.tails[j])
             if kind == "add":
                 return self.emit(("add", i, j), tail)
             return self.emit(("binop", i, j, d(st.sampled_from(["mul", "sub", "maximum", "where", "div"]))), tail)
@@ -291,7 +304,7 @@ class _Gen:
         if kind == "buffer":
             return self.buffer(self.pick())
         if kind == "pool":
-            i = self.pick(lambda t: len(t) in (2, 3))
+            i = self.pick(lambda t: len(t) in (2, 3) and _nonempty(t))
             if i is None:
                 return None
             spatial = self.tails[i][1:]
@@ -305,7 +318,9 @@ class _Gen:
                 out = spatial
             return self.emit(("pool", i, op, len(spatial)), (self.tails[i][0],) + out)
         if kind == "norm":
-            i = self.pick()
+            i = self.pick(lambda t: t[-1] > 0)
+            if i is None:
+                return None
             op = d(st.sampled_from(["softmax", "log_softmax", "layer_norm_mod", "layer_norm_f"]))
             dim = d(st.sampled_from([-1, 1])) if "softmax" in op else -1
             return self.emit(("norm", i, op, dim, self.tails[i][-1]), self.tails[i])
@@ -313,7 +328,7 @@ class _Gen:
             i = self.pick()
             tail = self.tails[i]
             dim = d(st.sampled_from([-1, 1]))
-            op = d(st.sampled_from(["mean", "sum", "amax"]))
+            op = d(st.sampled_from(["mean", "sum"] + (["amax"] if tail[dim if dim < 0 else 0] else [])))
             new = list(tail)
             new[dim if dim < 0 else 0] = 1
             return self.emit(("reduce", i, op, dim), new)
@@ -322,7 +337,7 @@ class _Gen:
             ti = self.tails[i]
             j = self.pick(lambda t: len(t) == len(ti) and all(a == b or a == 1 or b == 1 for a, b in zip(t, ti)),
                           prefer_recent=False)
-            tail = tuple(max(a, b) for a, b in zip(ti, self.tails[j]))
+            tail = _broadcast(ti, self.tails[j])
             if kind == "mixed":
                 return self.emit(("mixed", i, j, d(st.sampled_from([0.5, 1.0, 3.0]))), tail)
             form = d(st.sampled_from(["mul_mask", "where_scalar", "float_mask"]))
@@ -348,7 +363,7 @@ class _Gen:
         tail = self.tails[i]
         ops = ["reshape_same", "view_same", "unsqueeze", "flatten_round"]
         if len(tail) >= 2:
-            ops += ["flatten", "transpose", "t_contig_t", "slice_ch"]
+            ops += ["flatten", "transpose", "t_contig_t"] + (["slice_ch"] if tail[0] else [])
         if tail[-1] >= 2:
             ops += ["slice_last", "slice_last"]
         if len(tail) == 3:
@@ -375,7 +390,7 @@ class _Gen:
     def inplace(self, i):
         d = self.draw
         tail = self.tails[i]
-        ops = ["mul_", "add_scalar_", "clamp_", "relu_", "setitem"]
+        ops = ["mul_", "add_scalar_", "clamp_", "relu_"] + (["setitem"] if tail[0] else [])
         ok = lambda t: len(t) == len(tail) and all(a == b or a == 1 for a, b in zip(t, tail))
         # Another value to combine in place: it must broadcast to i and not share memory with it
         # (an overlapping in-place read/write has no defined eager result either).
@@ -393,7 +408,8 @@ class _Gen:
         d = self.draw
         tail = self.tails[i]
         # read_then_write reduces over the batch with amax, which has no value for an empty batch.
-        op = d(st.sampled_from(["ema", "counter", "slice_write"] + (["read_then_write"] if self.min_batch else [])))
+        op = d(st.sampled_from(["ema", "counter"] + (["slice_write"] if tail[0] else []) +
+                               (["read_then_write"] if self.min_batch else [])))
         name = f"buf{self.n_buffers}"
         self.n_buffers += 1
         return self.emit(("buffer", i, op, name, tail), tail), name
@@ -406,9 +422,9 @@ def programs(draw):
     last_batch = draw(st.sampled_from([batch, batch, draw(st.integers(0, 4))]))
     domain = draw(st.sampled_from(["dense", "dense3", "conv1d", "conv2d", "conv2d"]))
     if domain == "dense":
-        in_tail = (draw(st.integers(1, 8)),)
+        in_tail = (draw(st.integers(0, 8)),)
     elif domain == "dense3":
-        in_tail = (draw(st.integers(1, 4)), draw(st.integers(1, 8)))
+        in_tail = (draw(st.integers(0, 4)), draw(st.integers(1, 8)))
     elif domain == "conv1d":
         in_tail = (draw(st.integers(1, 6)), draw(st.integers(1, 9)))
     else:
