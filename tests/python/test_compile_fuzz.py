@@ -39,7 +39,7 @@ it compares outputs (values, dtypes, shapes), every parameter, buffer and plain 
 and the arguments (in-place writes); outputs of earlier calls must not change (no aliasing of the
 executable's buffers). The last call may pass one tensor for both arguments. Float32 programs are
 also run in float64 as a reference (see Tolerance). Object identity of returned arguments and
-parameters is checked by the reproducer tests at the end.
+parameters is checked in test_compile_fuzz_repros.py.
 
 Tolerance: non-finite values must be eager's, at eager's positions; over the finite ones,
 max |compiled - eager| / max |eager| per tensor (as in compile_models.max_rel_err; an
@@ -49,22 +49,21 @@ float64 run (oneDNN's fused GELU is more accurate in the far negative tail than 
 scales the weights instead of the output, oneDNN post-ops), a few ulps per op.
 
 LUCID_FUZZ_SCALE=<factor> multiplies the number of examples (default 1: 150 examples, about 10 s
-on 2 cores); LUCID_FUZZ_SEED=<int> derandomises with that seed. The tests after the fuzzer are
-minimal reproducers of what it found (all four fixed).
+on 2 cores); LUCID_FUZZ_SEED=<int> derandomises with that seed. Minimal reproducers of what it
+found are in test_compile_fuzz_repros.py. The comparison helpers (scaled_err,
+assert_close_to_eager) are harness.py's.
 """
 import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, note, seed, settings, strategies as st
 
 import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
-from lucid import _C
-from harness import with_specials
+from harness import assert_close_to_eager, with_specials
 
 SCALE = float(os.environ.get("LUCID_FUZZ_SCALE", "1"))
 MAX_EXAMPLES = max(1, int(150 * SCALE))
@@ -742,39 +741,6 @@ def _inputs(prog, batch, rng, dt, alias):
     return make(dt), make(dt), make(lucid.float64)
 
 
-def _rel_err(out, ref):
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    fin = np.isfinite(ref)
-    if not np.array_equal(fin, np.isfinite(out)) or not np.array_equal(out[~fin], ref[~fin], equal_nan=True):
-        return math.inf
-    if not fin.any():
-        return 0.0
-    scale = max(float(np.max(np.abs(ref[fin]))), np.finfo(np.float32).tiny)
-    return float(np.max(np.abs(out[fin] - ref[fin]))) / scale
-
-
-def _assert_close(got, want, what, tol, ref=None):
-    """got (compiled) == want (eager) within tol, relative to want's scale. Where they differ by
-    more, and a float64 reference `ref` of the same computation is given, compiled must be no less
-    accurate than eager against it (compiled float32 may round differently and better: oneDNN's
-    GELU post-op is accurate in the negative tail where eager's 0.5*x*(1+erf(x/sqrt 2)) cancels)."""
-    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} vs eager {tuple(want.shape)}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} vs eager {want.dtype}"
-    g, w = got.detach().numpy(), want.detach().numpy()
-    if not want.dtype.is_floating_point:
-        np.testing.assert_array_equal(g, w, err_msg=what)
-        return
-    err = _rel_err(g, w)
-    if err <= tol:
-        return
-    assert ref is not None, f"{what}: max rel err {err:.3g} > {tol:g}\ncompiled {g}\neager {w}"
-    r = ref.detach().numpy()
-    err_c, err_e = _rel_err(g, r), _rel_err(w, r)
-    assert err_c <= 2 * err_e + tol, (f"{what}: compiled vs eager max rel err {err:.3g} > {tol:g}; against float64: "
-                                      f"compiled {err_c:.3g}, eager {err_e:.3g}\ncompiled {g}\neager {w}\nfloat64 {r}")
-
-
 def _role(t, inputs, model):
     """What an output tensor is, when it is a tensor the caller owns: ('input', k) or ('state', name)."""
     for k, x in enumerate(inputs):
@@ -848,11 +814,11 @@ def run_program(prog):
         where = f"call {call}"
         assert isinstance(got, tuple) and len(got) == len(want), where
         for k, (g, w, r) in enumerate(zip(got, want, refs)):
-            _assert_close(g, w, f"{where} output {k}", tol, r)
+            assert_close_to_eager(g, w, f"{where} output {k}", tol, r)
         for k, (a, b, r) in enumerate(zip(cx, ex, rx)):
-            _assert_close(a, b, f"{where} argument {k} after the call", tol, r if use_ref else None)
+            assert_close_to_eager(a, b, f"{where} argument {k} after the call", tol, r if use_ref else None)
         for name in _tensor_names(eager):
-            _assert_close(_get(model, name), _get(eager, name), f"{where} state {name}", tol,
+            assert_close_to_eager(_get(model, name), _get(eager, name), f"{where} state {name}", tol,
                           _get(ref, name) if use_ref else None)
         for t, snap in prev:
             np.testing.assert_array_equal(t.numpy(), snap, err_msg=f"{where}: an earlier call's output changed")
@@ -871,134 +837,3 @@ def run_program(prog):
 @given(programs())
 def test_compiled_model_programs_equal_eager(prog):
     run_program(prog)
-
-
-# ----------------------------------------------------------------------------------------------
-# Minimal reproducers of what the fuzzer found
-# ----------------------------------------------------------------------------------------------
-
-class _EmaBuffer(nn.Module):
-    """An EMA-style buffer update whose decayed intermediate is also read by a reduction, so the
-    fused group {buf*0.75, mean*0.25, add} has two outputs: the decayed buffer and the new one."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("buf", lucid.tensor([1.0, 2.0]))
-
-    def forward(self, x):
-        decayed = self.buf * 0.75
-        self.buf.copy_(decayed + x.mean(0) * 0.25)
-        return x - self.buf, decayed.sum()
-
-
-def test_fused_group_with_two_outputs_reads_its_donated_input_first():
-    # Found by the fuzzer. The Mean result dies at the fused group, so the memory plan gives its
-    # arena buffer to the group's first output (the decayed buffer). The block interpreter copies
-    # an input that shares memory with an output into a register before any write, but it
-    # detected sharing by Storage identity, and arena slots are distinct Storage objects over one
-    # allocation: output 0 was written over the Mean result before mean*0.25 read it. Fixed in
-    # runtime/fused_ew.cpp (overlap compared by address). The group's second output is the new
-    # buffer, written straight into the bound tensor, which the group also reads.
-    eager, model = _EmaBuffer(), _EmaBuffer()
-    cm = lucid.compile(model, strict=True)
-    with lucid.no_grad():
-        for k in range(3):
-            x = lucid.tensor([[1.0, 1.0 + k]])
-            got, want = cm(x), eager(x)
-            for j in range(2):
-                _assert_close(got[j], want[j], f"call {k} output {j}", 1e-6)
-            _assert_close(model.buf, eager.buf, f"call {k} buffer", 1e-6)
-    assert cm.cache_info()["hits"] == 2
-    # The same graph as IR: compiled == the reference interpreter on the unoptimised graph.
-    g = _C._parse_ir("""graph(%0: float32[1,2] input, %1: float32[2] state, %2: float64[] scalar=0.75, %3: float64[] scalar=0.25) {
-  %4 = Mean(%0) {dims=[0], keepdim=false} : float32[2]
-  %5 = Mul(%1, %2) : float32[2]
-  %6 = Mul(%4, %3) : float32[2]
-  %7 = Add(%5, %6) : float32[2]
-  %8 = Sub(%0, %7) : float32[1,2]
-  %9 = Sum(%5) {dims=[0], keepdim=false} : float32[]
-  assign %1 <- %7
-  return (%8, %9)
-}""")
-    exe, stats = _C._compile_graph(g, "")
-    assert stats["in_place"] == 1 and stats["fused_groups"] == 1, stats
-    assert "into %1" in exe.memory_plan, exe.memory_plan
-    x = lucid.tensor([[1.0, 3.0]])
-    buf_c, buf_r = lucid.tensor([1.0, 2.0]), lucid.tensor([1.0, 2.0])
-    got, want = exe.run([x], [buf_c]), g.interpret([x], [buf_r])
-    for k, (a, b) in enumerate(zip(got, want)):
-        _assert_close(a, b, f"output {k}", 1e-6)
-
-
-def test_fused_group_step_reading_one_operand_twice():
-    # Found by the fuzzer: where(a > y, a, y * 0.5) with a = x + x. The block interpreter's register
-    # allocator freed the register of an operand read twice by one step (x + x) twice, so two later
-    # operands (Gt's bool result and its cast to float32 for Where) shared one register and the
-    # cast overwrote the mask it was reading. Fixed in runtime/fused_ew.cpp (freed once).
-    def f(x, y):
-        a = x + x
-        return lucid.where(a > y, a, y * 0.5)
-
-    cm = lucid.compile(f, strict=True)
-    rng = np.random.default_rng(0)
-    for k in range(4):
-        x, y = (lucid.tensor(rng.standard_normal((2, 5)).astype(np.float32)) for _ in range(2))
-        _assert_close(cm(x, y), f(x, y), f"call {k}", 0.0)
-    assert cm.cache_info()["hits"] == 3
-    g = _C._parse_ir("""graph(%0: float32[2,5] input, %1: float32[2,5] input) {
-  %2 = Add(%0, %0) : float32[2,5]
-  %3 = Gt(%2, %1) : bool[2,5]
-  %4 = Where(%3, %2, %1) : float32[2,5]
-  return (%4)
-}""")
-    exe, stats = _C._compile_graph(g, "")
-    assert stats["fused_groups"] == 1, stats
-    for k in range(4):
-        xs = [lucid.tensor(rng.standard_normal((2, 5)).astype(np.float32)) for _ in range(2)]
-        _assert_close(exe.run(xs, [])[0], g.interpret(xs, [])[0], f"IR run {k}", 0.0)
-
-
-class _ScaleArgInPlace(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("count", lucid.zeros(2))
-
-    def forward(self, x):
-        x.mul_(2.0)
-        self.count.add_(1.0)
-        return x, self.count
-
-
-def test_returned_unwritten_argument_aliases_it():
-    # Unwritten arguments and buffers returned by the function come back as the same tensor
-    # (docs/compile.md: "A returned argument or bound tensor is returned as itself").
-    cm = lucid.compile(lambda x, y: (x, y + 1), strict=True)
-    for k in range(3):
-        x, y = lucid.ones(2), lucid.ones(2)
-        out, _ = cm(x, y)
-        out.add_(1.0)
-        np.testing.assert_array_equal(x.numpy(), [2.0, 2.0], err_msg=f"call {k}")
-
-
-def test_returned_argument_and_buffer_written_in_place_are_themselves():
-    eager, model = _ScaleArgInPlace(), _ScaleArgInPlace()
-    cm = lucid.compile(model, strict=True)
-    with lucid.no_grad():
-        for k in range(3):
-            xe, xc = lucid.ones(2), lucid.ones(2)
-            oe, ce = eager(xe)
-            oc, cc = cm(xc)
-            for o in (oe, oc, ce, cc):
-                o.add_(10.0)
-            np.testing.assert_array_equal(xc.numpy(), xe.numpy(), err_msg=f"call {k}: argument")
-            np.testing.assert_array_equal(model.count.numpy(), eager.count.numpy(), err_msg=f"call {k}: buffer")
-
-
-def test_returned_argument_and_parameter_are_the_same_python_objects():
-    lin = nn.Linear(2, 2)
-    cm = lucid.compile(lambda x: (x, lin.weight), strict=True)
-    with lucid.no_grad():
-        for k in range(2):
-            x = lucid.ones(2)
-            a, w = cm(x)
-            assert a is x and w is lin.weight, f"call {k}"
