@@ -1,6 +1,6 @@
 // The epilogue of LinearFused and ConvFused, the ops the compiler's epilogue pass emits:
 //   act(op(x, w) + bias) + residual,  or  act(op(x, w) + bias + residual)  (residual_first)
-// with act one of none, relu, gelu, gelu_tanh. The bias, a residual added before the activation
+// with act one of none, relu, gelu, gelu_tanh. The bias, the residual (unless it follows a ReLU)
 // and GELU are oneDNN post-ops, so the product is written once, finished. ReLU is not: oneDNN's
 // relu post-op is max(x, 0), which turns NaN into 0 and -0.0 into +0.0 where eager's relu (as
 // PyTorch's) keeps both, so a NaN in a batch vanished from a compiled forward while its backward
