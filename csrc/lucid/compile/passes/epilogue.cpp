@@ -27,9 +27,10 @@ namespace {
 
 // Name of the fused activation an activation node computes, or "" when there is none. Only
 // Relu, which is exact (eager's kernel, see the header): oneDNN's eltwise post-ops evaluate GELU
-// (erf and tanh) with their own polynomials, 1-2 ulp away from the eager kernel (measured, after Conv and after Linear), and
-// cancellation downstream can magnify that past the compiled == eager tolerance (found by the
-// model fuzzer). GELU stays a node of its own (and joins an elementwise group).
+// (erf and tanh) with their own polynomials, 1-2 ulp away from the eager kernel (measured, after
+// Conv and after Linear), and cancellation downstream can magnify that past the compiled == eager
+// tolerance (found by the model fuzzer). GELU stays a node of its own (and joins an elementwise
+// group).
 std::string post_op_activation(const Node& n, OpId /*base*/) {
   return n.op == OpId::Relu ? "relu" : "";
 }
