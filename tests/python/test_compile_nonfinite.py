@@ -186,3 +186,47 @@ def test_fused_elementwise_ops_keep_nan_semantics(name, dt):
     if name not in TORCH_ZERO_SIGN_UNDEFINED:
         z = fin & (ref == 0)
         np.testing.assert_array_equal(np.signbit(e[z]), np.signbit(ref[z]), err_msg=f"{name}: signs of zeros vs torch")
+
+
+GRAD_OPS = ["relu", "relu6", "hardtanh", "leaky_relu", "threshold", "softshrink", "hardshrink", "elu", "clamp",
+            "maximum", "minimum", "where"]
+
+
+@pytest.mark.parametrize("dt", list(DTYPES))
+@pytest.mark.parametrize("name", GRAD_OPS)
+def test_gradients_at_special_values_as_eager_and_torch(name, dt):
+    # The backward of the select ops at NaN, +-inf and the thresholds: the compiled backward gives
+    # eager's gradient bit for bit, and eager gives PyTorch's (relu passes the gradient at a NaN
+    # output, as threshold_backward does).
+    ldt, ndt = DTYPES[dt]
+    fn = OPS[name]
+    a, b = _grid(ndt)
+    g = np.linspace(-2.0, 2.0, a.size).astype(ndt)
+
+    def grads(x, y, f):
+        out = f(x, y)
+        (out * lucid.tensor(g)).sum().backward()
+        return out, x.grad, y.grad
+
+    def lucid_fn(x, y):
+        return fn(lucid, F, x, y) * 1.5
+
+    leaves = lambda: (lucid.tensor(a).requires_grad_(True), lucid.tensor(b).requires_grad_(True))
+    want = grads(*leaves(), lucid_fn)
+    cm = lucid.compile(lucid_fn, strict=True)
+    grads(*leaves(), cm)
+    got = grads(*leaves(), cm)
+    assert cm.cache_info()["hits"] >= 1 and not cm.cache_info()["eager_only"]
+    for k, (c, e) in enumerate(zip(got, want)):
+        if e is None:
+            assert c is None, f"{name}: output {k}"
+        else:
+            assert_same_values(c, e, f"{name}: compiled vs eager, output {k}")
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (fn(torch, TF, ta, tb) * 1.5 * torch.tensor(g)).sum().backward()
+    for k, (e, t) in enumerate(zip(want[1:], (ta.grad, tb.grad))):
+        t = None if t is None or (e is None and not t.any()) else t
+        assert (e is None) == (t is None), f"{name}: gradient {k} defined in one only"
+        if e is not None:
+            np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True,
+                                       err_msg=f"{name}: gradient {k}, eager vs torch")

@@ -75,11 +75,11 @@ LUCID_REGISTER_OP(Tanhshrink, [] {
   return d;
 }());
 
-// softshrink / hardshrink: 0 where -lambd <= x <= lambd, else the gradient (NaN passes it, as in PyTorch).
+// softshrink / hardshrink: gradient where |x| > lambd.
 static TensorList shrink_vjp(const VjpContext& c) {
   const Tensor& x = c.inputs[0];
   double l = c.attrs.f("lambd");
-  return TensorList{where(logical_and(ge(x, sc(-l)), le(x, sc(l))), sc(0.0), c.grads[0])};
+  return TensorList{where(logical_or(gt(x, sc(l)), lt(x, sc(-l))), c.grads[0], sc(0.0))};
 }
 
 LUCID_REGISTER_OP(Softshrink, [] {
@@ -100,7 +100,7 @@ LUCID_REGISTER_OP(Threshold, [] {
   OpDef d = EW_ACT_ATTR(Threshold, Threshold, Numeric);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
-    return TensorList{where(le(c.inputs[0], sc(c.attrs.f("threshold"))), sc(0.0), c.grads[0])};  // as PyTorch
+    return TensorList{where(le(c.inputs[0], sc(c.attrs.f("threshold"))), sc(0.0), c.grads[0])};  // as PyTorch: NaN passes
   };
   return d;
 }());
