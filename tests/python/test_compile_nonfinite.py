@@ -11,9 +11,11 @@ finite loss while its backward still made the parameters NaN.
   inputs and residuals with NaN, +-inf and -0.0; float32 and float64. Bit for bit where no pass
   reassociates (everything but BatchNorm folding, which scales the weights: there within 1e-5 and
   the same non-finite values).
-- Fused elementwise bodies: every elementwise op the block interpreter runs, inside a chain that
-  becomes one FusedElementwise group, on a grid of special values against themselves (every pair):
-  compiled bit for bit equal to eager, eager equal to PyTorch (NaN positions, infinities, values).
+- Fused elementwise bodies: every float elementwise op the block interpreter runs (and the ops
+  with attributes, clamp, leaky_relu, hardtanh..., which run as kernels next to a group), inside a
+  chain that becomes a FusedElementwise group, on a grid of special values against themselves
+  (every pair): compiled bit for bit equal to eager, eager equal to PyTorch (NaN positions,
+  infinities, values); and the gradients of the select ops (the activation backwards run fused).
 The training-step consequence (a NaN batch in fused_step) is tested in test_compile_fused.py.
 """
 import numpy as np
@@ -132,6 +134,9 @@ def _ops():
         "lerp": lambda L, f, a, b: L.lerp(a, b, 0.25),
         "addcmul": lambda L, f, a, b: L.addcmul(a, a, b, value=0.5),
         "masked_fill": lambda L, f, a, b: a.masked_fill(b > 0, 3.0),
+        "floor_divide": lambda L, f, a, b: L.floor_divide(a, b), "remainder": lambda L, f, a, b: L.remainder(a, b),
+        "logical_and": lambda L, f, a, b: L.logical_and(a, b), "logical_or": lambda L, f, a, b: L.logical_or(a, b),
+        "logical_xor": lambda L, f, a, b: L.logical_xor(a, b), "logical_not": lambda L, f, a, b: L.logical_not(a),
     })
     return u
 
