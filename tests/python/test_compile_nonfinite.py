@@ -194,7 +194,7 @@ def test_fused_elementwise_ops_keep_nan_semantics(name, dt):
 
 
 GRAD_OPS = ["relu", "relu6", "hardtanh", "leaky_relu", "threshold", "softshrink", "hardshrink", "elu", "clamp",
-            "maximum", "minimum", "where"]
+            "sigmoid", "tanh", "silu", "gelu", "maximum", "minimum", "where"]
 
 
 @pytest.mark.parametrize("dt", list(DTYPES))
