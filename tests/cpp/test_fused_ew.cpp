@@ -469,6 +469,43 @@ TEST(BlockInterpreter, ZeroDimAndEmpty) {
                           [](const TensorList& x) { return TensorList{exp(add(x[0], x[1]))}; });
 }
 
+TEST(BlockInterpreter, EmptyInAnyDim) {
+  // An empty output of shape [3, 0] used to fail run_fused's "contiguous output" check:
+  // Tensor::is_contiguous called an empty tensor with strides from contiguous_strides non-contiguous.
+  for (const Shape& s : {Shape{3, 0}, Shape{0, 3}, Shape{2, 0, 3}, Shape{0}})
+    check_block_interpreter({random_tensor(s, DType::Float32), random_tensor({s.back()}, DType::Float32)},
+                            [](const TensorList& x) { return TensorList{relu(add(mul(x[0], x[1]), x[1])), exp(x[0])}; });
+}
+
+namespace {
+
+// Float values of every class an op can treat specially: NaN, infinities, signed zeros, both
+// sides of the select ops' thresholds (0, +-0.5, +-1, 6) and ordinary numbers.
+Tensor special_values(const Shape& shape, DType dt) {
+  static const double kv[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 0.5, -0.5, 1.0, -1.0, 6.0, 7.5, -3.0, 0.3, -0.3};
+  Tensor t = Tensor::empty(shape, DType::Float64);
+  double* p = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = kv[(i * 5 + i / 14) % 14];
+  return cast(t, dt);
+}
+
+}  // namespace
+
+TEST(BlockInterpreter, NanInfAndSignedZerosThroughSelectOps) {
+  // The ops that select rather than compute (where NaN and -0.0 are easiest to lose) give eager's
+  // bits: the block interpreter runs the same BlockFns on the same dtypes.
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    TensorList in = {special_values({14, 15}, dt), special_values({15}, dt)};
+    check_block_interpreter(in, [](const TensorList& x) {
+      Tensor a = mul(x[0], scalar_tensor(2.0));
+      return TensorList{relu(a), relu6(a), hardtanh(a), leaky_relu(a, 0.1), clamp(a, 0.0, 1.0),
+                        maximum(a, x[1]), minimum(a, x[1]), where(gt(a, x[1]), a, x[1]),
+                        logical_or(logical_or(eq(a, x[1]), ne(a, x[1])), logical_or(lt(a, x[1]), ge(a, x[1]))),
+                        threshold(a, 0.5, -2.0), hardshrink(a, 0.5), softshrink(a, 0.5), elu(a)};
+    });
+  }
+}
+
 TEST(BlockInterpreter, OutputInPlaceOfAnInput) {
   ir::Graph g = ir::group_elementwise(ir::parse(
       "graph(%0: float32[50,60] input, %1: float32[60] input) {\n"

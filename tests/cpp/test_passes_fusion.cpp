@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "lucid/compile/ir/interpret.h"
@@ -400,6 +401,53 @@ TEST(AbsorbEpilogues, AfterBatchNormFoldConvBnReluIsOneKernel) {
   EXPECT_EQ(last.op, OpId::ConvFused);
   EXPECT_EQ(last.attrs.s("activation"), "relu");
   expect_same(g, f, random_feeds(g, {3}), 1e-5);
+}
+
+TEST(AbsorbEpilogues, ReluEpiloguesKeepNanInfAndSignedZerosBitForBit) {
+  // oneDNN's relu post-op is max(x, 0): it turned NaN into 0 and -0.0 into +0.0. The fused ops
+  // must give the unfused chain's bits on NaN, +-inf and -0.0 products and residuals, for every
+  // ReLU position, Linear and Conv, float32 and float64.
+  const char* kLinear = "Linear(%0, %1, %2) : $T[4,6]";
+  const char* kConv = "Conv(%0, %1, %2) {stride=[1,1], padding_l=[0,0], padding_r=[0,0], dilation=[1,1], groups=1} : $T[4,6,1,1]";
+  const char* tails[] = {"  %5 = Relu(%4) : $O\n  return (%5)\n",
+                         "  %5 = Add(%4, %3) : $O\n  %6 = Relu(%5) : $O\n  return (%6)\n",
+                         "  %5 = Relu(%4) : $O\n  %6 = Add(%5, %3) : $O\n  return (%6)\n",
+                         "  %5 = Add(%3, %4) : $O\n  %6 = Relu(%5) : $O\n  return (%6)\n"};
+  for (const char* t : {"float32", "float64"})
+    for (bool conv : {false, true})
+      for (const char* tail : tails) {
+        std::string out = std::string(t) + (conv ? "[4,6,1,1]" : "[4,6]");
+        std::string in = std::string(t) + (conv ? "[4,3,1,1]" : "[4,3]"), w = std::string(t) + (conv ? "[6,3,1,1]" : "[6,3]");
+        std::string text = "graph(%0: " + in + " input, %1: " + w + " state, %2: " + t + "[6] state, %3: " + out +
+                           " input) {\n  %4 = " + (conv ? kConv : kLinear) + "\n" + tail + "}\n";
+        for (const auto& [from, to] : {std::pair<std::string, std::string>{"$T", t}, {"$O", out}})
+          for (size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, from.size(), to);
+        ir::Graph g = ir::parse(text), f = ir::absorb_epilogues(g);
+        ASSERT_EQ(f.nodes().back().op, conv ? OpId::ConvFused : OpId::LinearFused) << ir::print(f);
+        DType dt = g.value(0).dtype;
+        Tensor x = cast(randn(g.value(0).shape, DType::Float64), dt), r = cast(randn(g.value(3).shape, DType::Float64), dt);
+        Tensor wt = cast(randn(g.value(1).shape, DType::Float64), dt), b = cast(randn({6}, DType::Float64), dt);
+        auto put = [&](const Tensor& a, int64_t i, double v) {
+          Tensor c = cast(full({}, v, dt), dt);
+          std::memcpy(static_cast<char*>(a.data_ptr()) + i * itemsize(dt), c.data_ptr(), itemsize(dt));
+        };
+        put(x, 0, NAN);       // row 0: NaN everywhere
+        put(x, 3, INFINITY);  // row 1: +-inf (or NaN where inf - inf)
+        // Row 2, channel 1 (element 13): products tiny * -tiny underflow to -0.0, so the sum is
+        // -0.0; with a -0.0 bias and a -0.0 residual it stays -0.0 through every chain.
+        const double tiny = dt == DType::Float32 ? 1e-30 : 1e-200;
+        for (int64_t i = 0; i < 3; ++i) put(x, 6 + i, tiny), put(wt, 3 + i, -tiny);
+        put(b, 1, -0.0);
+        put(r, 13, -0.0);
+        put(r, 2, NAN);                                        // a NaN residual
+        put(r, 20, -INFINITY);
+        TensorList want = ir::interpret(g, {x, r}, {wt, b}), got = ir::interpret(f, {x, r}, {wt, b});
+        std::vector<double> av = values(want[0]), cv = values(got[0]);
+        EXPECT_TRUE(std::signbit(av[13]) && av[13] == 0.0) << "the -0.0 case did not arise";
+        for (size_t i = 0; i < av.size(); ++i)
+          EXPECT_TRUE(std::signbit(av[i]) == std::signbit(cv[i]) && (av[i] == cv[i] || (std::isnan(av[i]) && std::isnan(cv[i]))))
+              << t << (conv ? " conv " : " linear ") << tail << "element " << i << ": fused " << cv[i] << ", unfused " << av[i];
+      }
 }
 
 // ---- both passes on a traced graph, against eager execution -----------------------------------

@@ -1,4 +1,6 @@
 """Helpers shared by the tests: NumPy samples to lucid/torch tensors, comparison of outputs."""
+import math
+
 import numpy as np
 import torch
 
@@ -58,3 +60,64 @@ def assert_close(lo, to, atol, rtol, what=""):
         return
     np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol, err_msg=what,
                                equal_nan=True)
+
+
+def assert_same_values(got, want, what=""):
+    """Exactly eager's values: shape, dtype, NaN positions, every other value and the sign of
+    every zero (compiled == eager bit for bit, up to NaN payloads)."""
+    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} vs {want.dtype}"
+    a, b = as_numpy(got), as_numpy(want)
+    if a.dtype.kind != "f":
+        np.testing.assert_array_equal(a, b, err_msg=what)
+        return
+    nan = np.isnan(b)
+    np.testing.assert_array_equal(np.isnan(a), nan, err_msg=f"{what}: NaN positions")
+    np.testing.assert_array_equal(a[~nan], b[~nan], err_msg=what)
+    np.testing.assert_array_equal(np.signbit(a[~nan]), np.signbit(b[~nan]), err_msg=f"{what}: signs of zeros")
+
+
+def with_specials(a, rng, frac=0.1):
+    """A copy of float array a with about frac of its elements replaced by NaN, +-inf and -0.0."""
+    a = a.copy()
+    flat = a.reshape(-1)
+    n = max(1, int(frac * flat.size)) if flat.size else 0
+    idx = rng.choice(flat.size, size=min(n, flat.size), replace=False)
+    flat[idx] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], dtype=a.dtype), size=idx.size)
+    return a
+
+
+def scaled_err(out, ref):
+    """max |out - ref| / max |ref| over the finite elements of ref (as compile_models.max_rel_err: an
+    elementwise relative error is meaningless for values that cross zero); inf when the non-finite
+    values (NaN, +-inf) are not exactly ref's, at ref's positions."""
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    fin = np.isfinite(ref)
+    if not np.array_equal(fin, np.isfinite(out)) or not np.array_equal(out[~fin], ref[~fin], equal_nan=True):
+        return math.inf
+    if not fin.any():
+        return 0.0
+    scale = max(float(np.max(np.abs(ref[fin]))), np.finfo(np.float32).tiny)
+    return float(np.max(np.abs(out[fin] - ref[fin]))) / scale
+
+
+def assert_close_to_eager(got, want, what, tol, ref=None):
+    """got (compiled) == want (eager) within tol, relative to want's scale. Where they differ by
+    more, and a float64 reference `ref` of the same computation is given, compiled must be no less
+    accurate than eager against it (compiled float32 may round differently and better: oneDNN's
+    GELU post-op is accurate in the negative tail where eager's 0.5*x*(1+erf(x/sqrt 2)) cancels)."""
+    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} vs eager {tuple(want.shape)}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} vs eager {want.dtype}"
+    g, w = got.detach().numpy(), want.detach().numpy()
+    if not want.dtype.is_floating_point:
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        return
+    err = scaled_err(g, w)
+    if err <= tol:
+        return
+    assert ref is not None, f"{what}: max rel err {err:.3g} > {tol:g}\ncompiled {g}\neager {w}"
+    r = ref.detach().numpy()
+    err_c, err_e = scaled_err(g, r), scaled_err(w, r)
+    assert err_c <= 2 * err_e + tol, (f"{what}: compiled vs eager max rel err {err:.3g} > {tol:g}; against float64: "
+                                      f"compiled {err_c:.3g}, eager {err_e:.3g}\ncompiled {g}\neager {w}\nfloat64 {r}")

@@ -223,6 +223,81 @@ def test_fused_step_with_batchnorm_momentum_none():
     assert step.cache_info()["eager_only"] == {}
 
 
+# ---- NaN and empty batches: as eager ------------------------------------------------------------
+
+def _special_batches_match_eager(build, train, opt_name, batches, make_step=False):
+    """Runs the same batches (x, y) through a compiled step and the eager step on twin models:
+    the same losses (NaN where eager's is NaN), parameters with eager's NaN positions and values
+    (1e-4 relative elsewhere), or the same exception where eager raises."""
+    m, ref = twins(build)
+    m.train(train), ref.train(train)
+    opt, eopt = OPTIMIZERS[opt_name](m.parameters()), OPTIMIZERS[opt_name](ref.parameters())
+    if make_step:
+        compiled = lucid.compile.make_step(m, F.cross_entropy, strict=True)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = compiled(x, y)
+            loss.backward()
+            opt.step()
+            return loss
+    else:
+        step = lucid.compile.fused_step(m, F.cross_entropy, opt, strict=True)
+    for i, (x, y) in enumerate(batches):
+        try:
+            want = eager_step(ref, eopt, x, y).item()
+        except Exception as e:  # noqa: BLE001 - the compiled step must raise the same
+            with pytest.raises(type(e)):
+                step(x, y)
+            continue
+        got = step(x, y).item()
+        assert np.isnan(got) == np.isnan(want) and (np.isnan(want) or abs(got - want) <= 1e-4 * max(1.0, abs(want))), \
+            f"step {i}: loss {got} vs eager {want}"
+        for (n, p), q in zip(m.named_parameters(), ref.parameters()):
+            a, b = p.detach().numpy(), q.detach().numpy()
+            np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"step {i}: NaN positions of {n}")
+            fin = ~np.isnan(b)
+            np.testing.assert_allclose(a[fin], b[fin], rtol=1e-4, atol=1e-6, err_msg=f"step {i}: {n}")
+    return step
+
+
+SPECIAL_MODELS = [pytest.param("mlp", True, id="mlp"), pytest.param("cnn_bn", True, id="cnn_bn-train"),
+                  pytest.param("cnn_bn", False, id="cnn_bn-eval")]
+
+
+def _batches(shape, n, rng, nan_at=None, empty_at=()):
+    out = []
+    for i in range(n):
+        batch = 0 if i in empty_at else shape[0]
+        x = rng.standard_normal((batch, *shape[1:])).astype(np.float32)
+        if i == nan_at:
+            x.flat[rng.integers(x.size)] = np.nan
+        out.append((lucid.tensor(x), lucid.tensor(rng.integers(0, 5, batch))))
+    return out
+
+
+@pytest.mark.parametrize("opt_name", ["sgd_momentum", "adam"])
+@pytest.mark.parametrize("model,train", SPECIAL_MODELS)
+def test_one_nan_in_a_batch_gives_eagers_nan_loss_and_parameters(model, train, opt_name):
+    # A NaN in the batch at step 4 (the executable is cached by then): the loss is NaN and the
+    # parameters become NaN exactly where eager's do. oneDNN's relu post-op turned the NaN into 0
+    # in the forward (a finite loss) while the backward still spread it into the parameters.
+    build, shape = MODELS[model]
+    step = _special_batches_match_eager(build, train, opt_name, _batches(shape, 6, np.random.default_rng(0), nan_at=4))
+    assert step.cache_info()["eager_only"] == {}
+
+
+@pytest.mark.parametrize("make_step", [False, True], ids=["fused_step", "make_step"])
+@pytest.mark.parametrize("opt_name", ["sgd_momentum", "adam"])
+@pytest.mark.parametrize("model,train", SPECIAL_MODELS)
+def test_empty_batches_step_as_eager(model, train, opt_name, make_step):
+    # Batches of 0 (three in a row, so the cached executable runs) between ordinary ones: the
+    # mean loss over 0 samples is NaN, as eager's, and so is everything it reaches.
+    build, shape = MODELS[model]
+    _special_batches_match_eager(build, train, opt_name, _batches(shape, 7, np.random.default_rng(1), empty_at=(3, 4, 5)),
+                                 make_step)
+
+
 # ---- memory -----------------------------------------------------------------------------------
 
 def test_memory_counters_follow_allocations():

@@ -21,8 +21,14 @@ was one) slips through both. Patterns generated here:
   batched matmul;
 - in-place ops on intermediates (through views too), on the arguments and on buffers (EMA-style
   updates, counters, slice writes, reads before and after a write); buffers returned as outputs;
-- intermediate values returned as outputs, float32 and float64, batch sizes 1..4, non-contiguous
-  inputs, no_grad or frozen parameters under grad mode.
+- intermediate values returned as outputs, float32 and float64, batch sizes 0..4 (an empty batch
+  in the first calls or only in the last), empty feature or sequence dims in the dense programs
+  (the steps that have no value on an empty dim, such as BatchNorm over 0 channels or amax over 0
+  elements, are not drawn there), non-contiguous inputs, no_grad or frozen parameters under grad
+  mode;
+- inputs with NaN, +-inf and -0.0 in some elements (one program in three): compiled must keep
+  eager's NaN and infinities exactly where eager has them (a ReLU absorbed into a oneDNN post-op
+  once turned NaN into 0).
 
 Each example runs the same calls on two identical copies of the model, one eager (the reference)
 and one compiled: three or four calls with fresh inputs (the first traces, the others run the
@@ -33,30 +39,31 @@ it compares outputs (values, dtypes, shapes), every parameter, buffer and plain 
 and the arguments (in-place writes); outputs of earlier calls must not change (no aliasing of the
 executable's buffers). The last call may pass one tensor for both arguments. Float32 programs are
 also run in float64 as a reference (see Tolerance). Object identity of returned arguments and
-parameters is checked by the reproducer tests at the end.
+parameters is checked in test_compile_fuzz_repros.py.
 
-Tolerance: max |compiled - eager| / max |eager| per tensor (as in compile_models.max_rel_err; an
+Tolerance: non-finite values must be eager's, at eager's positions; over the finite ones,
+max |compiled - eager| / max |eager| per tensor (as in compile_models.max_rel_err; an
 elementwise relative error is meaningless for values that cross zero) <= 1e-5 for float32, 1e-12 for
 float64; a float32 output may exceed 1e-5 only where it is no less accurate than eager against the
 float64 run (oneDNN's fused GELU is more accurate in the far negative tail than the eager formula). Compiled and eager round differently only where a pass reassociates (BatchNorm folding
 scales the weights instead of the output, oneDNN post-ops), a few ulps per op.
 
 LUCID_FUZZ_SCALE=<factor> multiplies the number of examples (default 1: 150 examples, about 10 s
-on 2 cores); LUCID_FUZZ_SEED=<int> derandomises with that seed. The tests after the fuzzer are
-minimal reproducers of what it found (all four fixed).
+on 2 cores); LUCID_FUZZ_SEED=<int> derandomises with that seed. Minimal reproducers of what it
+found are in test_compile_fuzz_repros.py. The comparison helpers (scaled_err,
+assert_close_to_eager) are harness.py's.
 """
 import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, note, seed, settings, strategies as st
 
 import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
-from lucid import _C
+from harness import assert_close_to_eager, with_specials
 
 SCALE = float(os.environ.get("LUCID_FUZZ_SCALE", "1"))
 MAX_EXAMPLES = max(1, int(150 * SCALE))
@@ -72,6 +79,15 @@ SCALARS = [0.0, 1.0, 1, -1.0, 0.5, 2.0, 3]
 # value (index n_inputs + k). Shapes are tracked as `tails` (the shape without the batch dim,
 # which every value keeps first), so every generated step is valid for any batch size.
 # ----------------------------------------------------------------------------------------------
+
+def _nonempty(tail):
+    return 0 not in tail
+
+
+def _broadcast(a, b):
+    """The broadcast of two tails of one rank (each pair of dims equal or one of them 1)."""
+    return tuple(y if x == 1 else x for x, y in zip(a, b))
+
 
 @dataclass
 class Program:
@@ -89,6 +105,7 @@ class Program:
     mutations: list     # per gap between calls: list of (kind, target index, factor)
     n_calls: int
     alias_last_call: bool  # the last call passes one tensor for both arguments (a new signature)
+    specials: bool      # inputs carry NaN, +-inf and -0.0 in some elements
     seed: int
 
 
@@ -138,6 +155,8 @@ class _Gen:
     def bn(self, i, train=None):
         d = self.draw
         tail = self.tails[i]
+        if not _nonempty(tail):  # no BatchNorm over 0 channels or 0 elements per channel
+            return i
         if train is None:
             train = d(st.booleans()) if self.can_train_bn(tail) else False
         if train and not self.can_train_bn(tail):
@@ -150,7 +169,7 @@ class _Gen:
 
     def linear(self, i, out_f=None, bias=None):
         d = self.draw
-        out_f = out_f or d(st.integers(1, 8))
+        out_f = d(st.integers(1, 8)) if out_f is None else out_f  # a block may ask for 0 (an empty feature dim)
         bias = d(st.booleans()) if bias is None else bias
         return self.emit(("linear", i, self.tails[i][-1], out_f, bias), self.tails[i][:-1] + (out_f,))
 
@@ -193,7 +212,7 @@ class _Gen:
         """Two branches meeting in one Add (+ optional activation): the residual patterns."""
         d = self.draw
         tail = self.tails[i]
-        convs = len(tail) in (2, 3)
+        convs = len(tail) in (2, 3) and _nonempty(tail)
         if convs:
             cout = d(st.sampled_from([tail[0], tail[0], d(st.integers(1, 6))]))
             stride = d(st.sampled_from([1, 1, 2]))
@@ -236,7 +255,7 @@ class _Gen:
                                   "block", "block", "add", "bias", "scalar", "binop", "view", "inplace", "inplace",
                                   "buffer", "pool", "norm", "reduce", "matmul", "mixed", "mask", "reuse"]))
         if kind == "conv":
-            i = self.pick(lambda t: len(t) in (2, 3))
+            i = self.pick(lambda t: len(t) in (2, 3) and _nonempty(t))
             if i is None:
                 kind = "linear"
             else:
@@ -254,7 +273,7 @@ class _Gen:
                 self.act(v, d(st.sampled_from(ACTS + ["relu", "gelu", "gelu_tanh"])))
             return
         if kind == "bn":
-            i = self.pick(lambda t: len(t) <= 3)
+            i = self.pick(lambda t: len(t) <= 3 and _nonempty(t))
             return self.bn(i) if i is not None else None
         if kind == "act":
             return self.act(self.pick())
@@ -267,7 +286,7 @@ class _Gen:
             ti = self.tails[i]
             j = self.pick(lambda t: len(t) == len(ti) and all(a == b or a == 1 or b == 1 for a, b in zip(t, ti)),
                           prefer_recent=False)
-            tail = tuple(max(a, b) for a, b in zip(ti, self.tails[j]))
+            tail = _broadcast(ti, self.tails[j])
             if kind == "add":
                 return self.emit(("add", i, j), tail)
             return self.emit(("binop", i, j, d(st.sampled_from(["mul", "sub", "maximum", "where", "div"]))), tail)
@@ -284,7 +303,7 @@ class _Gen:
         if kind == "buffer":
             return self.buffer(self.pick())
         if kind == "pool":
-            i = self.pick(lambda t: len(t) in (2, 3))
+            i = self.pick(lambda t: len(t) in (2, 3) and _nonempty(t))
             if i is None:
                 return None
             spatial = self.tails[i][1:]
@@ -298,7 +317,9 @@ class _Gen:
                 out = spatial
             return self.emit(("pool", i, op, len(spatial)), (self.tails[i][0],) + out)
         if kind == "norm":
-            i = self.pick()
+            i = self.pick(lambda t: t[-1] > 0)
+            if i is None:
+                return None
             op = d(st.sampled_from(["softmax", "log_softmax", "layer_norm_mod", "layer_norm_f"]))
             dim = d(st.sampled_from([-1, 1])) if "softmax" in op else -1
             return self.emit(("norm", i, op, dim, self.tails[i][-1]), self.tails[i])
@@ -306,7 +327,7 @@ class _Gen:
             i = self.pick()
             tail = self.tails[i]
             dim = d(st.sampled_from([-1, 1]))
-            op = d(st.sampled_from(["mean", "sum", "amax"]))
+            op = d(st.sampled_from(["mean", "sum"] + (["amax"] if tail[dim if dim < 0 else 0] else [])))
             new = list(tail)
             new[dim if dim < 0 else 0] = 1
             return self.emit(("reduce", i, op, dim), new)
@@ -315,7 +336,7 @@ class _Gen:
             ti = self.tails[i]
             j = self.pick(lambda t: len(t) == len(ti) and all(a == b or a == 1 or b == 1 for a, b in zip(t, ti)),
                           prefer_recent=False)
-            tail = tuple(max(a, b) for a, b in zip(ti, self.tails[j]))
+            tail = _broadcast(ti, self.tails[j])
             if kind == "mixed":
                 return self.emit(("mixed", i, j, d(st.sampled_from([0.5, 1.0, 3.0]))), tail)
             form = d(st.sampled_from(["mul_mask", "where_scalar", "float_mask"]))
@@ -341,7 +362,7 @@ class _Gen:
         tail = self.tails[i]
         ops = ["reshape_same", "view_same", "unsqueeze", "flatten_round"]
         if len(tail) >= 2:
-            ops += ["flatten", "transpose", "t_contig_t", "slice_ch"]
+            ops += ["flatten", "transpose", "t_contig_t"] + (["slice_ch"] if tail[0] else [])
         if tail[-1] >= 2:
             ops += ["slice_last", "slice_last"]
         if len(tail) == 3:
@@ -368,7 +389,7 @@ class _Gen:
     def inplace(self, i):
         d = self.draw
         tail = self.tails[i]
-        ops = ["mul_", "add_scalar_", "clamp_", "relu_", "setitem"]
+        ops = ["mul_", "add_scalar_", "clamp_", "relu_"] + (["setitem"] if tail[0] else [])
         ok = lambda t: len(t) == len(tail) and all(a == b or a == 1 for a, b in zip(t, tail))
         # Another value to combine in place: it must broadcast to i and not share memory with it
         # (an overlapping in-place read/write has no defined eager result either).
@@ -385,7 +406,9 @@ class _Gen:
     def buffer(self, i):
         d = self.draw
         tail = self.tails[i]
-        op = d(st.sampled_from(["ema", "counter", "read_then_write", "slice_write"]))
+        # read_then_write reduces over the batch with amax, which has no value for an empty batch.
+        op = d(st.sampled_from(["ema", "counter"] + (["slice_write"] if tail[0] else []) +
+                               (["read_then_write"] if self.min_batch else [])))
         name = f"buf{self.n_buffers}"
         self.n_buffers += 1
         return self.emit(("buffer", i, op, name, tail), tail), name
@@ -394,13 +417,13 @@ class _Gen:
 @st.composite
 def programs(draw):
     dtype = draw(st.sampled_from(["float32", "float32", "float32", "float64"]))
-    batch = draw(st.integers(1, 4))
-    last_batch = draw(st.sampled_from([batch, batch, draw(st.integers(1, 4))]))
+    batch = draw(st.integers(0, 4))
+    last_batch = draw(st.sampled_from([batch, batch, draw(st.integers(0, 4))]))
     domain = draw(st.sampled_from(["dense", "dense3", "conv1d", "conv2d", "conv2d"]))
     if domain == "dense":
-        in_tail = (draw(st.integers(1, 8)),)
+        in_tail = (draw(st.integers(0, 8)),)
     elif domain == "dense3":
-        in_tail = (draw(st.integers(1, 4)), draw(st.integers(1, 8)))
+        in_tail = (draw(st.integers(0, 4)), draw(st.integers(1, 8)))
     elif domain == "conv1d":
         in_tail = (draw(st.integers(1, 6)), draw(st.integers(1, 9)))
     else:
@@ -428,7 +451,7 @@ def programs(draw):
                    mutations=mutations, n_calls=n_calls, alias_last_call=n_inputs == 2 and draw(st.booleans()) and
                    # an in-place op reading another value that may then overlap it has no defined result
                    not any(s[0] == "inplace" and s[3] is not None for s in gen.steps),
-                   seed=draw(st.integers(0, 2**31 - 1)))
+                   specials=draw(st.integers(0, 2)) == 0, seed=draw(st.integers(0, 2**31 - 1)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -545,7 +568,7 @@ class ProgramModel(nn.Module):
         if kind == "view":
             op, arg = s[2], s[3]
             if op == "reshape_same":
-                return v.reshape(v.shape[0], -1).reshape(v.shape)
+                return v.reshape(v.shape[0], math.prod(v.shape[1:])).reshape(v.shape)  # no -1: the batch may be 0
             if op == "view_same":
                 return v.view(v.shape)
             if op == "unsqueeze":
@@ -704,6 +727,8 @@ def _inputs(prog, batch, rng, dt, alias):
     the float64 reference (the same values)."""
     npdt = np.float32 if dt == lucid.float32 else np.float64
     xs = [rng.standard_normal((batch, *prog.in_tail)).astype(npdt) for _ in range(prog.n_inputs)]
+    if prog.specials:
+        xs = [with_specials(a, rng, 0.05) for a in xs]
 
     def make(t):
         ts = []
@@ -714,39 +739,6 @@ def _inputs(prog, batch, rng, dt, alias):
                 ts.append(lucid.tensor(a, dtype=t))
         return [ts[0]] * len(ts) if alias else ts
     return make(dt), make(dt), make(lucid.float64)
-
-
-def _rel_err(out, ref):
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    fin = np.isfinite(ref)
-    if not np.array_equal(fin, np.isfinite(out)) or not np.array_equal(out[~fin], ref[~fin]):
-        return math.inf
-    if not fin.any():
-        return 0.0
-    scale = max(float(np.max(np.abs(ref[fin]))), np.finfo(np.float32).tiny)
-    return float(np.max(np.abs(out[fin] - ref[fin]))) / scale
-
-
-def _assert_close(got, want, what, tol, ref=None):
-    """got (compiled) == want (eager) within tol, relative to want's scale. Where they differ by
-    more, and a float64 reference `ref` of the same computation is given, compiled must be no less
-    accurate than eager against it (compiled float32 may round differently and better: oneDNN's
-    GELU post-op is accurate in the negative tail where eager's 0.5*x*(1+erf(x/sqrt 2)) cancels)."""
-    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} vs eager {tuple(want.shape)}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} vs eager {want.dtype}"
-    g, w = got.detach().numpy(), want.detach().numpy()
-    if not want.dtype.is_floating_point:
-        np.testing.assert_array_equal(g, w, err_msg=what)
-        return
-    err = _rel_err(g, w)
-    if err <= tol:
-        return
-    assert ref is not None, f"{what}: max rel err {err:.3g} > {tol:g}\ncompiled {g}\neager {w}"
-    r = ref.detach().numpy()
-    err_c, err_e = _rel_err(g, r), _rel_err(w, r)
-    assert err_c <= 2 * err_e + tol, (f"{what}: compiled vs eager max rel err {err:.3g} > {tol:g}; against float64: "
-                                      f"compiled {err_c:.3g}, eager {err_e:.3g}\ncompiled {g}\neager {w}\nfloat64 {r}")
 
 
 def _role(t, inputs, model):
@@ -822,11 +814,11 @@ def run_program(prog):
         where = f"call {call}"
         assert isinstance(got, tuple) and len(got) == len(want), where
         for k, (g, w, r) in enumerate(zip(got, want, refs)):
-            _assert_close(g, w, f"{where} output {k}", tol, r)
+            assert_close_to_eager(g, w, f"{where} output {k}", tol, r)
         for k, (a, b, r) in enumerate(zip(cx, ex, rx)):
-            _assert_close(a, b, f"{where} argument {k} after the call", tol, r if use_ref else None)
+            assert_close_to_eager(a, b, f"{where} argument {k} after the call", tol, r if use_ref else None)
         for name in _tensor_names(eager):
-            _assert_close(_get(model, name), _get(eager, name), f"{where} state {name}", tol,
+            assert_close_to_eager(_get(model, name), _get(eager, name), f"{where} state {name}", tol,
                           _get(ref, name) if use_ref else None)
         for t, snap in prev:
             np.testing.assert_array_equal(t.numpy(), snap, err_msg=f"{where}: an earlier call's output changed")
@@ -845,134 +837,3 @@ def run_program(prog):
 @given(programs())
 def test_compiled_model_programs_equal_eager(prog):
     run_program(prog)
-
-
-# ----------------------------------------------------------------------------------------------
-# Minimal reproducers of what the fuzzer found
-# ----------------------------------------------------------------------------------------------
-
-class _EmaBuffer(nn.Module):
-    """An EMA-style buffer update whose decayed intermediate is also read by a reduction, so the
-    fused group {buf*0.75, mean*0.25, add} has two outputs: the decayed buffer and the new one."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("buf", lucid.tensor([1.0, 2.0]))
-
-    def forward(self, x):
-        decayed = self.buf * 0.75
-        self.buf.copy_(decayed + x.mean(0) * 0.25)
-        return x - self.buf, decayed.sum()
-
-
-def test_fused_group_with_two_outputs_reads_its_donated_input_first():
-    # Found by the fuzzer. The Mean result dies at the fused group, so the memory plan gives its
-    # arena buffer to the group's first output (the decayed buffer). The block interpreter copies
-    # an input that shares memory with an output into a register before any write, but it
-    # detected sharing by Storage identity, and arena slots are distinct Storage objects over one
-    # allocation: output 0 was written over the Mean result before mean*0.25 read it. Fixed in
-    # runtime/fused_ew.cpp (overlap compared by address). The group's second output is the new
-    # buffer, written straight into the bound tensor, which the group also reads.
-    eager, model = _EmaBuffer(), _EmaBuffer()
-    cm = lucid.compile(model, strict=True)
-    with lucid.no_grad():
-        for k in range(3):
-            x = lucid.tensor([[1.0, 1.0 + k]])
-            got, want = cm(x), eager(x)
-            for j in range(2):
-                _assert_close(got[j], want[j], f"call {k} output {j}", 1e-6)
-            _assert_close(model.buf, eager.buf, f"call {k} buffer", 1e-6)
-    assert cm.cache_info()["hits"] == 2
-    # The same graph as IR: compiled == the reference interpreter on the unoptimised graph.
-    g = _C._parse_ir("""graph(%0: float32[1,2] input, %1: float32[2] state, %2: float64[] scalar=0.75, %3: float64[] scalar=0.25) {
-  %4 = Mean(%0) {dims=[0], keepdim=false} : float32[2]
-  %5 = Mul(%1, %2) : float32[2]
-  %6 = Mul(%4, %3) : float32[2]
-  %7 = Add(%5, %6) : float32[2]
-  %8 = Sub(%0, %7) : float32[1,2]
-  %9 = Sum(%5) {dims=[0], keepdim=false} : float32[]
-  assign %1 <- %7
-  return (%8, %9)
-}""")
-    exe, stats = _C._compile_graph(g, "")
-    assert stats["in_place"] == 1 and stats["fused_groups"] == 1, stats
-    assert "into %1" in exe.memory_plan, exe.memory_plan
-    x = lucid.tensor([[1.0, 3.0]])
-    buf_c, buf_r = lucid.tensor([1.0, 2.0]), lucid.tensor([1.0, 2.0])
-    got, want = exe.run([x], [buf_c]), g.interpret([x], [buf_r])
-    for k, (a, b) in enumerate(zip(got, want)):
-        _assert_close(a, b, f"output {k}", 1e-6)
-
-
-def test_fused_group_step_reading_one_operand_twice():
-    # Found by the fuzzer: where(a > y, a, y * 0.5) with a = x + x. The block interpreter's register
-    # allocator freed the register of an operand read twice by one step (x + x) twice, so two later
-    # operands (Gt's bool result and its cast to float32 for Where) shared one register and the
-    # cast overwrote the mask it was reading. Fixed in runtime/fused_ew.cpp (freed once).
-    def f(x, y):
-        a = x + x
-        return lucid.where(a > y, a, y * 0.5)
-
-    cm = lucid.compile(f, strict=True)
-    rng = np.random.default_rng(0)
-    for k in range(4):
-        x, y = (lucid.tensor(rng.standard_normal((2, 5)).astype(np.float32)) for _ in range(2))
-        _assert_close(cm(x, y), f(x, y), f"call {k}", 0.0)
-    assert cm.cache_info()["hits"] == 3
-    g = _C._parse_ir("""graph(%0: float32[2,5] input, %1: float32[2,5] input) {
-  %2 = Add(%0, %0) : float32[2,5]
-  %3 = Gt(%2, %1) : bool[2,5]
-  %4 = Where(%3, %2, %1) : float32[2,5]
-  return (%4)
-}""")
-    exe, stats = _C._compile_graph(g, "")
-    assert stats["fused_groups"] == 1, stats
-    for k in range(4):
-        xs = [lucid.tensor(rng.standard_normal((2, 5)).astype(np.float32)) for _ in range(2)]
-        _assert_close(exe.run(xs, [])[0], g.interpret(xs, [])[0], f"IR run {k}", 0.0)
-
-
-class _ScaleArgInPlace(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("count", lucid.zeros(2))
-
-    def forward(self, x):
-        x.mul_(2.0)
-        self.count.add_(1.0)
-        return x, self.count
-
-
-def test_returned_unwritten_argument_aliases_it():
-    # Unwritten arguments and buffers returned by the function come back as the same tensor
-    # (docs/compile.md: "A returned argument or bound tensor is returned as itself").
-    cm = lucid.compile(lambda x, y: (x, y + 1), strict=True)
-    for k in range(3):
-        x, y = lucid.ones(2), lucid.ones(2)
-        out, _ = cm(x, y)
-        out.add_(1.0)
-        np.testing.assert_array_equal(x.numpy(), [2.0, 2.0], err_msg=f"call {k}")
-
-
-def test_returned_argument_and_buffer_written_in_place_are_themselves():
-    eager, model = _ScaleArgInPlace(), _ScaleArgInPlace()
-    cm = lucid.compile(model, strict=True)
-    with lucid.no_grad():
-        for k in range(3):
-            xe, xc = lucid.ones(2), lucid.ones(2)
-            oe, ce = eager(xe)
-            oc, cc = cm(xc)
-            for o in (oe, oc, ce, cc):
-                o.add_(10.0)
-            np.testing.assert_array_equal(xc.numpy(), xe.numpy(), err_msg=f"call {k}: argument")
-            np.testing.assert_array_equal(model.count.numpy(), eager.count.numpy(), err_msg=f"call {k}: buffer")
-
-
-def test_returned_argument_and_parameter_are_the_same_python_objects():
-    lin = nn.Linear(2, 2)
-    cm = lucid.compile(lambda x: (x, lin.weight), strict=True)
-    with lucid.no_grad():
-        for k in range(2):
-            x = lucid.ones(2)
-            a, w = cm(x)
-            assert a is x and w is lin.weight, f"call {k}"

@@ -17,6 +17,7 @@ import torch
 
 import lucid
 from compile_models import MODELS, max_rel_err
+from harness import assert_close
 
 BATCH = 4
 N_CALLS = 3
@@ -80,6 +81,50 @@ def test_compiled_matches_eager(name, train):
         # eval mode: the compiled calls must leave bound state untouched
         for k, v in eager.state_dict().items():
             np.testing.assert_array_equal(model.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+
+
+EMPTY_CASES = [pytest.param(name, train, dim, id=f"{name}-{'train' if train else 'eval'}-dim{dim}")
+               for name, train in ((p.values[0], p.values[1]) for p in CASES)
+               for dim in range(len(MODELS[name].make_numpy(1, 0)[0].shape))]
+
+
+@pytest.mark.parametrize("name,train,dim", EMPTY_CASES)
+def test_compiled_matches_eager_with_an_empty_dim(name, train, dim):
+    """Input dim `dim` of size 0 (batch 0, no tokens, no channels, no pixels): wherever eager
+    runs, the compiled model gives eager's (empty or NaN) outputs, BatchNorm statistics and
+    gradients; where eager raises, the compiled call raises the same error type."""
+    spec = MODELS[name]
+    eager, _ = spec.build(train=train)
+    model, _ = spec.build(train=train)
+    cm = lucid.compile(model)
+    for call in range(N_CALLS):
+        arrays = spec.make_numpy(BATCH, 40 + call)
+        args = [a[(slice(None),) * dim + (slice(0, 0),)] if k == 0 else a for k, a in enumerate(arrays)]
+        with lucid.no_grad():
+            try:
+                want = eager(*(lucid.tensor(a) for a in args))
+            except Exception as e:  # noqa: BLE001 - the compiled call must raise the same
+                with pytest.raises(type(e)):
+                    cm(*(lucid.tensor(a) for a in args))
+                return
+            got = cm(*(lucid.tensor(a) for a in args))
+        assert_close(got, want, 1e-5, 1e-5, f"{name} call {call}")  # equal_nan: NaN where eager has NaN
+        for (k, v), w in zip(model.state_dict().items(), eager.state_dict().values()):
+            assert_close(v, w, 1e-5, 1e-5, f"{name} call {call}: {k}")
+    # Under grad mode: the compiled backward's parameter gradients equal eager's.
+    for m in (eager, model):
+        for p in m.parameters():
+            p.grad = None
+    args = [lucid.tensor(a) for a in args]
+    ye, yc = eager(*args), cm(*args)
+    assert_close(yc, ye, 1e-5, 1e-5, f"{name} under grad mode")
+    ye.sum().backward()
+    yc.sum().backward()
+    for (n, pe), pc in zip(eager.named_parameters(), model.parameters()):
+        assert (pe.grad is None) == (pc.grad is None), n
+        if pe.grad is not None:
+            assert_close(pc.grad, pe.grad, 1e-5, 1e-5, f"{name}: grad of {n}")
+    assert not cm.cache_info()["eager_only"], cm.cache_info()["eager_only"]
 
 
 @pytest.mark.parametrize("name,train", CASES)

@@ -28,6 +28,7 @@ int64_t Tensor::size(int64_t d) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to misplace (PyTorch's rule); contiguous_strides skips 0-dims
   int64_t expected = 1;
   for (int64_t i = ndim() - 1; i >= 0; --i) {
     int64_t s = impl_->shape[i];

@@ -9,6 +9,7 @@
 #include "lucid/backends/cpu/dnnl_conv.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/fused_epilogue.h"
 #include "lucid/ops/linalg.h"
 
 namespace lucid {
@@ -143,8 +144,7 @@ LUCID_REGISTER_OP(ConvFused, [] {
   d.differentiable = false;
   d.infer = [](const TensorList& in, const Attrs& a) {
     Shape out = conv_out_shape(in[0], in[1], in[2], ConvOptions::from(a));
-    cpu::MatmulPostOp tmp;
-    cpu::activation_post_op(a.s("activation"), tmp);  // validates the name
+    fused_activation(a, "conv_fused");  // validates the name
     if (in[3].defined()) {
       check_float_dtypes("conv_fused", in[0], "input", in[3], "residual");
       LUCID_CHECK(in[3].shape() == out, ValueError, "conv_fused: argument 'residual' expected shape ", shape_str(out),
@@ -153,15 +153,9 @@ LUCID_REGISTER_OP(ConvFused, [] {
     return std::vector<TensorMeta>{{out, in[0].dtype()}};
   };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    std::vector<cpu::MatmulPostOp> post;
-    cpu::MatmulPostOp act;
-    bool has_act = cpu::activation_post_op(a.s("activation"), act);
-    bool res = in[3].defined(), res_first = a.b("residual_first", false);
-    if (res) cpu::copy_into(out[0], in[3]);
-    if (res && res_first) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
-    if (has_act) post.push_back(act);
-    if (res && !res_first) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
-    cpu::conv_forward(in[0], in[1], in[2], params(ConvOptions::from(a)), out[0], post);
+    run_fused_epilogue(a, "conv_fused", in[3], out[0], [&](const std::vector<cpu::MatmulPostOp>& post) {
+      cpu::conv_forward(in[0], in[1], in[2], params(ConvOptions::from(a)), out[0], post);
+    });
   };
   return d;
 }());

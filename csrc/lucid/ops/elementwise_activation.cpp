@@ -19,7 +19,7 @@ LUCID_REGISTER_OP(Relu, [] {
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     if (!GradMode::is_enabled()) return TensorList{dispatch1(OpId::ReluBackward, {c.grads[0], c.outputs[0]})};
-    return TensorList{where(gt(c.outputs[0], sc(0.0)), c.grads[0], sc(0.0))};
+    return TensorList{where(le(c.outputs[0], sc(0.0)), sc(0.0), c.grads[0])};  // as ReluBackward
   };
   return d;
 }());

@@ -100,7 +100,7 @@ LUCID_REGISTER_OP(Threshold, [] {
   OpDef d = EW_ACT_ATTR(Threshold, Threshold, Numeric);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
-    return TensorList{where(gt(c.inputs[0], sc(c.attrs.f("threshold"))), c.grads[0], sc(0.0))};
+    return TensorList{where(le(c.inputs[0], sc(c.attrs.f("threshold"))), sc(0.0), c.grads[0])};  // as PyTorch: NaN passes
   };
   return d;
 }());

@@ -61,11 +61,13 @@ LUCID_REGISTER_OP(Pow, [] {
 
 // ---- maximum / minimum: ties split the gradient in half, as PyTorch -----------------------
 static TensorList minmax_vjp(const VjpContext& c, bool is_max) {
+  // PyTorch's rule: the gradient, halved at ties, to each input except where the other one wins;
+  // a NaN wins nowhere and loses nowhere, so both inputs of a NaN comparison get the gradient.
   const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
-  Tensor tie = where(eq(a, b), mul(g, sc(0.5)), sc(0.0));
+  Tensor share = where(eq(a, b), mul(g, sc(0.5)), g);
   TensorList r(2);
-  if (c.needs_grad[0]) r[0] = where(is_max ? gt(a, b) : lt(a, b), g, tie);
-  if (c.needs_grad[1]) r[1] = where(is_max ? gt(b, a) : lt(b, a), g, tie);
+  if (c.needs_grad[0]) r[0] = where(is_max ? lt(a, b) : gt(a, b), sc(0.0), share);
+  if (c.needs_grad[1]) r[1] = where(is_max ? gt(a, b) : lt(a, b), sc(0.0), share);
   return r;
 }
 

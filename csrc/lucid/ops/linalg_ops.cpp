@@ -5,6 +5,7 @@
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/fused_epilogue.h"
 #include "lucid/ops/linalg.h"
 
 namespace lucid {
@@ -249,8 +250,7 @@ LUCID_REGISTER_OP(LinearFused, [] {
   d.differentiable = false;  // emitted by the compiler after autodiff; eager code uses Linear
   d.infer = [](const TensorList& in, const Attrs& a) {
     Shape out = linear_infer("linear_fused", in[0], in[1], in[2]);
-    cpu::MatmulPostOp tmp;
-    cpu::activation_post_op(a.s("activation"), tmp);  // validates the name
+    fused_activation(a, "linear_fused");  // validates the name
     if (in[3].defined()) {
       check_operand_dtypes("linear_fused", in[0], "input", in[3], "residual");
       LUCID_CHECK(broadcasts_to(in[3].shape(), out), ValueError, "linear_fused: argument 'residual' expected a shape broadcastable to ",
@@ -259,16 +259,11 @@ LUCID_REGISTER_OP(LinearFused, [] {
     return std::vector<TensorMeta>{{out, in[0].dtype()}};
   };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::MatmulEpilogue ep;
-    cpu::MatmulPostOp act;
-    bool has_act = cpu::activation_post_op(a.s("activation"), act);
-    bool res = in[3].defined();
-    if (res) cpu::copy_into(out[0], in[3]);
-    bool res_first = a.b("residual_first", false);
-    if (res && res_first) ep.post_ops.push_back({cpu::MatmulPostOp::Sum, 1.f});
-    if (has_act) ep.post_ops.push_back(act);
-    if (res && !res_first) ep.post_ops.push_back({cpu::MatmulPostOp::Sum, 1.f});
-    linear_kernel(in[0], in[1], in[2], ep, out[0]);
+    run_fused_epilogue(a, "linear_fused", in[3], out[0], [&](const std::vector<cpu::MatmulPostOp>& post) {
+      cpu::MatmulEpilogue ep;
+      ep.post_ops = post;
+      linear_kernel(in[0], in[1], in[2], ep, out[0]);
+    });
   };
   return d;
 }());

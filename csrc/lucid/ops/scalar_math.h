@@ -312,13 +312,10 @@ struct Lerp {
 struct LeakyRelu {
   double slope = 0.01;
   static LeakyRelu make(const Attrs& a) { return {a.f("negative_slope")}; }
-  // max(x, 0) + slope * min(x, 0): selects against constants only, so the loop vectorises
-  // (GCC won't if-convert a select whose arm does arithmetic); NaN stays NaN.
-  template <class C> C apply(C x) const {
-    C pos = x < C(0) ? C(0) : x;
-    C neg = x < C(0) ? x : C(0);
-    return pos + neg * static_cast<C>(slope);
-  }
+  // x * (x > 0 ? 1 : slope), PyTorch's x > 0 ? x : x * slope: the select is between constants
+  // only, so the loop vectorises (GCC won't if-convert a select whose arm does arithmetic). NaN
+  // stays NaN and -0.0 stays -0.0 (a sum max(x, 0) + slope * min(x, 0) made it +0.0).
+  template <class C> C apply(C x) const { return x * (x > C(0) ? C(1) : static_cast<C>(slope)); }
 };
 struct Elu {
   double alpha = 1.0;
@@ -433,8 +430,8 @@ inline void vec_map2(float* o, const float* a, const float* b, int64_t n, V2 v) 
     std::memcpy(o + i, out, (n - i) * sizeof(float));
   }
 }
-// relu: grad where result > 0 (PyTorch's threshold_backward).
-struct ReluBackward { template <class C> static C apply(C g, C y) { return y > C(0) ? g : C(0); } };
+// relu: 0 where result <= 0, else grad (PyTorch's threshold_backward: a NaN result passes grad).
+struct ReluBackward { template <class C> static C apply(C g, C y) { return y <= C(0) ? C(0) : g; } };
 struct SigmoidBackward { template <class C> static C apply(C g, C y) { return g * y * (C(1) - y); } };
 struct TanhBackward { template <class C> static C apply(C g, C y) { return g * (C(1) - y * y); } };
 struct SiluBackward {
@@ -525,25 +522,28 @@ struct Softshrink {
     LUCID_CHECK(s.lambd >= 0.0, ValueError, "softshrink: argument 'lambd' must be non-negative, got ", s.lambd);
     return s;
   }
+  // As PyTorch: the middle is x * 0, so NaN stays NaN and -0.3 gives -0.0.
   template <class C> C apply(C x) const {
     C l = static_cast<C>(lambd);
     C up = x - l, dn = x + l;
-    C r = x > l ? up : C(0);
+    C r = x > l ? up : x * C(0);
     return x < -l ? dn : r;
   }
 };
 struct Hardshrink {
   double lambd = 0.5;
   static Hardshrink make(const Attrs& a) { return {a.f("lambd")}; }
+  // 0 inside [-lambd, lambd], else x (NaN stays NaN, as in PyTorch).
   template <class C> C apply(C x) const {
     C l = static_cast<C>(lambd);
-    return (x > l || x < -l) ? x : C(0);
+    return (x >= -l && x <= l) ? C(0) : x;
   }
 };
 struct Threshold {
   double threshold = 0, value = 0;
   static Threshold make(const Attrs& a) { return {a.f("threshold"), a.f("value")}; }
-  template <class C> C apply(C x) const { return x > static_cast<C>(threshold) ? x : static_cast<C>(value); }
+  // x <= threshold ? value : x, as PyTorch (NaN stays NaN).
+  template <class C> C apply(C x) const { return x <= static_cast<C>(threshold) ? static_cast<C>(value) : x; }
 };
 
 }  // namespace lucid::sm

@@ -116,9 +116,8 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
           dnnl::post_ops po;
           for (auto& op : post) {
             if (op.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(op.scale));
-            else po.append_eltwise(1.f, op.kind == MatmulPostOp::Relu ? dnnl::algorithm::eltwise_relu
-                                        : op.kind == MatmulPostOp::Gelu ? dnnl::algorithm::eltwise_gelu_erf
-                                                                        : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+            else po.append_eltwise(1.f, op.kind == MatmulPostOp::Gelu ? dnnl::algorithm::eltwise_gelu_erf
+                                                                      : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
           }
           attr.set_post_ops(po);
         }

@@ -73,7 +73,6 @@ LruCache<MatmulPrim>& prim_cache() {
 
 dnnl::algorithm eltwise_alg(MatmulPostOp::Kind k) {
   switch (k) {
-    case MatmulPostOp::Relu: return dnnl::algorithm::eltwise_relu;
     case MatmulPostOp::Gelu: return dnnl::algorithm::eltwise_gelu_erf;
     case MatmulPostOp::GeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
     default: return dnnl::algorithm::undef;
@@ -611,14 +610,5 @@ size_t matmul_pack_set_limit(size_t bytes) { return pack_cache().set_limit(bytes
 void matmul_pack_clear() { pack_cache().clear(); }
 void matmul_pack_export_begin(const Storage* s) { pack_cache().export_begin(s); }
 void matmul_pack_export_end(const Storage* s) { pack_cache().export_end(s); }
-
-bool activation_post_op(const std::string& name, MatmulPostOp& op) {
-  if (name == "none" || name.empty()) return false;
-  if (name == "relu") op.kind = MatmulPostOp::Relu;
-  else if (name == "gelu") op.kind = MatmulPostOp::Gelu;
-  else if (name == "gelu_tanh") op.kind = MatmulPostOp::GeluTanh;
-  else throw ValueError(str("linear_fused: argument 'activation' expected one of none, relu, gelu, gelu_tanh, got '", name, "'"));
-  return true;
-}
 
 }  // namespace lucid::cpu

@@ -11,11 +11,11 @@
 // loop. Products of at most 128 rows with a 2-D b read a cached copy of b in the primitive's
 // preferred layout once b has been seen twice unchanged (see matmul_pack_*). Post-ops run in
 // order: Sum adds scale * (the value `out` held before the call: the caller
-// pre-fills it with the residual), Relu/Gelu/GeluTanh apply the activation.
+// pre-fills it with the residual), Gelu/GeluTanh apply the activation. There is no ReLU post-op:
+// oneDNN's maps NaN to 0 (see ops/fused_epilogue.h).
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "lucid/core/tensor.h"
@@ -23,8 +23,8 @@
 namespace lucid::cpu {
 
 struct MatmulPostOp {
-  enum Kind : uint8_t { Sum, Relu, Gelu, GeluTanh };
-  Kind kind = Relu;
+  enum Kind : uint8_t { Sum, Gelu, GeluTanh };
+  Kind kind = Sum;
   double scale = 1.0;  // Sum only: out = value + scale * out_before
 };
 
@@ -44,7 +44,6 @@ Acc apply_post_ops(Acc v, const std::vector<MatmulPostOp>& ops, Acc prev) {
   for (auto& p : ops) {
     switch (p.kind) {
       case MatmulPostOp::Sum: v = v + static_cast<Acc>(p.scale) * prev; break;
-      case MatmulPostOp::Relu: v = v > Acc(0) ? v : Acc(0); break;
       case MatmulPostOp::Gelu: {
         double x = static_cast<double>(v);
         v = static_cast<Acc>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
@@ -78,8 +77,5 @@ void matmul_pack_clear();
 // over it): in between nothing of s is packed or served; at the end its packed copies are dropped.
 void matmul_pack_export_begin(const Storage* s);
 void matmul_pack_export_end(const Storage* s);
-
-// Parses "relu" / "gelu" / "gelu_tanh" / "none" into a post-op list entry (false for "none").
-bool activation_post_op(const std::string& name, MatmulPostOp& op);
 
 }  // namespace lucid::cpu

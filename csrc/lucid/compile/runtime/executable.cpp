@@ -83,6 +83,15 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
 Executable::~Executable() { delete hot_.exchange(nullptr); }
 
 namespace {
+// The arena of one frame. A plan may place zero-byte values (a batch of 0) at offset 0 of an
+// arena of 0 bytes; they still need a valid base pointer, as Tensor::empty gives eager's empty
+// tensors, so the arena exists whenever any value is planned into it.
+std::shared_ptr<Storage> make_arena(const MemoryPlan& plan) {
+  bool used = plan.arena_bytes > 0;
+  for (int64_t off : plan.offset) used = used || off >= 0;
+  return used ? Storage::allocate(static_cast<size_t>(plan.arena_bytes)) : nullptr;
+}
+
 // The contiguous tensor of value v at byte offset `off` of an arena.
 Tensor arena_slot(const std::shared_ptr<Storage>& arena, int64_t off, const ir::Value& v) {
   auto impl = std::make_shared<TensorImpl>();
@@ -103,8 +112,7 @@ Tensor arena_slot(const std::shared_ptr<Storage>& arena, int64_t off, const ir::
 void Executable::confirm_static_views() {
   fixed_.assign(graph_.values().size(), 0);
   std::vector<Tensor> slot(graph_.values().size());
-  std::shared_ptr<Storage> arena =
-      plan_.arena_bytes > 0 ? Storage::allocate(static_cast<size_t>(plan_.arena_bytes)) : nullptr;
+  std::shared_ptr<Storage> arena = make_arena(plan_);
   for (size_t id = 0; id < slot.size(); ++id) {
     const ir::Value& v = graph_.value(static_cast<int>(id));
     if (plan_.offset[id] >= 0) {
@@ -138,7 +146,7 @@ std::unique_ptr<Executable::Frame> Executable::make_frame() const {
   auto f = std::make_unique<Frame>();
   const auto& vals = graph_.values();
   f->slots.resize(vals.size());
-  if (plan_.arena_bytes > 0) f->arena = Storage::allocate(static_cast<size_t>(plan_.arena_bytes));
+  f->arena = make_arena(plan_);
   for (size_t id = 0; id < vals.size(); ++id) {
     int64_t off = plan_.offset[id];
     const ir::Value& v = vals[id];

@@ -1,0 +1,36 @@
+// LinearFused / ConvFused epilogue (see fused_epilogue.h).
+#include "lucid/ops/fused_epilogue.h"
+
+#include "lucid/backends/cpu/loops.h"
+#include "lucid/ops/op_def.h"
+
+namespace lucid {
+
+FusedActivation fused_activation(const Attrs& a, const char* op) {
+  const std::string& name = a.s("activation");
+  if (name == "none" || name.empty()) return FusedActivation::None;
+  if (name == "relu") return FusedActivation::Relu;
+  if (name == "gelu") return FusedActivation::Gelu;
+  if (name == "gelu_tanh") return FusedActivation::GeluTanh;
+  throw ValueError(str(op, ": argument 'activation' expected one of none, relu, gelu, gelu_tanh, got '", name, "'"));
+}
+
+void run_fused_epilogue(const Attrs& a, const char* op, const Tensor& residual, const Tensor& out,
+                        const std::function<void(const std::vector<cpu::MatmulPostOp>&)>& product) {
+  const FusedActivation act = fused_activation(a, op);
+  const bool res = residual.defined(), res_first = a.b("residual_first", false);
+  const bool relu = act == FusedActivation::Relu;
+  std::vector<cpu::MatmulPostOp> post;
+  // A residual is a oneDNN Sum post-op unless it is added after a ReLU (which runs below).
+  if (res && (res_first || !relu)) cpu::copy_into(out, residual);
+  if (res && res_first) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
+  if (act == FusedActivation::Gelu || act == FusedActivation::GeluTanh)
+    post.push_back({act == FusedActivation::Gelu ? cpu::MatmulPostOp::Gelu : cpu::MatmulPostOp::GeluTanh});
+  if (res && !res_first && !relu) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
+  product(post);
+  if (!relu) return;
+  op_def(OpId::Relu).cpu_kernel({out}, {out}, Attrs{});
+  if (res && !res_first) op_def(OpId::Add).cpu_kernel({out, residual}, {out}, Attrs{});
+}
+
+}  // namespace lucid
