@@ -171,8 +171,11 @@ void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, co
   if (metas[0].dtype != dst.dtype())
     r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {{dst.shape(), dst.dtype()}})[0];
 
+  // An argument or bound tensor is written as itself, even when it is a view (of a base the
+  // trace may never see): its own memory is what changes. Another fed tensor overlapping it is
+  // caught by check_written_aliases.
   const TensorImpl* root = root_of(dst);
-  if (!root) {
+  if (!root || input_of_.count(dst.impl()) || state_of_.count(dst.impl())) {
     record_write(dst.impl(), r);
     return;
   }
