@@ -111,3 +111,7 @@ def check(spec, where):
                                   "use device='cpu'")
     _C._parse_device(str(spec))
     return CPU
+
+
+# lucid.Generator is bound in C++ with a string `device`; report the same device object as tensors do.
+_C.Generator.device = property(lambda self: CPU)

@@ -107,4 +107,4 @@ def test_cuda_method_raises_clearly():
 
 def test_generator_device():
     g = lucid.Generator(device=lucid.device("cpu"))
-    assert g.device == "cpu"
+    assert g.device == "cpu" and isinstance(g.device, lucid.device) and str(g.device) == str(torch.Generator().device)
