@@ -110,7 +110,6 @@ def check(spec, where):
         raise NotImplementedError(f"{where}: device '{spec}' requested, but this build of lucid has no MPS backend; "
                                   "use device='cpu'")
     _C._parse_device(str(spec))
-    return CPU
 
 
 # lucid.Generator is bound in C++ with a string `device`; report the same device object as tensors do.

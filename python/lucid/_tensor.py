@@ -1,4 +1,6 @@
-"""Python-level Tensor methods (repr, tolist, backward, to, ...) attached to the C++ class."""
+"""Python-level Tensor methods attached to the C++ class: repr, tolist, backward, to(device/dtype),
+the device properties (Tensor.device is a lucid.device), .data and type_as, and the Python-protocol
+conversions (__format__, __index__, __bool__, __float__, __int__) with torch's rules and messages."""
 import numpy as np
 
 from lucid import _C
@@ -57,6 +59,7 @@ def _to(self, *args, **kwargs):
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"Tensor.to: unexpected keyword argument {next(iter(kwargs))!r}")
+    flags = []  # positional non_blocking, copy, as in torch's to(device, dtype, non_blocking, copy)
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
@@ -65,10 +68,13 @@ def _to(self, *args, **kwargs):
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
         elif isinstance(a, bool):
-            continue  # positional non_blocking / copy flags, as in to(device, dtype, non_blocking, copy)
+            flags.append(a)
         else:
             raise TypeError(f"Tensor.to: expected a dtype, a device (str or lucid.device) or a Tensor, got "
                             f"{type(a).__name__}")
+    if len(flags) > 2:
+        raise TypeError(f"Tensor.to: expected at most two positional flags (non_blocking, copy), got {len(flags)}")
+    copy = copy or (len(flags) == 2 and flags[1])
     if device is not None:
         _device.check(device, "Tensor.to")
     out = self.to_dtype(dtype) if dtype is not None else self
@@ -138,7 +144,8 @@ def _index(self):
 
 def _format(self, spec):
     """As torch: a 0-d tensor formats as its Python number (f"{loss:.4f}"); any other tensor accepts
-    only the empty spec (its str), and a non-empty spec raises TypeError."""
+    only the empty spec (its str), and a non-empty spec raises TypeError. (torch also refuses a spec
+    on a 0-d Parameter, a side effect of its subclass check; lucid formats it like any 0-d tensor.)"""
     if self.ndim == 0:
         return format(self.item(), spec)
     return object.__format__(self, spec)

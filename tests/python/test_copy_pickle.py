@@ -58,6 +58,20 @@ def test_requires_grad_and_grad_follow_torch(how):
         _same(lc.grad, tc.grad)
 
 
+def test_tensors_and_parameters_cross_process_boundaries():
+    import multiprocessing
+    import operator
+    ctx = multiprocessing.get_context("spawn")
+    t = lucid.tensor([[1.5, -2.0], [3.25, 0.5]]).to(lucid.bfloat16).t()
+    with ctx.Pool(1) as pool:
+        got = pool.apply(operator.neg, (t,))
+    _same(got, -torch.tensor([[1.5, -2.0], [3.25, 0.5]], dtype=torch.bfloat16).t())
+    queue = ctx.Queue()
+    queue.put(lucid.nn.Parameter(lucid.ones(2)))
+    p = queue.get(timeout=60)
+    assert isinstance(p, lucid.nn.Parameter) and p.requires_grad
+
+
 def test_deepcopy_of_non_leaf_raises_like_torch():
     with pytest.raises(RuntimeError, match="graph leaves"):
         copy.deepcopy(torch.ones(2, requires_grad=True) * 2)

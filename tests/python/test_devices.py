@@ -82,6 +82,8 @@ def test_to_forms_match_torch():
     assert lt.to("cpu")._is_same(lt)  # no copy when nothing changes, as torch returns self
     assert tt.to("cpu") is tt
     assert not lt.to("cpu", copy=True)._is_same(lt)
+    assert not lt.to("cpu", lucid.float32, False, True)._is_same(lt)  # positional (non_blocking, copy)
+    assert lt.to("cpu", lucid.float32, True, False)._is_same(lt)
     with pytest.raises(TypeError, match="Tensor.to"):
         lt.to(3.5)
     with pytest.raises(TypeError, match="Tensor.to"):
