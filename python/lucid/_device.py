@@ -33,7 +33,8 @@ class device:  # noqa: N801  (torch's name)
             raise RuntimeError("device: an integer device means an accelerator index, but this build of lucid has "
                                "no CUDA backend; use lucid.device('cpu')")
         elif not isinstance(type, str):
-            raise TypeError(f"device: argument 'type' expected a str or lucid.device, got {builtins.type(type).__name__}")
+            raise TypeError("device: argument 'type' expected a str or lucid.device, got "
+                            f"{builtins.type(type).__name__}")
         else:
             type, parsed = _split(type)
             if parsed is not None:

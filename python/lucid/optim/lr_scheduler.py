@@ -139,7 +139,8 @@ class MultiplicativeLR(LRScheduler):
     def get_lr(self):
         if self._is_initial:
             return _group_lrs(self.optimizer)
-        return [group["lr"] * lmbda(self.last_epoch) for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [group["lr"] * lmbda(self.last_epoch)
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class ConstantLR(LRScheduler):
