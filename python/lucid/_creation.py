@@ -4,6 +4,7 @@ import builtins
 import numpy as np
 
 from lucid import _C
+from lucid import _device
 
 _NP_TO_LUCID = {np.dtype(np.bool_): "bool", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
                 np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.float16): "float16",
@@ -48,7 +49,7 @@ def _tensors_to_python(x):
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """Copy `data` (nested lists, scalars, NumPy arrays or tensors) into a new tensor."""
     if device is not None:
-        _C._parse_device(str(device))
+        _device.check(device, "tensor")
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
     else:

@@ -1,8 +1,12 @@
-"""Python-level Tensor methods (repr, tolist, backward, to, ...) attached to the C++ class."""
+"""Python-level Tensor methods attached to the C++ class: repr, tolist, backward, to(device/dtype),
+the device properties (Tensor.device is a lucid.device), .data and type_as, and the Python-protocol
+conversions (__format__, __index__, __bool__, __float__, __int__) with torch's rules and messages."""
 import numpy as np
 
 from lucid import _C
 from lucid._C import Tensor
+from lucid import _device
+from lucid.autograd import grad_mode
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False):
@@ -46,22 +50,105 @@ def _repr(self):
 
 
 def _to(self, *args, **kwargs):
+    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other) / to(dtype=, device=, copy=), as
+    torch. A CUDA/MPS device raises NotImplementedError (no such backend is built)."""
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"Tensor.to: unexpected keyword argument {next(iter(kwargs))!r}")
+    flags = []  # positional non_blocking, copy, as in torch's to(device, dtype, non_blocking, copy)
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
-        elif isinstance(a, str):
+        elif isinstance(a, (str, _device.device)):
             device = a
         elif isinstance(a, Tensor):
-            dtype = a.dtype
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, bool):
+            flags.append(a)
+        else:
+            raise TypeError(f"Tensor.to: expected a dtype, a device (str or lucid.device) or a Tensor, got "
+                            f"{type(a).__name__}")
+    if len(flags) > 2:
+        raise TypeError(f"Tensor.to: expected at most two positional flags (non_blocking, copy), got {len(flags)}")
+    copy = copy or (len(flags) == 2 and flags[1])
     if device is not None:
-        _C._parse_device(str(device))
+        _device.check(device, "Tensor.to")
     out = self.to_dtype(dtype) if dtype is not None else self
     if copy and out._is_same(self):
         out = self.clone()
     return out
+
+
+def _cuda(self, device=None, non_blocking=False):
+    _device.check(_device.device("cuda", device) if isinstance(device, int) else (device or "cuda"), "Tensor.cuda")
+
+
+def _data_get(self):
+    """A detached alias sharing storage (torch's `.data`)."""
+    return self.detach()
+
+
+def _data_set(self, value):
+    """`t.data = v` replaces t's contents with v's, keeping t's identity and requires_grad. torch
+    rebinds t to v's storage; lucid copies v into t's storage, so shape and dtype must match."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"Tensor.data: expected a Tensor, got {type(value).__name__}")
+    if value.shape != self.shape or value.dtype != self.dtype:
+        raise NotImplementedError(f"Tensor.data: assigning a tensor of shape {value.shape} and dtype {value.dtype} to "
+                                  f"one of shape {self.shape} and dtype {self.dtype}; lucid copies into the existing "
+                                  "storage, so shape and dtype must match")
+    with grad_mode.no_grad():
+        self.copy_(value)
+
+
+def _type_as(self, other):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"Tensor.type_as: argument 'other' expected a Tensor, got {type(other).__name__}")
+    return self.to_dtype(other.dtype)
+
+
+def _scalar(self, what):
+    if self.numel() != 1:
+        raise ValueError(f"{what}: only one element tensors can be converted to Python scalars (this one has "
+                         f"{self.numel()} elements)")
+    return self.item()
+
+
+def _float(self):
+    return float(_scalar(self, "float(Tensor)"))
+
+
+def _int(self):
+    return int(_scalar(self, "int(Tensor)"))
+
+
+def _bool(self):
+    n = self.numel()
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with " + ("no values" if n == 0 else "more than one value")
+                           + " is ambiguous")
+    return bool(self.item())
+
+
+def _index(self):
+    """Integer (or bool) one-element tensors are usable as indices: `range(t)`, `seq[t]`."""
+    if self.dtype.is_floating_point or self.numel() != 1:
+        raise TypeError("only integer tensors of a single element can be converted to an index (got dtype "
+                        f"{self.dtype}, {self.numel()} elements)")
+    return int(self.item())
+
+
+def _format(self, spec):
+    """As torch: a 0-d tensor formats as its Python number (f"{loss:.4f}"); any other tensor accepts
+    only the empty spec (its str), and a non-empty spec raises TypeError. (torch also refuses a spec
+    on a 0-d Parameter, a side effect of its subclass check; lucid formats it like any 0-d tensor.)"""
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    return object.__format__(self, spec)
 
 
 def _size(self, dim=None):
@@ -74,14 +161,19 @@ Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
 Tensor.to = _to
 Tensor.size = _size
-Tensor.device = property(lambda self: "cpu")
+Tensor.device = property(lambda self: _device.CPU)
 Tensor.is_cuda = property(lambda self: False)
+Tensor.get_device = lambda self: -1  # torch's answer for a CPU tensor
+Tensor.cuda = _cuda
+Tensor.data = property(_data_get, _data_set)
+Tensor.type_as = _type_as
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.__len__ = lambda self: self.shape[0] if self.ndim else (_ for _ in ()).throw(TypeError("len() of a 0-d tensor"))
-Tensor.__float__ = lambda self: float(self.item())
-Tensor.__int__ = lambda self: int(self.item())
-Tensor.__bool__ = lambda self: bool(self.item())
-Tensor.__index__ = lambda self: int(self.item()) if not self.dtype.is_floating_point else (_ for _ in ()).throw(TypeError("only integer tensors can be converted to an index"))
+Tensor.__float__ = _float
+Tensor.__int__ = _int
+Tensor.__bool__ = _bool
+Tensor.__index__ = _index
+Tensor.__format__ = _format
 Tensor.__array__ = lambda self, dtype=None, copy=None: np.asarray(self.detach().numpy(), dtype=dtype)
 Tensor.float = lambda self: self.to_dtype(_C.dtype.float32)
 Tensor.double = lambda self: self.to_dtype(_C.dtype.float64)

@@ -23,7 +23,7 @@ def test_tensor_dataset_dataloader_batches_match_torch():
 
 def test_shuffle_is_a_permutation_and_collate_dicts():
     ds = [{"a": float(i), "b": (i, lucid.full((2,), float(i)))} for i in range(7)]
-    dl = lud.DataLoader(ds, batch_size=3, shuffle=True, generator=0)
+    dl = lud.DataLoader(ds, batch_size=3, shuffle=True, generator=lucid.Generator().manual_seed(0))
     seen = []
     for batch in dl:
         seen += [int(v) for v in batch["a"].tolist()]
@@ -32,6 +32,6 @@ def test_shuffle_is_a_permutation_and_collate_dicts():
 
 
 def test_random_split():
-    parts = lud.random_split(list(range(10)), [0.7, 0.3], generator=1)
+    parts = lud.random_split(list(range(10)), [0.7, 0.3], generator=lucid.Generator().manual_seed(1))
     assert [len(p) for p in parts] == [7, 3]
     assert sorted(list(parts[0]) + list(parts[1])) == list(range(10))

@@ -3,6 +3,8 @@
 It aliases the storage of the tensor it is built from (like torch, `Parameter(t)` shares t's data)
 but is a fresh autograd leaf with requires_grad=True by default.
 """
+import copy
+
 from lucid import _C
 from lucid._C import Tensor
 
@@ -29,10 +31,18 @@ class Parameter(Tensor):
             return memo[id(self)]
         result = type(self)(self.detach().clone(), self.requires_grad)
         memo[id(self)] = result
+        if self.grad is not None:
+            result.grad = copy.deepcopy(self.grad, memo)
         return result
 
     def __reduce_ex__(self, proto):
-        raise TypeError("Parameter: pickling is not supported; use lucid.save(module.state_dict(), path)")
+        # The data travels as a plain Tensor (lucid._tensor_pickle); the class and requires_grad here.
+        return (_rebuild_parameter, (type(self), self.detach(), self.requires_grad))
+
+
+def _rebuild_parameter(cls, data, requires_grad):
+    """Unpickling entry point for Parameter (and subclasses)."""
+    return cls(data, requires_grad)
 
 
 class Buffer(Tensor):

@@ -23,12 +23,16 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
-        # torch creates the state eagerly in the constructor
+        # torch creates the state eagerly in the constructor (and lazily, in step, for parameters that
+        # add_param_group brought in later)
         for group in self.param_groups:
             for p in group["params"]:
-                state = self.state[p]
-                state["step"] = lucid.full((), 0.0, dtype=_scalar_dtype())
-                state["sum"] = lucid.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype)
+                self._init_state(p, group)
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        state["step"] = lucid.full((), 0.0, dtype=_scalar_dtype())
+        state["sum"] = lucid.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype)
 
     @_use_grad
     def step(self, closure=None):
@@ -39,6 +43,8 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if len(self.state[p]) == 0:
+                    self._init_state(p, group)
                 state = self.state[p]
                 grad = p.grad if not maximize else -p.grad
                 step_t, state_sum = state["step"], state["sum"]

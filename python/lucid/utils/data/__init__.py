@@ -1,12 +1,14 @@
 """lucid.utils.data: Dataset, TensorDataset, Subset, random_split, default_collate and a
-single-process DataLoader with torch's batching semantics (batch_size, shuffle, drop_last,
-collate_fn, generator-seeded shuffling)."""
-import random as _pyrandom
-
+single-process DataLoader with torch's batching semantics (batch_size, shuffle, sampler,
+batch_sampler, drop_last, collate_fn). Shuffling and splitting draw from lucid's default generator
+(seeded by lucid.manual_seed) or from a `generator=` lucid.Generator (see sampler.py)."""
 import lucid
 from lucid._C import Tensor
+from lucid.utils.data.sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, BatchSampler,
+                                      check_generator)
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate", "DataLoader"]
+__all__ = ["Dataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "default_collate", "DataLoader",
+           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
 
 
 class Dataset:
@@ -69,16 +71,10 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def _rng(generator):
-    if generator is None:
-        return _pyrandom.Random()
-    if isinstance(generator, int):
-        return _pyrandom.Random(generator)
-    seed = generator.initial_seed() if hasattr(generator, "initial_seed") else None
-    return _pyrandom.Random(seed)
-
-
 def random_split(dataset, lengths, generator=None):
+    """Splits dataset into non-overlapping Subsets of the given lengths (or fractions), in an order
+    drawn from `generator` (default: lucid's default generator), as torch.utils.data.random_split."""
+    check_generator(generator, "random_split")
     n = len(dataset)
     if all(0 <= x <= 1 for x in lengths) and abs(sum(lengths) - 1) < 1e-9 and sum(lengths) != n:
         counts = [int(n * frac) for frac in lengths]
@@ -87,8 +83,7 @@ def random_split(dataset, lengths, generator=None):
         lengths = counts
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = list(range(n))
-    _rng(generator).shuffle(perm)
+    perm = lucid.randperm(n, generator=generator).tolist()
     out, offset = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[offset:offset + length]))
@@ -123,7 +118,8 @@ def default_collate(batch):
 
 
 class DataLoader:
-    """Single-process loader: iterates over index batches and collates the samples."""
+    """Single-process loader: iterates over index batches from a (batch) sampler and collates the
+    samples. shuffle=True uses a RandomSampler over `generator` (default: the default generator)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
@@ -134,50 +130,29 @@ class DataLoader:
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         self.dataset = dataset
+        self.generator = check_generator(generator, "DataLoader")
+        if batch_sampler is not None:
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+        if sampler is None:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size = batch_size
-        self.shuffle = shuffle
+        self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
-        self.drop_last = drop_last
         self.collate_fn = collate_fn if collate_fn is not None else (
-            default_collate if batch_size is not None else (lambda x: x))
-        self.generator = generator
-        self._rng = _rng(generator)
-
-    def _indices(self):
-        if self.sampler is not None:
-            return list(iter(self.sampler))
-        idx = list(range(len(self.dataset)))
-        if self.shuffle:
-            self._rng.shuffle(idx)
-        return idx
-
-    def _batches(self):
-        if self.batch_sampler is not None:
-            yield from self.batch_sampler
-            return
-        idx = self._indices()
-        if self.batch_size is None:
-            for i in idx:
-                yield i
-            return
-        for s in range(0, len(idx), self.batch_size):
-            b = idx[s:s + self.batch_size]
-            if len(b) < self.batch_size and self.drop_last:
-                return
-            yield b
+            default_collate if batch_sampler is not None else (lambda x: x))
 
     def __iter__(self):
-        for b in self._batches():
-            if self.batch_size is None and self.batch_sampler is None:
-                yield self.collate_fn(self.dataset[b])
-            else:
+        if self.batch_sampler is None:
+            for i in self.sampler:
+                yield self.collate_fn(self.dataset[i])
+        else:
+            for b in self.batch_sampler:
                 yield self.collate_fn([self.dataset[i] for i in b])
 
     def __len__(self):
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
-        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
-        if self.batch_size is None:
-            return n
-        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+        return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
