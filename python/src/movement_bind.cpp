@@ -49,7 +49,7 @@ Tensor squeeze_any(const Tensor& x, nb::handle dim) {
 
 TensorList split_any(const Tensor& x, nb::handle s, int64_t dim) {
   if (PyLong_Check(s.ptr()) || (nb::hasattr(s, "__index__") && !nb::hasattr(s, "__iter__")))
-    return split(x, nb::cast<int64_t>(s.attr("__index__")()), dim);
+    return split(x, to_int64(s, "split", "split_size_or_sections"), dim);
   return split_with_sizes(x, to_shape(s, "split", "split_size_or_sections"), dim);
 }
 
@@ -90,7 +90,7 @@ Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim
     return repeat_interleave(n, x, 0, true);
   }
   if (is_tensor(repeats)) return repeat_interleave(x, nb::cast<Tensor>(repeats), d, flat);
-  return repeat_interleave(x, nb::cast<int64_t>(repeats.attr("__index__")()), d, flat);
+  return repeat_interleave(x, to_int64(repeats, "repeat_interleave", "repeats"), d, flat);
 }
 
 nb::object nonzero_any(const Tensor& x, bool as_tuple) {
@@ -280,7 +280,7 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
       }
       tokens.push_back(src++);
     } else {  // an integer
-      int64_t i = nb::cast<int64_t>(nb::handle(h).attr("__index__")());
+      int64_t i = to_int64(h, "index", "index");
       int64_t size = x.shape()[src];
       LUCID_CHECK(i >= -size && i < size, IndexError, "index: index ", i, " is out of bounds for dimension ", src,
                   " with size ", size);
@@ -307,7 +307,7 @@ Tensor getitem(const Tensor& x, nb::handle index) {
   // Fast paths: x[int], x[slice].
   if (PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr())) {
     LUCID_CHECK(x.ndim() > 0, IndexError, "index: invalid index of a 0-dim tensor");
-    int64_t i = nb::cast<int64_t>(index);
+    int64_t i = to_int64(index, "index", "index");
     int64_t size = x.shape()[0];
     LUCID_CHECK(i >= -size && i < size, IndexError, "index: index ", i, " is out of bounds for dimension 0 with size ",
                 size);

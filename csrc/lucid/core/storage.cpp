@@ -1,5 +1,7 @@
 #include "lucid/core/storage.h"
 
+#include "lucid/core/error.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -96,7 +98,8 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   if (!p) {
     empty_cache();  // idle buffers of other sizes may be what is missing
     p = std::aligned_alloc(64, cls);
-    if (!p) throw std::bad_alloc();
+    LUCID_CHECK(p, Error, "out of memory: tried to allocate ", nbytes, " bytes (", (nbytes + (1 << 20) - 1) >> 20,
+                " MiB) on the CPU and the system refused");
   }
   s->data = p;
   s->nbytes = nbytes;

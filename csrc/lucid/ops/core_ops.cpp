@@ -108,7 +108,7 @@ Shape infer_reshape_shape(const char* op, const Shape& from, IntList to) {
       infer_at = static_cast<int64_t>(i);
     } else {
       LUCID_CHECK(to[i] >= 0, ValueError, op, ": invalid size ", to[i], " in ", shape_str(to));
-      known *= to[i];
+      known = checked_mul(known, to[i], op);
     }
   }
   if (infer_at >= 0) {

@@ -527,7 +527,7 @@ LUCID_REGISTER_OP(Unfold, [] {
     if (x.ndim() == 0) return TensorList{Tensor::make_view(x, {size}, {1}, x.offset())};
     int64_t inner = st[dim];
     s[dim] = (s[dim] - size) / step + 1;
-    st[dim] *= step;
+    st[dim] = checked_mul(st[dim], step, "unfold");
     s.push_back(size);
     st.push_back(inner);
     return TensorList{Tensor::make_view(x, s, st, x.offset())};
