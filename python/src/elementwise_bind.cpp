@@ -327,8 +327,7 @@ LUCID_BINDER(elementwise) {
 
   redef(m, "copy_", [](H self, const Tensor& src, bool non_blocking) {
     (void)non_blocking;
-    Tensor x = nb::cast<Tensor>(self);
-    dispatch_inplace(OpId::Copy, x, {expand(src, x.shape())}, {{"dtype", x.dtype()}});
+    copy_(nb::cast<Tensor>(self), src);
     return nb::borrow<nb::object>(self);
   }, nb::arg("src"), nb::arg("non_blocking") = false);
 

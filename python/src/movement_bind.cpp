@@ -6,6 +6,7 @@
 
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/movement.h"
 #include "lucid/ops/movement_util.h"
 
@@ -361,7 +362,18 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   Tensor v = to_tensor(value, "index_put", "value");
   ParsedIndex P = parse_index(x, index);
   if (P.adv.empty()) {
-    // x[basic] = v: one SliceScatter on x itself.
+    // x[basic] = v: one SliceScatter on x itself. PyTorch's overlap errors concern the region
+    // written, not x: they are checked here, and SliceScatter gets a v that no longer aliases x.
+    if (v.same_storage(x) || has_internal_overlap(x) == MemOverlap::Yes) {
+      Tensor region = apply_basic(x.detach(), P);
+      assert_no_internal_overlap(region, "__setitem__");
+      if (v.same_storage(x)) {
+        // PyTorch copies a value of the region's shape as it is; any other value is filled (0-d)
+        // or broadcast first, which hides it from the check.
+        if (v.shape() == region.shape()) assert_no_partial_overlap(region, v, "__setitem__");
+        v = cast(v, v.dtype());
+      }
+    }
     Region R = basic_region(x, P);
     if (v.ndim() > 0) {
       Shape view_shape = apply_basic(x.detach(), P).shape();

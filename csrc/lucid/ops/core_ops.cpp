@@ -1,8 +1,9 @@
-// Core ops: Copy (cast/clone), SumTo (reduce a broadcast gradient), Expand, Reshape, Add, Mul,
+// Core ops: Copy (cast/clone, and copy_ with PyTorch's overlap checks), SumTo (reduce a broadcast gradient), Expand, Reshape, Add, Mul,
 // Neg, Fill. Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
 #include "lucid/ops/core.h"
 
 #include "lucid/backends/cpu/loops.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/reduce.h"
 #include "lucid/ops/scalar_math.h"
@@ -23,6 +24,19 @@ LUCID_REGISTER_OP(Copy, [] {
 }());
 
 Tensor cast(const Tensor& x, DType dtype) { return dispatch1(OpId::Copy, {x}, {{"dtype", dtype}}); }
+
+const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  if (src.same_storage(dst)) {
+    // Same data (as PyTorch, which then returns before any check): nothing to write.
+    if (src.offset() == dst.offset() && src.shape() == dst.shape() && src.strides() == dst.strides() &&
+        src.dtype() == dst.dtype() && !src.requires_grad() && !dst.requires_grad())
+      return dst;
+    // PyTorch's check sees src as given: broadcast to dst's shape, its geometry would be hidden
+    // (dispatch_inplace then copies an aliasing broadcast src first).
+    assert_no_partial_overlap(dst, src, "copy_");
+  }
+  return dispatch_inplace(OpId::Copy, dst, {expand(src, dst.shape())}, {{"dtype", dst.dtype()}});
+}
 
 // ---- SumTo --------------------------------------------------------------------------------
 // The broadcast dims of x relative to the target shape: leading extra dims, and dims where the
