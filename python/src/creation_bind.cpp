@@ -209,8 +209,10 @@ LUCID_BINDER(creation) {
   m.def("max_memory_allocated", &max_memory_allocated,
         "The most memory_allocated() has been since the start or the last reset_peak_memory_stats().");
   m.def("reset_peak_memory_stats", &reset_peak_memory_stats, "Restarts max_memory_allocated() from the current value.");
-  m.def("memory_cached", &memory_cached, "Bytes of freed buffers lucid keeps for reuse (LUCID_CPU_CACHE_MB bounds them).");
-  m.def("empty_cache", &empty_cache, "Frees the buffers kept for reuse; returns their bytes.");
+  m.def("memory_cached", &memory_cached,
+        "Bytes lucid keeps for reuse: freed buffers (LUCID_CPU_CACHE_MB bounds them) and packed GEMM weights "
+        "(LUCID_MATMUL_PACK_MB).");
+  m.def("empty_cache", &empty_cache, "Frees the buffers and packed weights kept for reuse; returns their bytes.");
   m.def("seed", [] { return default_generator()->seed(); });
   m.def("initial_seed", [] { return default_generator()->initial_seed(); });
   m.def("get_rng_state", [] { return state_tensor(*default_generator()); });
