@@ -2,6 +2,8 @@
 // Neg, Fill. Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
 #include "lucid/ops/core.h"
 
+#include <cmath>
+
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise_util.h"
@@ -220,12 +222,37 @@ Tensor mul_scalar(const Tensor& a, double s) { return mul(a, scalar_tensor(s)); 
 // ---- Fill ---------------------------------------------------------------------------------
 // Fill writes a scalar into its output. Out of place it takes the shape and dtype attributes;
 // fill_ / zero_ are its in-place form (inputs empty, destination given).
+// PyTorch's checked scalar conversion (c10::overflows). Into an integer type, an integral value
+// must lie in the type's range, unsigned types also taking negatives down to -max (they wrap);
+// a fractional value must lie in [lowest, max], and inf and NaN fail. Into a float type, finite
+// values must not exceed its largest finite value (inf and NaN pass). Anything converts to bool.
+static bool fill_overflows(double v, DType t) {
+  double lo = 0, hi = 0;
+  switch (t) {
+    case DType::Bool: case DType::Float64: return false;
+    case DType::Float16: return std::isfinite(v) && std::abs(v) > 65504.0;
+    case DType::BFloat16: return std::isfinite(v) && std::abs(v) > 3.3895313892515355e38;
+    case DType::Float32: return std::isfinite(v) && std::abs(v) > 3.4028234663852886e38;
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DType::Int64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  }
+  if (!std::isfinite(v)) return true;
+  if (t == DType::UInt8 && v == std::floor(v) && v < 0) return v < -hi;
+  return v < lo || v > hi;
+}
+
 LUCID_REGISTER_OP(Fill, [] {
   OpDef d;
   d.num_inputs = 0;
   d.differentiable = false;
   d.infer = [](const TensorList&, const Attrs& a) {
-    return std::vector<TensorMeta>{{a.has("shape") ? a.ints("shape") : Shape{}, a.has("dtype") ? a.dtype("dtype") : DType::Float32}};
+    const DType dt = a.has("dtype") ? a.dtype("dtype") : DType::Float32;
+    const double v = a.f("value");
+    LUCID_CHECK(!fill_overflows(v, dt), Error, "fill: value ", v, " cannot be converted to type ", dtype_name(dt),
+                " without overflow");
+    return std::vector<TensorMeta>{{a.has("shape") ? a.ints("shape") : Shape{}, dt}};
   };
   d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
     const Tensor& o = out[0];
