@@ -342,7 +342,7 @@ Region basic_region(const Tensor& x, const ParsedIndex& P) {
     if (e < 0) e += size;
     s = std::clamp<int64_t>(s, 0, size);
     e = std::max(s, std::clamp<int64_t>(e, 0, size));
-    R.shape[R.dims[k]] = (e - s + R.steps[k] - 1) / R.steps[k];
+    R.shape[R.dims[k]] = slice_length(s, e, R.steps[k]);
   }
   for (size_t k = 0; k < P.select_dims.size(); ++k) {
     int64_t d = P.select_dims[k], i = P.select_idx[k];

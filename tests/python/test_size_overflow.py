@@ -96,6 +96,10 @@ def _cases():
         ("new_zeros overflow", "M.ones(1).new_zeros((2**32, 2**32))"),
         ("randn 2**61 float64", "M.randn(2**61, dtype=M.float64)"),
         ("normal size", "M.normal(0., 1., size=(2**62,))"),
+        ("pad overflow", "M.nn.functional.pad(M.ones(4), (2**62, 2**62))"),
+        ("stack of huge views", "M.stack([M.ones(1).expand(2**62)] * 2)"),
+        ("flatten of huge view", "M.ones(1, 1).expand(2**62, 2).flatten()"),
+        ("tile overflow", "M.ones(2).tile((2**62,))"),
     ]
     return cases
 
@@ -185,3 +189,9 @@ def test_valid_huge_views_still_work():
     z = lucid.as_strided(lucid.ones(4), (2**40, 4), (0, 1), 0)
     assert z.shape == (2**40, 4) and z[2**40 - 1].tolist() == [1.0] * 4
     assert lucid.zeros(0, 2**62).shape == (0, 2**62)
+    # Steps beyond the dim: one element, whatever stride * step would be (PyTorch wraps the stride
+    # of x[::2**63 - 1] to a negative value and raises; lucid keeps the dim's stride).
+    w = lucid.arange(16.0).view(4, 4)
+    assert w[:: 2**63 - 1].tolist() == [[0.0, 1.0, 2.0, 3.0]]
+    assert w[:, 1 :: 2**62].tolist() == [[1.0], [5.0], [9.0], [13.0]]
+    assert w.unfold(0, 1, 2**62).shape == (1, 4, 1)

@@ -61,6 +61,10 @@ Strides contiguous_strides(const Shape& s) {
   return st;
 }
 
+int64_t stepped_stride(int64_t stride, int64_t step, int64_t size, const char* what) {
+  return size > 1 ? checked_mul(stride, step, what) : stride;
+}
+
 std::string shape_str(const Shape& s) {
   std::ostringstream os;
   os << "[";

@@ -30,6 +30,13 @@ int64_t contiguous_nbytes(const Shape& s, int64_t itemsize);
 // (0 for an empty view). Strides must be non-negative; raises on overflow naming sizes and strides.
 int64_t storage_extent(const Shape& s, const Strides& st, int64_t offset);
 Strides contiguous_strides(const Shape& s);
+// Elements of [start, end) taken every `step` (> 0), without overflow for any int64 step.
+inline int64_t slice_length(int64_t start, int64_t end, int64_t step) {
+  return end > start ? (end - start - 1) / step + 1 : 0;
+}
+// The stride of a dim of `size` elements taken every `step`: stride * step, checked; a dim of at
+// most one element keeps `stride` (never read, and stride * step may not fit: x[::2**62]).
+int64_t stepped_stride(int64_t stride, int64_t step, int64_t size, const char* what);
 std::string shape_str(const Shape& s);
 
 // Broadcast two shapes like NumPy/PyTorch; `op` names the op in the error.

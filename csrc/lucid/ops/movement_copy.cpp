@@ -369,7 +369,7 @@ static Shape padded_shape(const Shape& s, const IntList& p, const std::string& m
   for (size_t k = 0; k < p.size() / 2; ++k) {
     int64_t d = static_cast<int64_t>(s.size()) - 1 - static_cast<int64_t>(k);
     int64_t l = p[2 * k], r = p[2 * k + 1], n = s[d];
-    out[d] = n + l + r;
+    out[d] = checked_add(checked_add(n, l, "pad"), r, "pad");
     LUCID_CHECK(out[d] >= 0, ValueError, "pad: the padded size ", out[d], " of dimension ", d, " is negative (size ",
                 n, ", pads ", l, ", ", r, ")");
     if (mode == "constant") continue;
