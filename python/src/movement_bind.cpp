@@ -364,7 +364,7 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   if (P.adv.empty()) {
     // x[basic] = v: one SliceScatter on x itself. PyTorch's overlap errors concern the region
     // written, not x: they are checked here, and SliceScatter gets a v that no longer aliases x.
-    if (v.same_storage(x) || has_internal_overlap(x) == MemOverlap::Yes) {
+    if (v.same_storage(x) || has_broadcast_dim(x)) {
       Tensor region = apply_basic(x.detach(), P);
       assert_no_internal_overlap(region, "__setitem__");
       if (v.same_storage(x)) {

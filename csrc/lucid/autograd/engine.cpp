@@ -59,7 +59,7 @@ void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, bool cre
     GradModeGuard ng(false);
     Tensor cur(m.grad);
     // A grad kept from create_graph may be an expanded view: accumulate out of place into it.
-    if (has_internal_overlap(cur) == MemOverlap::Yes) m.grad = dispatch1(OpId::Add, {cur, g}).impl_ptr();
+    if (has_broadcast_dim(cur)) m.grad = dispatch1(OpId::Add, {cur, g}).impl_ptr();
     else dispatch_inplace(OpId::Add, cur, {cur, g});
   }
 }

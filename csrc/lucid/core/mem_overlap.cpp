@@ -27,11 +27,15 @@ bool is_non_overlapping_and_dense(const Tensor& t) {
   return true;
 }
 
-MemOverlap has_internal_overlap(const Tensor& t) {
-  if (is_non_overlapping_and_dense(t)) return MemOverlap::No;
+bool has_broadcast_dim(const Tensor& t) {
   for (size_t i = 0; i < t.shape().size(); ++i)
-    if (t.strides()[i] == 0 && t.shape()[i] > 1) return MemOverlap::Yes;
-  return MemOverlap::TooHard;
+    if (t.strides()[i] == 0 && t.shape()[i] > 1) return true;
+  return false;
+}
+
+MemOverlap has_internal_overlap(const Tensor& t) {
+  if (has_broadcast_dim(t)) return MemOverlap::Yes;  // never dense
+  return is_non_overlapping_and_dense(t) ? MemOverlap::No : MemOverlap::TooHard;
 }
 
 namespace {
@@ -74,7 +78,7 @@ const char* const kPartialOverlapError =
     "location. Please clone() the tensor before performing the operation.";
 
 void assert_no_internal_overlap(const Tensor& t, const char* op) {
-  LUCID_CHECK(t.numel() == 0 || has_internal_overlap(t) != MemOverlap::Yes, Error, op, ": ", kInternalOverlapError);
+  LUCID_CHECK(t.numel() == 0 || !has_broadcast_dim(t), Error, op, ": ", kInternalOverlapError);
 }
 
 void assert_no_partial_overlap(const Tensor& written, const Tensor& read, const char* op) {

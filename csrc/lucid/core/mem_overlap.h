@@ -16,7 +16,9 @@ enum class MemOverlapStatus { Full, Partial, TooHard, No };      // between two 
 
 // Strides are a permutation of the contiguous ones (size-1 and size-0 dims ignored).
 bool is_non_overlapping_and_dense(const Tensor& t);
-// Yes: some dim of size > 1 has stride 0; No: dense; TooHard: anything else.
+// Some dim of size > 1 has stride 0 (an expanded dim): two elements share one location.
+bool has_broadcast_dim(const Tensor& t);
+// Yes: has_broadcast_dim; No: dense; TooHard: anything else.
 MemOverlap has_internal_overlap(const Tensor& t);
 // Full: same tensor, or the same span with the same strides; Partial: intersecting spans of
 // two dense tensors that are not Full; TooHard: a non-dense tensor is involved; No otherwise.

@@ -19,7 +19,6 @@ struct Storage {
   std::atomic<uint32_t> version{0};
   std::atomic<bool> has_derived{false};  // a DerivedCache holds data computed from this buffer
 
-  Storage() = default;
   ~Storage();  // tells the derived caches (when has_derived), then `owner` frees the buffer
   static std::shared_ptr<Storage> allocate(size_t nbytes);
   static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, std::shared_ptr<void> owner);

@@ -192,7 +192,7 @@ static bool allows_self_overlapping_dst(OpId id) {
 // geometry comparison only for inputs that share dst's storage.
 static const TensorList& overlap_checked_inputs(OpId id, const OpDef& def, const Tensor& dst, const TensorList& inputs,
                                                 TensorList& copies) {
-  LUCID_CHECK(allows_self_overlapping_dst(id) || dst.numel() == 0 || has_internal_overlap(dst) != MemOverlap::Yes,
+  LUCID_CHECK(!has_broadcast_dim(dst) || allows_self_overlapping_dst(id) || dst.numel() == 0,
               Error, def.api_name, "_: ", kInternalOverlapError);
   const bool elementwise = def.lowering == Lowering::Elementwise || id == OpId::Copy;
   const bool no_alias = id == OpId::Scatter || id == OpId::ScatterAdd;
