@@ -1,5 +1,6 @@
-// Core ops: Copy (cast/clone, and copy_ with PyTorch's overlap checks), SumTo (reduce a broadcast gradient), Expand, Reshape, Add, Mul,
-// Neg, Fill. Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
+// Core ops: Copy (cast/clone; copy_ with PyTorch's overlap checks), SumTo (reduce a broadcast
+// gradient), Expand, Reshape, Add, Mul, Neg, Fill (values checked against the dtype's range).
+// Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
 #include "lucid/ops/core.h"
 
 #include <cmath>
@@ -220,8 +221,6 @@ Tensor neg(const Tensor& x) { return dispatch1(OpId::Neg, {x}); }
 Tensor mul_scalar(const Tensor& a, double s) { return mul(a, scalar_tensor(s)); }
 
 // ---- Fill ---------------------------------------------------------------------------------
-// Fill writes a scalar into its output. Out of place it takes the shape and dtype attributes;
-// fill_ / zero_ are its in-place form (inputs empty, destination given).
 // PyTorch's checked scalar conversion (c10::overflows). Into an integer type, an integral value
 // must lie in the type's range, unsigned types also taking negatives down to -max (they wrap);
 // a fractional value must lie in [lowest, max], and inf and NaN fail. Into a float type, finite
@@ -243,6 +242,8 @@ static bool fill_overflows(double v, DType t) {
   return v < lo || v > hi;
 }
 
+// Fill writes a scalar into its output. Out of place it takes the shape and dtype attributes;
+// fill_ / zero_ are its in-place form (inputs empty, destination given).
 LUCID_REGISTER_OP(Fill, [] {
   OpDef d;
   d.num_inputs = 0;

@@ -92,9 +92,10 @@ dnnl::algorithm eltwise_alg(MatmulPostOp::Kind k) {
 // layout, and remembers the storage and its version counter. Entries live no longer than their
 // storage: the cache is a DerivedCache (core/storage.h), so freeing a weight frees its packed
 // copies (and a later storage at the same address never matches a dead one's entry); its bytes
-// count in lucid.memory_cached() and lucid.empty_cache() drops them all. A packed copy is served only while both still
-// match; a changed version drops it. Packing waits until B is seen a second time at the same
-// version, so weights updated every step (training) and fresh activations never pay for a pack.
+// count in lucid.memory_cached() and lucid.empty_cache() drops them all. A packed copy is
+// served only while the version still matches; a changed version drops it. Packing waits
+// until B is seen a second time at the same version, so weights updated every step (training)
+// and fresh activations never pay for a pack.
 // Only storages from Storage::allocate qualify: wrapped NumPy buffers and compiled-graph arena
 // slots are written without a version bump. Likewise, while a NumPy view of a storage lives
 // (Tensor.numpy(), __array__, DLPack) nothing of it is packed or served, and its packed copies
