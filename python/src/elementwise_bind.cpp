@@ -28,7 +28,10 @@ static bool is_operand(H h) {
 
 static bool is_one(H h) {
   if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
-  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h) == 1;
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    return PyLong_AsLongLongAndOverflow(h.ptr(), &overflow) == 1 && !overflow;
+  }
   if (PyFloat_Check(h.ptr())) return PyFloat_AsDouble(h.ptr()) == 1.0;
   return false;
 }
@@ -61,7 +64,7 @@ static Attrs clamp_attrs(H lo, H hi) {
   auto put = [&](const char* k, H h) {
     if (h.is_none()) return;
     if (PyBool_Check(h.ptr())) a.set(k, static_cast<int64_t>(h.ptr() == Py_True));
-    else if (PyLong_Check(h.ptr())) a.set(k, nb::cast<int64_t>(h));
+    else if (PyLong_Check(h.ptr())) a.set(k, to_int64(h, "clamp", k));
     else a.set(k, number(h, "clamp", k));
   };
   put("min", lo);

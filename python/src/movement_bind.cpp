@@ -73,17 +73,17 @@ TensorList tensor_split_any(const Tensor& x, nb::handle s, int64_t dim) {
     Tensor c = cast(t, DType::Int64);
     return tensor_split_at(x, IntList(c.data<int64_t>(), c.data<int64_t>() + c.numel()), dim);
   }
-  if (PyLong_Check(s.ptr())) return tensor_split(x, nb::cast<int64_t>(s), dim);
+  if (PyLong_Check(s.ptr())) return tensor_split(x, to_int64(s, "tensor_split", "indices_or_sections"), dim);
   return tensor_split_at(x, to_shape(s, "tensor_split", "indices_or_sections"), dim);
 }
 
 Tensor take_along_dim_any(const Tensor& x, const Tensor& i, nb::handle dim) {
-  return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, nb::cast<int64_t>(dim), false);
+  return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, to_int64(dim, "take_along_dim", "dim"), false);
 }
 
 Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim) {
   bool flat = dim.is_none();
-  int64_t d = flat ? 0 : nb::cast<int64_t>(dim);
+  int64_t d = flat ? 0 : to_int64(dim, "repeat_interleave", "dim");
   if (repeats.is_none()) {  // repeat_interleave(repeats): indices 0..n-1 repeated
     LUCID_CHECK(x.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", x.ndim(), "-D");
     Tensor n = Tensor::empty({x.numel()}, DType::Int64);
@@ -169,7 +169,7 @@ Tensor list_to_index(nb::handle h) {
     Tensor t = Tensor::empty({static_cast<int64_t>(n)}, ints ? DType::Int64 : DType::Bool);
     size_t i = 0;
     for (nb::handle e : h) {
-      if (ints) t.data<int64_t>()[i++] = nb::cast<int64_t>(e);
+      if (ints) t.data<int64_t>()[i++] = to_int64(e, "index", "index");
       else t.data<bool>()[i++] = e.ptr() == Py_True;
     }
     return t;
@@ -475,7 +475,7 @@ LUCID_BINDER(movement) {
     return pad(x, to_shape(p, "pad", "pad"), mode, v);
   }, nb::arg("input"), nb::arg("pad"), nb::arg("mode") = "constant", nb::arg("value").none() = nb::none());
   m.def("_slice_scatter", [](const Tensor& base, const Tensor& src, int64_t dim, nb::handle start, nb::handle end, int64_t step) {
-    int64_t s = start.is_none() ? 0 : nb::cast<int64_t>(start), e = end.is_none() ? INT64_MAX / 4 : nb::cast<int64_t>(end);
+    int64_t s = start.is_none() ? 0 : to_int64(start, "slice_scatter", "start"), e = end.is_none() ? INT64_MAX / 4 : to_int64(end, "slice_scatter", "end");
     return slice_scatter(base, src, IntList{dim}, IntList{s}, IntList{e}, IntList{step});
   }, nb::arg("input"), nb::arg("src"), nb::arg("dim") = 0, nb::arg("start").none() = nb::none(),
      nb::arg("end").none() = nb::none(), nb::arg("step") = 1);
