@@ -3,6 +3,7 @@
 // dispatch_inplace. Python numbers become wrapped-number tensors (to_tensor), so PyTorch's type
 // promotion applies. In-place methods return the same Python object (self).
 #include "bind.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise.h"
 
 namespace lucid::py {
@@ -44,8 +45,12 @@ static double number(H h, const char* op, const char* arg) {
 }
 
 // Writes r into self (autograd-aware copy) and returns self: in-place forms of composite ops.
-static nb::object assign(H self, const Tensor& r) {
+// `read`: the tensor operands r was computed from, which get PyTorch's partial-overlap check
+// against self (r itself is fresh, so the values are right either way).
+static nb::object assign(H self, const Tensor& r, const char* op = nullptr, const TensorList& read = {}) {
   Tensor x = nb::cast<Tensor>(self);
+  for (const Tensor& t : read)
+    if (t.defined() && t.same_storage(x)) assert_no_partial_overlap(x, t, op);
   dispatch_inplace(OpId::Copy, x, {expand(r, x.shape())}, {{"dtype", x.dtype()}});
   return nb::borrow<nb::object>(self);
 }
@@ -265,7 +270,7 @@ LUCID_BINDER(elementwise) {
     std::string md = nb::cast<std::string>(mode);
     if (md == "floor") return inplace(self, OpId::FloorDivide, {o});
     Tensor x = nb::cast<Tensor>(self);
-    return assign(self, div_mode(cast(x, x.dtype()), o, mode));
+    return assign(self, div_mode(cast(x, x.dtype()), o, mode), "div_", {o});
   }, nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode").none() = nb::none());
 
   // ---- where / clamp / masked_fill / lerp / addcmul / addcdiv ----
@@ -284,7 +289,9 @@ LUCID_BINDER(elementwise) {
   auto clamp_ = [](H self, H lo, H hi) -> nb::object {
     Tensor x = nb::cast<Tensor>(self);
     if (lo.is_none() && hi.is_none()) throw ValueError("clamp_: at least one of 'min' or 'max' must not be None");
-    if (is_tensor(lo) || is_tensor(hi)) return assign(self, clamp_any(cast(x, x.dtype()), lo, hi));
+    if (is_tensor(lo) || is_tensor(hi))
+      return assign(self, clamp_any(cast(x, x.dtype()), lo, hi), "clamp_",
+                    {is_tensor(lo) ? nb::cast<Tensor>(lo) : Tensor(), is_tensor(hi) ? nb::cast<Tensor>(hi) : Tensor()});
     return inplace(self, OpId::Clamp, {}, clamp_attrs(lo, hi));
   };
   redef(m, "clamp_", clamp_, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());

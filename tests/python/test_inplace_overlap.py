@@ -2,7 +2,8 @@
 
 Random geometries (as_strided views of one base: slices, steps, permuted dims, broadcast and
 expanded dims) are used as the destination and the inputs of in-place binary and unary ops,
-copy_ and __setitem__. The rule checked: PyTorch raises <=> lucid raises (PyTorch's "some
+copy_, clamp_ and div_ with a rounding mode (lucid computes those two out of place, then
+copies) and __setitem__. The rule checked: PyTorch raises <=> lucid raises (PyTorch's "some
 elements of the input tensor and the written-to tensor refer to a single memory location" and
 "more than one element of the written-to tensor refers to a single memory location"). When
 neither raises, lucid's base equals PyTorch's base after the same op with the inputs cloned
@@ -78,7 +79,7 @@ def check(fn):
     np.testing.assert_array_equal(lu, ref)
 
 
-BINARY = ["add_", "sub_", "mul_", "div_", "lerp_", "copy_"]
+BINARY = ["add_", "sub_", "mul_", "div_", "lerp_", "copy_", "clamp_", "div_trunc"]
 UNARY = ["neg_", "exp_", "abs_", "zero_", "fill_"]
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -96,6 +97,10 @@ def test_binary_inplace_on_views_of_one_base(data, op):
             src = src.clone()
         if op == "lerp_":
             dst.lerp_(src, 0.5)
+        elif op == "clamp_":  # lucid's tensor-bound clamp_ computes out of place, then copies
+            dst.clamp_(min=src)
+        elif op == "div_trunc":
+            dst.div_(src, rounding_mode="trunc")
         elif op == "div_":
             dst.div_(src + 1.0)
         else:
