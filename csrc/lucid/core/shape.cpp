@@ -62,6 +62,8 @@ Strides contiguous_strides(const Shape& s) {
 }
 
 int64_t stepped_stride(int64_t stride, int64_t step, int64_t size, const char* what) {
+  int64_t r;
+  if (!__builtin_mul_overflow(stride, step, &r)) return r;  // as PyTorch, also for one element
   return size > 1 ? checked_mul(stride, step, what) : stride;
 }
 

@@ -35,7 +35,7 @@ inline int64_t slice_length(int64_t start, int64_t end, int64_t step) {
   return end > start ? (end - start - 1) / step + 1 : 0;
 }
 // The stride of a dim of `size` elements taken every `step`: stride * step, checked; a dim of at
-// most one element keeps `stride` (never read, and stride * step may not fit: x[::2**62]).
+// most one element whose stride * step does not fit keeps `stride` (never read: x[::2**62]).
 int64_t stepped_stride(int64_t stride, int64_t step, int64_t size, const char* what);
 std::string shape_str(const Shape& s);
 
