@@ -1,5 +1,6 @@
 """lucid.tensor / as_tensor: Python data in (NumPy at the boundary only), lucid tensors out."""
 import builtins
+import warnings
 
 import numpy as np
 
@@ -22,6 +23,7 @@ def _to_array(data, dtype):
         arr = np.asarray(data)
         if arr.dtype == np.float64 and dtype is None:
             arr = arr.astype(np.float32 if _C.get_default_dtype() == _C.dtype.float32 else np.float64)
+    _check_int64(arr)
     if arr.dtype not in _NP_TO_LUCID:
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float64)
@@ -30,6 +32,39 @@ def _to_array(data, dtype):
         else:
             raise TypeError(f"tensor: argument 'data' has unsupported element type {arr.dtype}")
     return arr
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _check_int64(arr):
+    """Integers beyond int64 (lucid's widest integer type) raise instead of wrapping or becoming
+    'object' (PyTorch raises the same ValueError, "Overflow when unpacking long")."""
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > _INT64[1]:
+        raise ValueError(f"tensor: Overflow when unpacking long: value {int(arr.max())} does not fit int64")
+    if arr.dtype == object:
+        for e in arr.flat:
+            if isinstance(e, int) and not _INT64[0] <= e <= _INT64[1]:
+                raise ValueError(f"tensor: Overflow when unpacking long: value {e} does not fit int64")
+
+
+_NP_NAMES = ", ".join(f"numpy.{d.type.__name__}" for d in _NP_TO_LUCID)
+
+
+def from_numpy(array):
+    """A tensor sharing memory with a NumPy array (as torch.from_numpy). A read-only array is
+    copied, with a warning: a tensor writing into a read-only buffer would corrupt the producer
+    (PyTorch shares it and warns that writes are undefined behaviour)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
+    if array.dtype not in _NP_TO_LUCID:
+        raise TypeError(f"from_numpy: can't convert np.ndarray of type numpy.{array.dtype.type.__name__}. "
+                        f"The only supported types are: {_NP_NAMES}.")
+    if not array.flags.writeable:
+        warnings.warn("from_numpy: the given NumPy array is not writable; lucid copies it (the tensor does not "
+                      "share its memory)", UserWarning, stacklevel=2)
+        array = array.copy()
+    return _C.from_numpy(array)
 
 
 def _flatten(x):
@@ -54,7 +89,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = data.detach().clone()
     else:
         arr = _to_array(data, dtype)
-        t = _C.from_numpy(np.require(arr, requirements="C")).clone()
+        t = _C.from_numpy(np.require(arr, requirements=["C", "W"])).clone()
     if dtype is not None and t.dtype != dtype:
         t = _C.cast(t, dtype)
     if requires_grad:
@@ -67,7 +102,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, _C.Tensor):
         return data if dtype is None or data.dtype == dtype else _C.cast(data, dtype)
     if isinstance(data, np.ndarray) and data.dtype in _NP_TO_LUCID:
-        t = _C.from_numpy(data)
+        t = from_numpy(data)
         return t if dtype is None or t.dtype == dtype else _C.cast(t, dtype)
     return tensor(data, dtype=dtype, device=device)
 

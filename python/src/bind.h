@@ -29,6 +29,8 @@ void run_binders(nb::module_& m);
   static ::lucid::py::BinderRegistrar lucid_binder_reg_##name(#name, &lucid_bind_##name);   \
   static void lucid_bind_##name(nb::module_& m)
 
+// Python int (or __index__) to int64; TypeError naming op, argument and value when it does not fit.
+int64_t to_int64(nb::handle h, const char* op, const char* arg);
 // Python operand to tensor: Tensor as is; bool/int/float as a 0-d wrapped number.
 Tensor to_tensor(nb::handle h, const char* op, const char* arg);
 bool is_tensor(nb::handle h);

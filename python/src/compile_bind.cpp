@@ -18,6 +18,7 @@
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/runtime/cache.h"
 #include "lucid/compile/trace/tracer.h"
+#include "lucid/core/mem_overlap.h"
 
 namespace lucid::py {
 
@@ -83,7 +84,7 @@ struct SigWalk {
     // by the other): which earlier argument it is, or shares memory with, is part of the key.
     for (size_t j = 0; j < flat.size(); ++j) {
       if (flat[j].impl() == t.impl()) { s.mix(1000 + j); break; }
-      if (flat[j].impl()->storage == t.impl()->storage) s.mix((memory_overlaps(flat[j], t) ? 3000000 : 2000000) + j);
+      if (flat[j].impl()->storage == t.impl()->storage) s.mix((spans_intersect(flat[j], t) ? 3000000 : 2000000) + j);
     }
     flat.push_back(t);
   }
@@ -497,7 +498,7 @@ class CompiledCore {
   void mix_state_aliasing(SigWalk& w, const TensorList* extra) const {
     if (watched_.empty() && (!extra || extra->empty())) return;
     auto mix_if_overlapping = [&](size_t i, const Tensor& arg, const Tensor& st) {
-      if (st.impl() == arg.impl() || memory_overlaps(st, arg)) {
+      if (st.impl() == arg.impl() || spans_intersect(st, arg)) {
         w.s.mix(0xA11A5ED0ULL + i);
         w.s.mix(reinterpret_cast<uintptr_t>(st.impl()));
       }

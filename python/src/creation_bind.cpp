@@ -28,12 +28,6 @@ std::pair<double, bool> number(nb::handle h, const char* op, const char* arg) {
   return {scalar_value(t), is_floating(t.dtype())};
 }
 
-int64_t int_arg(nb::handle h, const char* op, const char* arg) {
-  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
-  LUCID_CHECK(nb::hasattr(h, "__index__"), TypeError, op, ": argument '", arg, "' expected an int, got ", py_type_name(h));
-  return nb::cast<int64_t>(h.attr("__index__")());
-}
-
 struct Opts {
   std::optional<DType> dtype;
   bool requires_grad = false;
@@ -152,7 +146,7 @@ Tensor randint_f(const nb::args& args, const nb::kwargs& kw) {
     used = 1;
   }
   LUCID_CHECK(high.is_valid(), TypeError, "randint() missing required argument 'high'");
-  int64_t lo = low.is_valid() ? int_arg(low, "randint", "low") : 0, hi = int_arg(high, "randint", "high");
+  int64_t lo = low.is_valid() ? to_int64(low, "randint", "low") : 0, hi = to_int64(high, "randint", "high");
   Shape shape = shape_from(args, used, o, "randint");
   return finish(randint(lo, hi, shape, o.dtype.value_or(DType::Int64), o.gen), o);
 }
@@ -215,8 +209,10 @@ LUCID_BINDER(creation) {
   m.def("max_memory_allocated", &max_memory_allocated,
         "The most memory_allocated() has been since the start or the last reset_peak_memory_stats().");
   m.def("reset_peak_memory_stats", &reset_peak_memory_stats, "Restarts max_memory_allocated() from the current value.");
-  m.def("memory_cached", &memory_cached, "Bytes of freed buffers lucid keeps for reuse (LUCID_CPU_CACHE_MB bounds them).");
-  m.def("empty_cache", &empty_cache, "Frees the buffers kept for reuse; returns their bytes.");
+  m.def("memory_cached", &memory_cached,
+        "Bytes lucid keeps for reuse: freed buffers (LUCID_CPU_CACHE_MB bounds them) and packed GEMM weights "
+        "(LUCID_MATMUL_PACK_MB).");
+  m.def("empty_cache", &empty_cache, "Frees the buffers and packed weights kept for reuse; returns their bytes.");
   m.def("seed", [] { return default_generator()->seed(); });
   m.def("initial_seed", [] { return default_generator()->initial_seed(); });
   m.def("get_rng_state", [] { return state_tensor(*default_generator()); });
@@ -244,12 +240,12 @@ LUCID_BINDER(creation) {
   m.def("linspace", [](nb::handle start, nb::handle end, nb::handle steps, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "linspace", false, false);
     return finish(linspace(number(start, "linspace", "start").first, number(end, "linspace", "end").first,
-                           int_arg(steps, "linspace", "steps"), o.dtype.value_or(default_float_dtype())), o);
+                           to_int64(steps, "linspace", "steps"), o.dtype.value_or(default_float_dtype())), o);
   }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::arg("kwargs"));
   m.def("eye", [](nb::handle n, nb::handle mm, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "eye", false, false);
-    int64_t nn = int_arg(n, "eye", "n");
-    int64_t m2 = mm.is_none() ? nn : int_arg(mm, "eye", "m");
+    int64_t nn = to_int64(n, "eye", "n");
+    int64_t m2 = mm.is_none() ? nn : to_int64(mm, "eye", "m");
     return finish(eye(nn, m2, o.dtype.value_or(default_float_dtype())), o);
   }, nb::arg("n"), nb::arg("m").none() = nb::none(), nb::arg("kwargs"));
 
@@ -279,13 +275,13 @@ LUCID_BINDER(creation) {
   m.def("randint", &randint_f);
   m.def("randperm", [](nb::handle n, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "randperm", true, false);
-    return finish(randperm(int_arg(n, "randperm", "n"), o.dtype.value_or(DType::Int64), o.gen), o);
+    return finish(randperm(to_int64(n, "randperm", "n"), o.dtype.value_or(DType::Int64), o.gen), o);
   }, nb::arg("n"), nb::arg("kwargs"));
   m.def("randint_like", [](const Tensor& x, nb::handle low, nb::handle high, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "randint_like", true, false);
     int64_t lo = 0, hi;
-    if (high.is_none()) hi = int_arg(low, "randint_like", "high");
-    else { lo = int_arg(low, "randint_like", "low"); hi = int_arg(high, "randint_like", "high"); }
+    if (high.is_none()) hi = to_int64(low, "randint_like", "high");
+    else { lo = to_int64(low, "randint_like", "low"); hi = to_int64(high, "randint_like", "high"); }
     return finish(randint(lo, hi, x.shape(), o.dtype.value_or(x.dtype()), o.gen), o);
   }, nb::arg("input"), nb::arg("low"), nb::arg("high").none() = nb::none(), nb::arg("kwargs"));
   m.def("normal", [](nb::handle mean, nb::handle std, nb::handle size, nb::kwargs kw) {

@@ -3,6 +3,7 @@
 // dispatch_inplace. Python numbers become wrapped-number tensors (to_tensor), so PyTorch's type
 // promotion applies. In-place methods return the same Python object (self).
 #include "bind.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise.h"
 
 namespace lucid::py {
@@ -28,7 +29,10 @@ static bool is_operand(H h) {
 
 static bool is_one(H h) {
   if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
-  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h) == 1;
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    return PyLong_AsLongLongAndOverflow(h.ptr(), &overflow) == 1 && !overflow;
+  }
   if (PyFloat_Check(h.ptr())) return PyFloat_AsDouble(h.ptr()) == 1.0;
   return false;
 }
@@ -41,8 +45,12 @@ static double number(H h, const char* op, const char* arg) {
 }
 
 // Writes r into self (autograd-aware copy) and returns self: in-place forms of composite ops.
-static nb::object assign(H self, const Tensor& r) {
+// `read`: the tensor operands r was computed from, which get PyTorch's partial-overlap check
+// against self (r itself is fresh, so the values are right either way).
+static nb::object assign(H self, const Tensor& r, const char* op = nullptr, const TensorList& read = {}) {
   Tensor x = nb::cast<Tensor>(self);
+  for (const Tensor& t : read)
+    if (t.defined() && t.same_storage(x)) assert_no_partial_overlap(x, t, op);
   dispatch_inplace(OpId::Copy, x, {expand(r, x.shape())}, {{"dtype", x.dtype()}});
   return nb::borrow<nb::object>(self);
 }
@@ -61,7 +69,7 @@ static Attrs clamp_attrs(H lo, H hi) {
   auto put = [&](const char* k, H h) {
     if (h.is_none()) return;
     if (PyBool_Check(h.ptr())) a.set(k, static_cast<int64_t>(h.ptr() == Py_True));
-    else if (PyLong_Check(h.ptr())) a.set(k, nb::cast<int64_t>(h));
+    else if (PyLong_Check(h.ptr())) a.set(k, to_int64(h, "clamp", k));
     else a.set(k, number(h, "clamp", k));
   };
   put("min", lo);
@@ -262,7 +270,7 @@ LUCID_BINDER(elementwise) {
     std::string md = nb::cast<std::string>(mode);
     if (md == "floor") return inplace(self, OpId::FloorDivide, {o});
     Tensor x = nb::cast<Tensor>(self);
-    return assign(self, div_mode(cast(x, x.dtype()), o, mode));
+    return assign(self, div_mode(cast(x, x.dtype()), o, mode), "div_", {o});
   }, nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode").none() = nb::none());
 
   // ---- where / clamp / masked_fill / lerp / addcmul / addcdiv ----
@@ -281,7 +289,9 @@ LUCID_BINDER(elementwise) {
   auto clamp_ = [](H self, H lo, H hi) -> nb::object {
     Tensor x = nb::cast<Tensor>(self);
     if (lo.is_none() && hi.is_none()) throw ValueError("clamp_: at least one of 'min' or 'max' must not be None");
-    if (is_tensor(lo) || is_tensor(hi)) return assign(self, clamp_any(cast(x, x.dtype()), lo, hi));
+    if (is_tensor(lo) || is_tensor(hi))
+      return assign(self, clamp_any(cast(x, x.dtype()), lo, hi), "clamp_",
+                    {is_tensor(lo) ? nb::cast<Tensor>(lo) : Tensor(), is_tensor(hi) ? nb::cast<Tensor>(hi) : Tensor()});
     return inplace(self, OpId::Clamp, {}, clamp_attrs(lo, hi));
   };
   redef(m, "clamp_", clamp_, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
@@ -327,8 +337,7 @@ LUCID_BINDER(elementwise) {
 
   redef(m, "copy_", [](H self, const Tensor& src, bool non_blocking) {
     (void)non_blocking;
-    Tensor x = nb::cast<Tensor>(self);
-    dispatch_inplace(OpId::Copy, x, {expand(src, x.shape())}, {{"dtype", x.dtype()}});
+    copy_(nb::cast<Tensor>(self), src);
     return nb::borrow<nb::object>(self);
   }, nb::arg("src"), nb::arg("non_blocking") = false);
 

@@ -28,7 +28,7 @@ Tensor as_tensor_arg(nb::handle h, const char* op, const char* arg) {
 // An int or a sequence of `n` ints (torch's _pair/_single).
 IntList int_tuple(nb::handle h, int n, const char* op, const char* arg) {
   if (PyLong_Check(h.ptr()) || (nb::hasattr(h, "__index__") && !nb::isinstance<nb::str>(h) && !nb::hasattr(h, "__len__")))
-    return IntList(n, nb::cast<int64_t>(h.attr("__index__")()));
+    return IntList(n, to_int64(h, op, arg));
   IntList v = to_shape(h, op, arg);
   if (static_cast<int>(v.size()) == 1 && n > 1) return IntList(n, v[0]);
   LUCID_CHECK(static_cast<int>(v.size()) == n, ValueError, op, ": argument '", arg, "' expected an int or ", n,
@@ -40,7 +40,7 @@ IntList int_tuple(nb::handle h, int n, const char* op, const char* arg) {
 IntList adaptive_size(nb::handle output_size, const char* op) {
   IntList o(2, 0);
   if (PyLong_Check(output_size.ptr())) {
-    o = IntList(2, nb::cast<int64_t>(output_size));
+    o = IntList(2, to_int64(output_size, op, "output_size"));
     LUCID_CHECK(o[0] > 0, ValueError, op, ": argument 'output_size' expected positive sizes, got ", o[0]);
     return o;
   }
@@ -48,7 +48,7 @@ IntList adaptive_size(nb::handle output_size, const char* op) {
   LUCID_CHECK(n == 2, ValueError, op, ": argument 'output_size' expected an int or 2 values, got ", n);
   for (size_t i = 0; i < 2; ++i) {
     nb::handle e = output_size[i];
-    o[i] = e.is_none() ? 0 : nb::cast<int64_t>(e);
+    o[i] = e.is_none() ? 0 : to_int64(e, op, "output_size");
     LUCID_CHECK(e.is_none() || o[i] > 0, ValueError, op, ": argument 'output_size' expected positive sizes or None, got ",
                 o[i]);
   }
@@ -168,7 +168,7 @@ LUCID_BINDER(linalg) {
     const char* op = "avg_pool2d";
     IntList k = int_tuple(kernel, 2, op, "kernel_size");
     IntList s = stride.is_none() || (nb::hasattr(stride, "__len__") && nb::len(stride) == 0) ? k : int_tuple(stride, 2, op, "stride");
-    int64_t div = divisor_override.is_none() ? 0 : nb::cast<int64_t>(divisor_override);
+    int64_t div = divisor_override.is_none() ? 0 : to_int64(divisor_override, op, "divisor_override");
     LUCID_CHECK(divisor_override.is_none() || div != 0, ValueError, op, ": argument 'divisor_override' must be non-zero");
     return avg_pool2d(x, k, s, int_tuple(padding, 2, op, "padding"), ceil_mode, count_include_pad, div);
   }, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"), nb::arg("ceil_mode"),

@@ -6,6 +6,7 @@
 
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/movement.h"
 #include "lucid/ops/movement_util.h"
 
@@ -49,7 +50,7 @@ Tensor squeeze_any(const Tensor& x, nb::handle dim) {
 
 TensorList split_any(const Tensor& x, nb::handle s, int64_t dim) {
   if (PyLong_Check(s.ptr()) || (nb::hasattr(s, "__index__") && !nb::hasattr(s, "__iter__")))
-    return split(x, nb::cast<int64_t>(s.attr("__index__")()), dim);
+    return split(x, to_int64(s, "split", "split_size_or_sections"), dim);
   return split_with_sizes(x, to_shape(s, "split", "split_size_or_sections"), dim);
 }
 
@@ -72,17 +73,17 @@ TensorList tensor_split_any(const Tensor& x, nb::handle s, int64_t dim) {
     Tensor c = cast(t, DType::Int64);
     return tensor_split_at(x, IntList(c.data<int64_t>(), c.data<int64_t>() + c.numel()), dim);
   }
-  if (PyLong_Check(s.ptr())) return tensor_split(x, nb::cast<int64_t>(s), dim);
+  if (PyLong_Check(s.ptr())) return tensor_split(x, to_int64(s, "tensor_split", "indices_or_sections"), dim);
   return tensor_split_at(x, to_shape(s, "tensor_split", "indices_or_sections"), dim);
 }
 
 Tensor take_along_dim_any(const Tensor& x, const Tensor& i, nb::handle dim) {
-  return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, nb::cast<int64_t>(dim), false);
+  return dim.is_none() ? take_along_dim(x, i, 0, true) : take_along_dim(x, i, to_int64(dim, "take_along_dim", "dim"), false);
 }
 
 Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim) {
   bool flat = dim.is_none();
-  int64_t d = flat ? 0 : nb::cast<int64_t>(dim);
+  int64_t d = flat ? 0 : to_int64(dim, "repeat_interleave", "dim");
   if (repeats.is_none()) {  // repeat_interleave(repeats): indices 0..n-1 repeated
     LUCID_CHECK(x.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", x.ndim(), "-D");
     Tensor n = Tensor::empty({x.numel()}, DType::Int64);
@@ -90,7 +91,7 @@ Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim
     return repeat_interleave(n, x, 0, true);
   }
   if (is_tensor(repeats)) return repeat_interleave(x, nb::cast<Tensor>(repeats), d, flat);
-  return repeat_interleave(x, nb::cast<int64_t>(repeats.attr("__index__")()), d, flat);
+  return repeat_interleave(x, to_int64(repeats, "repeat_interleave", "repeats"), d, flat);
 }
 
 nb::object nonzero_any(const Tensor& x, bool as_tuple) {
@@ -168,7 +169,7 @@ Tensor list_to_index(nb::handle h) {
     Tensor t = Tensor::empty({static_cast<int64_t>(n)}, ints ? DType::Int64 : DType::Bool);
     size_t i = 0;
     for (nb::handle e : h) {
-      if (ints) t.data<int64_t>()[i++] = nb::cast<int64_t>(e);
+      if (ints) t.data<int64_t>()[i++] = to_int64(e, "index", "index");
       else t.data<bool>()[i++] = e.ptr() == Py_True;
     }
     return t;
@@ -280,7 +281,7 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
       }
       tokens.push_back(src++);
     } else {  // an integer
-      int64_t i = nb::cast<int64_t>(nb::handle(h).attr("__index__")());
+      int64_t i = to_int64(h, "index", "index");
       int64_t size = x.shape()[src];
       LUCID_CHECK(i >= -size && i < size, IndexError, "index: index ", i, " is out of bounds for dimension ", src,
                   " with size ", size);
@@ -307,7 +308,7 @@ Tensor getitem(const Tensor& x, nb::handle index) {
   // Fast paths: x[int], x[slice].
   if (PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr())) {
     LUCID_CHECK(x.ndim() > 0, IndexError, "index: invalid index of a 0-dim tensor");
-    int64_t i = nb::cast<int64_t>(index);
+    int64_t i = to_int64(index, "index", "index");
     int64_t size = x.shape()[0];
     LUCID_CHECK(i >= -size && i < size, IndexError, "index: index ", i, " is out of bounds for dimension 0 with size ",
                 size);
@@ -341,7 +342,7 @@ Region basic_region(const Tensor& x, const ParsedIndex& P) {
     if (e < 0) e += size;
     s = std::clamp<int64_t>(s, 0, size);
     e = std::max(s, std::clamp<int64_t>(e, 0, size));
-    R.shape[R.dims[k]] = (e - s + R.steps[k] - 1) / R.steps[k];
+    R.shape[R.dims[k]] = slice_length(s, e, R.steps[k]);
   }
   for (size_t k = 0; k < P.select_dims.size(); ++k) {
     int64_t d = P.select_dims[k], i = P.select_idx[k];
@@ -361,7 +362,18 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   Tensor v = to_tensor(value, "index_put", "value");
   ParsedIndex P = parse_index(x, index);
   if (P.adv.empty()) {
-    // x[basic] = v: one SliceScatter on x itself.
+    // x[basic] = v: one SliceScatter on x itself. PyTorch's overlap errors concern the region
+    // written, not x: they are checked here, and SliceScatter gets a v that no longer aliases x.
+    if (v.same_storage(x) || has_broadcast_dim(x)) {
+      Tensor region = apply_basic(x.detach(), P);
+      assert_no_internal_overlap(region, "__setitem__");
+      if (v.same_storage(x)) {
+        // PyTorch copies a value of the region's shape as it is; any other value is filled (0-d)
+        // or broadcast first, which hides it from the check.
+        if (v.shape() == region.shape()) assert_no_partial_overlap(region, v, "__setitem__");
+        v = cast(v, v.dtype());
+      }
+    }
     Region R = basic_region(x, P);
     if (v.ndim() > 0) {
       Shape view_shape = apply_basic(x.detach(), P).shape();
@@ -463,7 +475,7 @@ LUCID_BINDER(movement) {
     return pad(x, to_shape(p, "pad", "pad"), mode, v);
   }, nb::arg("input"), nb::arg("pad"), nb::arg("mode") = "constant", nb::arg("value").none() = nb::none());
   m.def("_slice_scatter", [](const Tensor& base, const Tensor& src, int64_t dim, nb::handle start, nb::handle end, int64_t step) {
-    int64_t s = start.is_none() ? 0 : nb::cast<int64_t>(start), e = end.is_none() ? INT64_MAX / 4 : nb::cast<int64_t>(end);
+    int64_t s = start.is_none() ? 0 : to_int64(start, "slice_scatter", "start"), e = end.is_none() ? INT64_MAX / 4 : to_int64(end, "slice_scatter", "end");
     return slice_scatter(base, src, IntList{dim}, IntList{s}, IntList{e}, IntList{step});
   }, nb::arg("input"), nb::arg("src"), nb::arg("dim") = 0, nb::arg("start").none() = nb::none(),
      nb::arg("end").none() = nb::none(), nb::arg("step") = 1);

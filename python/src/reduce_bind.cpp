@@ -21,7 +21,7 @@ std::optional<DType> opt_dtype(nb::handle d, const char* op) {
 int64_t int_dim(nb::handle dim, const char* op) {
   LUCID_CHECK(PyLong_Check(dim.ptr()) || nb::hasattr(dim, "__index__"), TypeError, op,
               ": argument 'dim' expected an int, got ", nb::cast<std::string>(nb::str(dim.type().attr("__name__"))));
-  return nb::cast<int64_t>(dim.attr("__index__")());
+  return to_int64(dim, op, "dim");
 }
 
 // var/std: torch accepts (dim, unbiased, keepdim), a bool in place of dim (unbiased), or

@@ -14,29 +14,44 @@
 
 namespace lucid::py {
 
-bool is_tensor(nb::handle h) { return nb::isinstance<Tensor>(h); }
+int64_t to_int64(nb::handle h, const char* op, const char* arg) {
+  nb::object v;
+  if (PyLong_Check(h.ptr())) v = nb::borrow(h);
+  else if (nb::hasattr(h, "__index__")) v = h.attr("__index__")();
+  else
+    throw TypeError(str(op, ": argument '", arg, "' expected an int, got ",
+                        nb::cast<std::string>(nb::str(h.type().attr("__name__")))));
+  int overflow = 0;
+  long long r = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow)
+    throw TypeError(str(op, ": argument '", arg, "' got ", nb::cast<std::string>(nb::str(v)),
+                        ", which does not fit int64 (overflow when unpacking long long)"));
+  return r;
+}
 
 Tensor to_tensor(nb::handle h, const char* op, const char* arg) {
   if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
   if (PyBool_Check(h.ptr())) return scalar_tensor_bool(h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) return scalar_tensor(static_cast<int64_t>(nb::cast<int64_t>(h)));
+  if (PyLong_Check(h.ptr())) return scalar_tensor(to_int64(h, op, arg));
   if (PyFloat_Check(h.ptr())) return scalar_tensor(PyFloat_AsDouble(h.ptr()));
   // NumPy scalars and anything with __float__/__index__.
-  if (nb::hasattr(h, "__index__")) return scalar_tensor(static_cast<int64_t>(nb::cast<int64_t>(h.attr("__index__")())));
+  if (nb::hasattr(h, "__index__")) return scalar_tensor(to_int64(h, op, arg));
   if (nb::hasattr(h, "__float__")) return scalar_tensor(nb::cast<double>(h.attr("__float__")()));
   throw TypeError(str(op, ": argument '", arg, "' expected a Tensor or a number, got ",
                       nb::cast<std::string>(nb::str(h.type().attr("__name__")))));
 }
 
+bool is_tensor(nb::handle h) { return nb::isinstance<Tensor>(h); }
+
 Shape to_shape(nb::handle h, const char* op, const char* arg) {
   Shape s;
-  if (PyLong_Check(h.ptr())) return {nb::cast<int64_t>(h)};
+  if (PyLong_Check(h.ptr())) return {to_int64(h, op, arg)};
   if (nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h) || nb::hasattr(h, "__iter__")) {
     for (nb::handle e : h) {
       if (!PyLong_Check(e.ptr()) && !nb::hasattr(e, "__index__"))
         throw TypeError(str(op, ": argument '", arg, "' expected a sequence of ints, got an element of type ",
                             nb::cast<std::string>(nb::str(e.type().attr("__name__")))));
-      s.push_back(nb::cast<int64_t>(e.attr("__index__")()));
+      s.push_back(to_int64(e, op, arg));
     }
     return s;
   }

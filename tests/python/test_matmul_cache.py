@@ -2,7 +2,8 @@
 products with a 2-D weight read a copy of it packed once in oneDNN's preferred layout. These tests
 check that the packed path is taken (stats), that it computes what PyTorch computes, and that it
 never serves stale data: in-place writes, a freed weight whose address is reused, other views
-(offset / strides) of one storage, NumPy views writing the buffer, compiled graphs, the byte bound.
+(offset / strides) of one storage, NumPy views writing the buffer, compiled graphs, the byte bound;
+and that the packed copies die with their weight, show in memory_cached() and go with empty_cache().
 """
 import gc
 
@@ -296,3 +297,38 @@ def test_compiled_calls_from_threads_share_packed_weights():
         t.join()
     assert not errors, errors[0]
     assert stats()["hits"] > 0
+
+
+# ------------------------------------------------------------ packed copies and memory accounting
+def packed_model():
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 128))
+    x = lucid.tensor(arr(4, 256))
+    run_thrice(lambda: model(x))
+    return model
+
+
+def test_dropping_the_model_frees_its_packed_weights():
+    lucid.empty_cache()
+    model = packed_model()
+    st = stats()
+    assert st["packed"] == 2 and st["bytes"] >= (256 * 512 + 512 * 128) * 4, st
+    assert lucid.memory_cached() >= st["bytes"]  # the packed copies are reported
+    cached_with_model = lucid.memory_cached()
+    del model
+    gc.collect()
+    st = stats()
+    assert st["bytes"] == 0 and st["entries"] == 0, st  # freed with the weights, not kept to the budget
+    # Freed weights may wait in the buffer free lists; the packed copies are no longer counted.
+    lucid.empty_cache()
+    assert lucid.memory_cached() == 0 < cached_with_model
+
+
+def test_empty_cache_drops_packed_weights_of_live_models():
+    model = packed_model()
+    assert stats()["bytes"] > 0
+    freed = lucid.empty_cache()
+    assert stats()["bytes"] == 0 and freed > 0 and lucid.memory_cached() == 0
+    x = lucid.tensor(arr(4, 256))
+    ref = model(x)
+    close(run_thrice(lambda: model(x))[-1], ref.detach().numpy())  # packs again, same result
+    assert stats()["packed"] == 2

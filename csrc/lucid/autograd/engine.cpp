@@ -6,6 +6,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/dispatch/dispatch.h"
 #include "lucid/ops/core.h"
 
@@ -57,7 +58,9 @@ void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, bool cre
   } else {
     GradModeGuard ng(false);
     Tensor cur(m.grad);
-    dispatch_inplace(OpId::Add, cur, {cur, g});
+    // A grad kept from create_graph may be an expanded view: accumulate out of place into it.
+    if (has_broadcast_dim(cur)) m.grad = dispatch1(OpId::Add, {cur, g}).impl_ptr();
+    else dispatch_inplace(OpId::Add, cur, {cur, g});
   }
 }
 

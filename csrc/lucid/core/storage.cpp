@@ -1,11 +1,14 @@
+// Storage allocation (size classes and free lists), the memory counters, and the registry of
+// derived caches that live no longer than their storages (see storage.h).
 #include "lucid/core/storage.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <new>
 #include <unordered_map>
 #include <vector>
+
+#include "lucid/core/error.h"
 
 namespace lucid {
 
@@ -77,16 +80,47 @@ Pool& pool() {
   return *p;
 }
 
+// Registered derived caches; never destroyed (storages may die during static destruction).
+struct DerivedCaches {
+  std::mutex mu;
+  std::vector<const DerivedCache*> list;
+};
+DerivedCaches& derived_caches() {
+  static DerivedCaches* d = new DerivedCaches;
+  return *d;
+}
+std::vector<const DerivedCache*> derived_cache_list() {
+  std::lock_guard<std::mutex> lk(derived_caches().mu);
+  return derived_caches().list;
+}
+
 }  // namespace
 
 int64_t memory_allocated() { return g_allocated.load(std::memory_order_relaxed); }
 int64_t max_memory_allocated() { return g_peak.load(std::memory_order_relaxed); }
 void reset_peak_memory_stats() { g_peak.store(g_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed); }
-int64_t memory_cached() {
-  std::lock_guard<std::mutex> lk(pool().mu);
-  return static_cast<int64_t>(pool().idle);
+
+void register_derived_cache(const DerivedCache* cache) {
+  std::lock_guard<std::mutex> lk(derived_caches().mu);
+  derived_caches().list.push_back(cache);
 }
-int64_t empty_cache() { return static_cast<int64_t>(pool().release_all()); }
+
+Storage::~Storage() {
+  if (has_derived.load(std::memory_order_relaxed))
+    for (const DerivedCache* c : derived_cache_list()) c->storage_freed(this);
+}
+
+int64_t memory_cached() {
+  int64_t n = 0;
+  for (const DerivedCache* c : derived_cache_list()) n += c->bytes();
+  std::lock_guard<std::mutex> lk(pool().mu);
+  return n + static_cast<int64_t>(pool().idle);
+}
+int64_t empty_cache() {
+  int64_t n = 0;
+  for (const DerivedCache* c : derived_cache_list()) n += c->release_all();
+  return n + static_cast<int64_t>(pool().release_all());
+}
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   auto s = std::make_shared<Storage>();
@@ -96,7 +130,8 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   if (!p) {
     empty_cache();  // idle buffers of other sizes may be what is missing
     p = std::aligned_alloc(64, cls);
-    if (!p) throw std::bad_alloc();
+    LUCID_CHECK(p, Error, "out of memory: tried to allocate ", nbytes, " bytes (", (nbytes + (1 << 20) - 1) >> 20,
+                " MiB) on the CPU and the system refused");
   }
   s->data = p;
   s->nbytes = nbytes;

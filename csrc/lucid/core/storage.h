@@ -17,11 +17,26 @@ struct Storage {
   Device device;
   std::shared_ptr<void> owner;  // frees `data` (our allocator, or a NumPy/DLPack producer)
   std::atomic<uint32_t> version{0};
+  std::atomic<bool> has_derived{false};  // a DerivedCache holds data computed from this buffer
 
+  ~Storage();  // tells the derived caches (when has_derived), then `owner` frees the buffer
   static std::shared_ptr<Storage> allocate(size_t nbytes);
   static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, std::shared_ptr<void> owner);
   void bump_version() { version.fetch_add(1, std::memory_order_relaxed); }
+  void mark_derived() { has_derived.store(true, std::memory_order_relaxed); }
 };
+
+// A cache of data derived from storages' bytes (the GEMM packed weights in
+// backends/cpu/dnnl_matmul.cpp). Its entries live no longer than their storage: a storage marked
+// with mark_derived() calls every registered cache's storage_freed from its destructor. Its
+// bytes count in memory_cached(), and empty_cache() empties it. The callbacks must not destroy
+// storages themselves (they run inside a storage's destructor).
+struct DerivedCache {
+  void (*storage_freed)(const Storage* s);
+  int64_t (*bytes)();
+  int64_t (*release_all)();  // drops every entry; returns the bytes freed
+};
+void register_derived_cache(const DerivedCache* cache);  // once per cache, kept for the process
 
 // Bytes held by the buffers lucid allocated (Storage::allocate: tensors, compiled executables'
 // arenas), not those it wraps (NumPy, DLPack). For memory tests and tools; as
@@ -30,7 +45,8 @@ struct Storage {
 int64_t memory_allocated();
 int64_t max_memory_allocated();
 void reset_peak_memory_stats();  // the peak restarts from the current value
-// Freed buffers kept for reuse (storage.cpp): their bytes, and freeing them (returns the bytes).
+// Memory kept for reuse: freed buffers waiting in the size-class free lists (storage.cpp) plus
+// every DerivedCache's bytes (packed GEMM weights); empty_cache() frees both (returns the bytes).
 int64_t memory_cached();
 int64_t empty_cache();
 

@@ -5,8 +5,9 @@ namespace lucid {
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     LUCID_CHECK(d >= 0, ValueError, "empty: argument 'size' expected non-negative sizes, got ", shape_str(shape));
+  const int64_t nbytes = contiguous_nbytes(shape, static_cast<int64_t>(itemsize(dtype)));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(static_cast<size_t>(numel_of(shape)) * itemsize(dtype));
+  impl->storage = Storage::allocate(static_cast<size_t>(nbytes));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -14,6 +15,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 }
 
 Tensor Tensor::make_view(const Tensor& base, Shape shape, Strides strides, int64_t offset) {
+  numel_of(shape);  // a view's element count must fit int64 too (expand to [2**32, 2**32] raises)
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl_->storage;
   impl->shape = std::move(shape);

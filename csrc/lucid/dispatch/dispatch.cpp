@@ -6,6 +6,7 @@
 #include "lucid/autograd/node.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/trace/trace_hook.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/core.h"
 
 namespace lucid {
@@ -172,9 +173,52 @@ static bool can_cast(DType from, DType to) {
   return true;
 }
 
-const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs) {
+// Ops whose in-place form may write a destination with internal overlap (an expanded view), as
+// in PyTorch: every write to one location stores the same value (fill_, masked_fill_, tril_,
+// triu_, index_put_ with PyTorch's deprecation), or the caller checks the region it writes
+// (setitem's SliceScatter).
+static bool allows_self_overlapping_dst(OpId id) {
+  return id == OpId::Fill || id == OpId::MaskedFill || id == OpId::Tril || id == OpId::Triu || id == OpId::IndexPut ||
+         id == OpId::SliceScatter;
+}
+
+// PyTorch's memory-overlap rules for an in-place write (core/mem_overlap.h): the destination
+// must not have internal overlap; an input partially overlapping it raises (scatter_ and
+// scatter_add_ refuse any alias of src, as PyTorch's assert_no_overlap); an input that PyTorch
+// cannot classify ("too hard": non-dense views) but whose memory intersects dst's is copied
+// first, so the kernel never reads what it already wrote. An input with dst's exact geometry is
+// read as it is by elementwise ops (x.add_(x)); other ops copy it too. Returns the inputs to
+// run with: `inputs` itself unless something was copied into `copies`. The checks cost a
+// geometry comparison only for inputs that share dst's storage.
+static const TensorList& overlap_checked_inputs(OpId id, const OpDef& def, const Tensor& dst, const TensorList& inputs,
+                                                TensorList& copies) {
+  LUCID_CHECK(!has_broadcast_dim(dst) || allows_self_overlapping_dst(id) || dst.numel() == 0,
+              Error, def.api_name, "_: ", kInternalOverlapError);
+  const bool elementwise = def.lowering == Lowering::Elementwise || id == OpId::Copy;
+  const bool no_alias = id == OpId::Scatter || id == OpId::ScatterAdd;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || !t.same_storage(dst)) continue;
+    const bool same_geometry = t.offset() == dst.offset() && t.shape() == dst.shape() && t.strides() == dst.strides();
+    if (i == 0 && same_geometry) continue;  // the self operand of x.op_(...)
+    const MemOverlapStatus st = get_overlap_status(dst, t);
+    LUCID_CHECK(st != MemOverlapStatus::Partial && !(no_alias && st == MemOverlapStatus::Full), Error, def.api_name,
+                "_: ", kPartialOverlapError);
+    if ((elementwise && same_geometry) || !spans_intersect(dst, t)) continue;
+    if (copies.empty()) copies = inputs;
+    TraceHook* h = tl_trace_hook;
+    tl_trace_hook = nullptr;  // the trace reads the SSA value, which is already a copy
+    copies[i] = dispatch1(OpId::Copy, {t}, {{"dtype", t.dtype()}});
+    tl_trace_hook = h;
+  }
+  return copies.empty() ? inputs : copies;
+}
+
+const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_args, const Attrs& attrs) {
   const OpDef& def = checked_def(id);
   LUCID_CHECK(!def.view, Error, def.name, ": a view op has no in-place form");
+  TensorList copies;
+  const TensorList& inputs = overlap_checked_inputs(id, def, dst, in_args, copies);
   bool record = def.differentiable && GradMode::is_enabled() && (dst.requires_grad() || any_requires_grad(def, inputs));
   if (record) {
     LUCID_CHECK(!(dst.is_leaf() && dst.requires_grad()), Error, def.api_name,
@@ -256,7 +300,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inp
     cpu::copy_into(dst, r);
     dst.bump_version();
   }
-  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, inputs, attrs, op_result);
+  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, in_args, attrs, op_result);
   return dst;
 }
 

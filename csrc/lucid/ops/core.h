@@ -5,6 +5,9 @@
 namespace lucid {
 
 Tensor cast(const Tensor& x, DType dtype);  // always a new tensor (clone when dtype is equal)
+// dst.copy_(src): src broadcast to dst's shape and cast to its dtype, with PyTorch's overlap
+// errors (see dispatch_inplace).
+const Tensor& copy_(const Tensor& dst, const Tensor& src);
 Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -1,8 +1,12 @@
-// Core ops: Copy (cast/clone), SumTo (reduce a broadcast gradient), Expand, Reshape, Add, Mul,
-// Neg, Fill. Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
+// Core ops: Copy (cast/clone; copy_ with PyTorch's overlap checks), SumTo (reduce a broadcast
+// gradient), Expand, Reshape, Add, Mul, Neg, Fill (values checked against the dtype's range).
+// Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
 #include "lucid/ops/core.h"
 
+#include <cmath>
+
 #include "lucid/backends/cpu/loops.h"
+#include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/reduce.h"
 #include "lucid/ops/scalar_math.h"
@@ -23,6 +27,19 @@ LUCID_REGISTER_OP(Copy, [] {
 }());
 
 Tensor cast(const Tensor& x, DType dtype) { return dispatch1(OpId::Copy, {x}, {{"dtype", dtype}}); }
+
+const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  if (src.same_storage(dst)) {
+    // Same data (as PyTorch, which then returns before any check): nothing to write.
+    if (src.offset() == dst.offset() && src.shape() == dst.shape() && src.strides() == dst.strides() &&
+        src.dtype() == dst.dtype() && !src.requires_grad() && !dst.requires_grad())
+      return dst;
+    // PyTorch's check sees src as given: broadcast to dst's shape, its geometry would be hidden
+    // (dispatch_inplace then copies an aliasing broadcast src first).
+    assert_no_partial_overlap(dst, src, "copy_");
+  }
+  return dispatch_inplace(OpId::Copy, dst, {expand(src, dst.shape())}, {{"dtype", dst.dtype()}});
+}
 
 // ---- SumTo --------------------------------------------------------------------------------
 // The broadcast dims of x relative to the target shape: leading extra dims, and dims where the
@@ -108,7 +125,7 @@ Shape infer_reshape_shape(const char* op, const Shape& from, IntList to) {
       infer_at = static_cast<int64_t>(i);
     } else {
       LUCID_CHECK(to[i] >= 0, ValueError, op, ": invalid size ", to[i], " in ", shape_str(to));
-      known *= to[i];
+      known = checked_mul(known, to[i], op);
     }
   }
   if (infer_at >= 0) {
@@ -204,6 +221,27 @@ Tensor neg(const Tensor& x) { return dispatch1(OpId::Neg, {x}); }
 Tensor mul_scalar(const Tensor& a, double s) { return mul(a, scalar_tensor(s)); }
 
 // ---- Fill ---------------------------------------------------------------------------------
+// PyTorch's checked scalar conversion (c10::overflows). Into an integer type, an integral value
+// must lie in the type's range, unsigned types also taking negatives down to -max (they wrap);
+// a fractional value must lie in [lowest, max], and inf and NaN fail. Into a float type, finite
+// values must not exceed its largest finite value (inf and NaN pass). Anything converts to bool.
+static bool fill_overflows(double v, DType t) {
+  double lo = 0, hi = 0;
+  switch (t) {
+    case DType::Bool: case DType::Float64: return false;
+    case DType::Float16: return std::isfinite(v) && std::abs(v) > 65504.0;
+    case DType::BFloat16: return std::isfinite(v) && std::abs(v) > 3.3895313892515355e38;
+    case DType::Float32: return std::isfinite(v) && std::abs(v) > 3.4028234663852886e38;
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DType::Int64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  }
+  if (!std::isfinite(v)) return true;
+  if (t == DType::UInt8 && v == std::floor(v) && v < 0) return v < -hi;
+  return v < lo || v > hi;
+}
+
 // Fill writes a scalar into its output. Out of place it takes the shape and dtype attributes;
 // fill_ / zero_ are its in-place form (inputs empty, destination given).
 LUCID_REGISTER_OP(Fill, [] {
@@ -211,7 +249,11 @@ LUCID_REGISTER_OP(Fill, [] {
   d.num_inputs = 0;
   d.differentiable = false;
   d.infer = [](const TensorList&, const Attrs& a) {
-    return std::vector<TensorMeta>{{a.has("shape") ? a.ints("shape") : Shape{}, a.has("dtype") ? a.dtype("dtype") : DType::Float32}};
+    const DType dt = a.has("dtype") ? a.dtype("dtype") : DType::Float32;
+    const double v = a.f("value");
+    LUCID_CHECK(!fill_overflows(v, dt), Error, "fill: value ", v, " cannot be converted to type ", dtype_name(dt),
+                " without overflow");
+    return std::vector<TensorMeta>{{a.has("shape") ? a.ints("shape") : Shape{}, dt}};
   };
   d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
     const Tensor& o = out[0];

@@ -14,13 +14,11 @@ static void check_geometry(const Tensor& base, const Attrs& a, const char* op) {
   LUCID_CHECK(shape.size() == strides.size(), ValueError, op, ": argument 'stride' expected ", shape.size(),
               " values, got ", strides.size());
   LUCID_CHECK(base.is_contiguous(), ValueError, op, ": argument 'input' expected a contiguous tensor");
-  int64_t hi = off;
-  for (size_t i = 0; i < shape.size(); ++i) {
+  for (size_t i = 0; i < shape.size(); ++i)
     LUCID_CHECK(shape[i] >= 0 && strides[i] >= 0, ValueError, op, ": negative sizes or strides are not supported");
-    if (shape[i] == 0) return;
-    hi += (shape[i] - 1) * strides[i];
-  }
-  LUCID_CHECK(off >= 0 && hi < std::max<int64_t>(base.numel(), 1), ValueError, op, ": geometry size=",
+  LUCID_CHECK(off >= 0, ValueError, op, ": argument 'storage_offset' expected a non-negative value, got ", off);
+  const int64_t extent = storage_extent(shape, strides, off);  // raises on overflow
+  LUCID_CHECK(extent <= std::max<int64_t>(base.numel(), 1), ValueError, op, ": geometry size=",
               shape_str(shape), " stride=", shape_str(strides), " offset=", off,
               " reaches outside the input's ", base.numel(), " elements");
 }

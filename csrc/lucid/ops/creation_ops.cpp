@@ -32,7 +32,11 @@ static int64_t arange_size(double start, double end, double step) {
   LUCID_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), ValueError,
               "arange: upper bound and larger bound inconsistent with step sign (start=", start, ", end=", end,
               ", step=", step, ")");
-  return static_cast<int64_t>(std::ceil((end - start) / step));
+  const double n = std::ceil((end - start) / step);
+  // 2^63 is exactly representable; a count at or above it does not fit int64 (PyTorch raises too).
+  LUCID_CHECK(n < 9223372036854775808.0, Error, "arange: invalid size ", n, " for start=", start, ", end=", end,
+              ", step=", step, " (the element count overflows int64)");
+  return static_cast<int64_t>(n);
 }
 
 template <class T, class F>

@@ -86,8 +86,35 @@ LUCID_REGISTER_OP(Minimum, [] {
 }());
 
 // ---- floor_divide / remainder -------------------------------------------------------------
+// Integer division by zero raises, as PyTorch on CPU ("ZeroDivisionError"), before anything is
+// written: the eager kernel scans the divisor first. (The compiler's fused elementwise blocks
+// have no error path; there it gives 0, see docs/architecture.md.)
+template <OpId Id>
+struct ZeroCheckedDivision {
+  static inline KernelFn inner = nullptr;  // the elementwise kernel
+  static void run(const TensorList& in, const TensorList& out, const Attrs& a) {
+    if (is_integral(out[0].dtype())) {
+      Tensor b = in[1].contiguous_data();
+      bool zero = false;
+      LUCID_DISPATCH_ALL(b.dtype(), op_def(Id).api_name, [&] {
+        const scalar_t* p = b.data<scalar_t>();
+        for (int64_t i = 0, n = b.numel(); i < n && !zero; ++i) zero = p[i] == scalar_t(0);
+      });
+      LUCID_CHECK(!zero, Error, op_def(Id).api_name, ": ZeroDivisionError (integer division by zero)");
+    }
+    inner(in, out, a);
+  }
+};
+
+template <OpId Id>
+static OpDef zero_checked(OpDef d) {
+  ZeroCheckedDivision<Id>::inner = d.cpu_kernel;
+  d.cpu_kernel = &ZeroCheckedDivision<Id>::run;
+  return d;
+}
+
 LUCID_REGISTER_OP(FloorDivide, [] {
-  OpDef d = EW_BINARY(FloorDivide, FloorDivide, Same, Numeric);
+  OpDef d = zero_checked<OpId::FloorDivide>(EW_BINARY(FloorDivide, FloorDivide, Same, Numeric));
   d.vjp = [](const VjpContext& c) {
     TensorList r(2);
     for (int i = 0; i < 2; ++i)
@@ -98,7 +125,7 @@ LUCID_REGISTER_OP(FloorDivide, [] {
 }());
 
 LUCID_REGISTER_OP(Remainder, [] {
-  OpDef d = EW_BINARY(Remainder, Remainder, Same, Numeric);
+  OpDef d = zero_checked<OpId::Remainder>(EW_BINARY(Remainder, Remainder, Same, Numeric));
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];

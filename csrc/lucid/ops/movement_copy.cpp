@@ -58,7 +58,7 @@ static std::vector<TensorMeta> infer_cat(const TensorList& in, const Attrs& a) {
       LUCID_CHECK(static_cast<int64_t>(d) == dim || s[d] == rs[d], ValueError,
                   "cat: sizes of tensors must match except in dimension ", dim, "; expected size ", rs[d],
                   " but got size ", s[d], " in dimension ", d, " for tensor number ", i, " in the list");
-    out[dim] += s[dim];
+    out[dim] = checked_add(out[dim], s[dim], "cat");
   }
   return {{out, dt}};
 }
@@ -267,7 +267,7 @@ LUCID_REGISTER_OP(Repeat, [] {
     for (size_t i = 0; i < r.size(); ++i) {
       LUCID_CHECK(r[i] >= 0, ValueError, "repeat: repeats must be non-negative, got ", shape_str(r));
       int64_t xi = static_cast<int64_t>(i) - off;
-      out[i] = r[i] * (xi < 0 ? 1 : x.shape()[xi]);
+      out[i] = checked_mul(r[i], xi < 0 ? 1 : x.shape()[xi], "repeat");
     }
     return std::vector<TensorMeta>{{out, x.dtype()}};
   };
@@ -369,7 +369,7 @@ static Shape padded_shape(const Shape& s, const IntList& p, const std::string& m
   for (size_t k = 0; k < p.size() / 2; ++k) {
     int64_t d = static_cast<int64_t>(s.size()) - 1 - static_cast<int64_t>(k);
     int64_t l = p[2 * k], r = p[2 * k + 1], n = s[d];
-    out[d] = n + l + r;
+    out[d] = checked_add(checked_add(n, l, "pad"), r, "pad");
     LUCID_CHECK(out[d] >= 0, ValueError, "pad: the padded size ", out[d], " of dimension ", d, " is negative (size ",
                 n, ", pads ", l, ", ", r, ")");
     if (mode == "constant") continue;

@@ -178,7 +178,7 @@ static SliceSpec normalize_slice(const Shape& shape, const Attrs& a, const char*
 
 static Shape sliced_shape(Shape shape, const SliceSpec& s) {
   for (size_t k = 0; k < s.dims.size(); ++k)
-    shape[s.dims[k]] = (s.ends[k] - s.starts[k] + s.steps[k] - 1) / s.steps[k];
+    shape[s.dims[k]] = slice_length(s.starts[k], s.ends[k], s.steps[k]);
   return shape;
 }
 
@@ -190,8 +190,8 @@ static Tensor slice_region(const Tensor& x, const SliceSpec& s) {
   for (size_t k = 0; k < s.dims.size(); ++k) {
     int64_t d = s.dims[k];
     if (s.ends[k] > s.starts[k]) off += s.starts[k] * st[d];
-    shape[d] = (s.ends[k] - s.starts[k] + s.steps[k] - 1) / s.steps[k];
-    st[d] *= s.steps[k];
+    shape[d] = slice_length(s.starts[k], s.ends[k], s.steps[k]);
+    st[d] = stepped_stride(st[d], s.steps[k], shape[d], "slice");
   }
   return Tensor::make_view(x, shape, st, off);
 }
@@ -527,7 +527,7 @@ LUCID_REGISTER_OP(Unfold, [] {
     if (x.ndim() == 0) return TensorList{Tensor::make_view(x, {size}, {1}, x.offset())};
     int64_t inner = st[dim];
     s[dim] = (s[dim] - size) / step + 1;
-    st[dim] *= step;
+    st[dim] = stepped_stride(st[dim], step, s[dim], "unfold");
     s.push_back(size);
     st.push_back(inner);
     return TensorList{Tensor::make_view(x, s, st, x.offset())};

@@ -271,6 +271,9 @@ LUCID_REGISTER_OP(Bernoulli, [] {
     if (!in.empty()) {
       probs = Tensor::empty(a.ints("shape"), DType::Float64);
       cpu::copy_into(probs, in[0]);  // broadcasts a probability tensor to the output shape
+      const double* pp = probs.data<double>();
+      for (int64_t i = 0, n = probs.numel(); i < n; ++i)  // as PyTorch; NaN fails too
+        LUCID_CHECK(pp[i] >= 0 && pp[i] <= 1, ValueError, "bernoulli: expected all probabilities in [0, 1], got ", pp[i]);
     }
     double p = in.empty() ? a.f("p") : 0.0;
     with_contiguous_out(out[0], [&](const Tensor& o) {

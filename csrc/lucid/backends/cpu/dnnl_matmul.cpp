@@ -88,10 +88,13 @@ dnnl::algorithm eltwise_alg(MatmulPostOp::Kind k) {
 // (LUCID_MATMUL_PACK_MB, default 256; 0 turns it off).
 //
 // An entry is keyed by B's Storage object, byte offset, dims, strides, dtype and the packed
-// layout, and remembers the storage (weak_ptr: a freed storage never matches a later one, even
-// at the same address) and its version counter. A packed copy is served only while both still
-// match; a changed version drops it. Packing waits until B is seen a second time at the same
-// version, so weights updated every step (training) and fresh activations never pay for a pack.
+// layout, and remembers the storage and its version counter. Entries live no longer than their
+// storage: the cache is a DerivedCache (core/storage.h), so freeing a weight frees its packed
+// copies (and a later storage at the same address never matches a dead one's entry); its bytes
+// count in lucid.memory_cached() and lucid.empty_cache() drops them all. A packed copy is
+// served only while the version still matches; a changed version drops it. Packing waits
+// until B is seen a second time at the same version, so weights updated every step (training)
+// and fresh activations never pay for a pack.
 // Only storages from Storage::allocate qualify: wrapped NumPy buffers and compiled-graph arena
 // slots are written without a version bump. Likewise, while a NumPy view of a storage lives
 // (Tensor.numpy(), __array__, DLPack) nothing of it is packed or served, and its packed copies
@@ -118,16 +121,17 @@ class PackCache {
       if (exports_.count(st.get()) || bytes > limit_) return nullptr;
       auto it = map_.find(k);
       if (it == map_.end()) {
-        order_.emplace_front(k, Entry{st, ver, nullptr, 0});
+        st->mark_derived();
+        order_.emplace_front(k, Entry{st.get(), ver, nullptr, 0});
         map_[k] = order_.begin();
         trim();
         return nullptr;
       }
       order_.splice(order_.begin(), order_, it->second);
       Entry& e = it->second->second;
-      if (e.storage.lock() != st || e.version != ver) {  // another buffer, or written since
+      if (e.version != ver) {  // written since
         bytes_ -= e.bytes;
-        e = Entry{st, ver, nullptr, 0};
+        e = Entry{st.get(), ver, nullptr, 0};
         return nullptr;
       }
       if (e.data) {
@@ -141,7 +145,7 @@ class PackCache {
     // Serve it only if nothing changed while packing (a write racing the pack, or a new export).
     if (it == map_.end() || exports_.count(st.get()) || st->version.load(std::memory_order_acquire) != ver) return nullptr;
     Entry& e = it->second->second;
-    if (e.storage.lock() != st || e.version != ver) return nullptr;
+    if (e.version != ver) return nullptr;
     if (!e.data) {
       e.data = data;
       e.bytes = bytes;
@@ -161,12 +165,25 @@ class PackCache {
     auto x = exports_.find(s);
     if (x == exports_.end() || --x->second > 0) return;
     exports_.erase(x);
-    // The view may have written anything: drop every packed copy of this storage.
-    for (auto it = order_.begin(); it != order_.end();) {
-      auto sp = it->second.storage.lock();
-      if (sp.get() == s) it = erase(it);
-      else ++it;
-    }
+    erase_storage(s);  // the view may have written anything
+  }
+  // A storage's destructor (DerivedCache::storage_freed).
+  void storage_freed(const Storage* s) {
+    std::lock_guard<std::mutex> g(mu_);
+    erase_storage(s);
+  }
+  int64_t bytes() {
+    std::lock_guard<std::mutex> g(mu_);
+    return static_cast<int64_t>(bytes_);
+  }
+  // lucid.empty_cache(): every entry goes; the counters stay.
+  int64_t release_all() {
+    std::lock_guard<std::mutex> g(mu_);
+    const int64_t freed = static_cast<int64_t>(bytes_);
+    order_.clear();
+    map_.clear();
+    bytes_ = 0;
+    return freed;
   }
 
   MatmulPackStats stats() {
@@ -188,16 +205,14 @@ class PackCache {
     return old;
   }
   void clear() {
+    release_all();
     std::lock_guard<std::mutex> g(mu_);
-    order_.clear();
-    map_.clear();
-    bytes_ = 0;
     hits_ = packs_ = 0;
   }
 
  private:
   struct Entry {
-    std::weak_ptr<Storage> storage;
+    const Storage* storage;  // alive: its destructor erases the entry
     uint32_t version = 0;
     std::shared_ptr<void> data;  // null until packed
     size_t bytes = 0;
@@ -209,14 +224,14 @@ class PackCache {
     map_.erase(it->first);
     return order_.erase(it);
   }
-  // Evicts least recently used entries over the byte or entry limit; entries of freed storages
-  // go first (they can never be served again).
-  void trim() {
-    if (bytes_ <= limit_ && order_.size() <= kPackMaxEntries) return;
+  void erase_storage(const Storage* s) {
     for (auto it = order_.begin(); it != order_.end();) {
-      if (it->second.storage.expired()) it = erase(it);
+      if (it->second.storage == s) it = erase(it);
       else ++it;
     }
+  }
+  // Evicts least recently used entries over the byte or entry limit.
+  void trim() {
     while (!order_.empty() && (bytes_ > limit_ || order_.size() > kPackMaxEntries)) erase(std::prev(order_.end()));
   }
 
@@ -229,9 +244,16 @@ class PackCache {
   uint64_t hits_ = 0, packs_ = 0;
 };
 
+// Never destroyed (storages may die during static destruction and call storage_freed).
 PackCache& pack_cache() {
-  static PackCache c;
-  return c;
+  static PackCache* c = [] {
+    auto* cache = new PackCache;
+    static const DerivedCache hooks{[](const Storage* s) { pack_cache().storage_freed(s); },
+                                    [] { return pack_cache().bytes(); }, [] { return pack_cache().release_all(); }};
+    register_derived_cache(&hooks);
+    return cache;
+  }();
+  return *c;
 }
 
 // Whether B's storage may be packed: allocated by lucid (Storage::allocate makes `owner` own

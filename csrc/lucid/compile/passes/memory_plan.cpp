@@ -45,9 +45,9 @@ namespace {
 constexpr int64_t kArenaAlign = 64;
 constexpr int64_t kUnplanned = -4;  // a node value bound for the arena, offset not yet chosen
 
-int64_t value_bytes(const Value& v) { return numel_of(v.shape) * static_cast<int64_t>(itemsize(v.dtype)); }
+int64_t value_bytes(const Value& v) { return contiguous_nbytes(v.shape, static_cast<int64_t>(itemsize(v.dtype))); }
 
-int64_t align_up(int64_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+int64_t align_up(int64_t n) { return checked_add(n, kArenaAlign - 1, "memory plan") / kArenaAlign * kArenaAlign; }
 
 bool is_view_node(const Node& n) { return op_def(n.op).view != nullptr; }
 
@@ -87,7 +87,7 @@ int64_t pack(std::vector<Buffer>& bufs) {
       top = std::max(top, q.offset + q.size);
     }
     buf.offset = best >= 0 ? best : top;
-    high = std::max(high, buf.offset + buf.size);
+    high = std::max(high, checked_add(buf.offset, buf.size, "memory plan"));
     auto at = std::upper_bound(placed.begin(), placed.end(), buf.offset,
                                [&](int64_t off, int p) { return off < bufs[p].offset; });
     placed.insert(at, b);

@@ -1,29 +1,9 @@
 #include "lucid/compile/trace/tracer.h"
 
 #include "lucid/core/generator.h"
+#include "lucid/core/mem_overlap.h"
 
 namespace lucid {
-
-namespace {
-// [first, last) bytes of the storage t can touch; empty for a zero-size tensor.
-std::pair<int64_t, int64_t> byte_range(const Tensor& t) {
-  if (t.numel() == 0) return {0, 0};
-  int64_t lo = t.offset(), hi = t.offset();
-  for (size_t d = 0; d < t.shape().size(); ++d) {
-    int64_t span = (t.shape()[d] - 1) * t.strides()[d];
-    (span < 0 ? lo : hi) += span;
-  }
-  const int64_t isz = static_cast<int64_t>(itemsize(t.dtype()));
-  return {lo * isz, (hi + 1) * isz};
-}
-}  // namespace
-
-bool memory_overlaps(const Tensor& a, const Tensor& b) {
-  if (!a.defined() || !b.defined() || !a.same_storage(b)) return false;
-  auto [a0, a1] = byte_range(a);
-  auto [b0, b1] = byte_range(b);
-  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
-}
 
 Tracer::Tracer() {
   const auto& gen = default_generator();
@@ -232,7 +212,7 @@ void Tracer::check_written_aliases() {
     for (const auto& [t, id] : fed_) {
       if (id != a.state) continue;
       for (const auto& [u, uid] : fed_)
-        if (u.impl() != t.impl() && memory_overlaps(t, u)) {
+        if (u.impl() != t.impl() && spans_intersect(t, u)) {
           const char* kt = graph_.value(id).kind == ir::ValueKind::Input ? "an argument" : "a bound tensor";
           const char* ku = graph_.value(uid).kind == ir::ValueKind::Input ? "an argument" : "a bound tensor";
           fallback(str("an in-place write to ", kt, " of shape ", shape_str(t.shape()), " whose memory overlaps ", ku,

@@ -19,10 +19,6 @@
 
 namespace lucid {
 
-// Whether two tensors may touch the same bytes: same storage and intersecting byte ranges
-// (a conservative test: interleaved strides that never meet still count as overlapping).
-bool memory_overlaps(const Tensor& a, const Tensor& b);
-
 class Tracer : public TraceHook {
  public:
   Tracer();  // notes the default generator's state: random ops are recorded relative to it
