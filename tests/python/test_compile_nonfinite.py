@@ -235,3 +235,20 @@ def test_gradients_at_special_values_as_eager_and_torch(name, dt):
         if e is not None:
             np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True,
                                        err_msg=f"{name}: gradient {k}, eager vs torch")
+
+
+@pytest.mark.parametrize("op", ["floordiv", "remainder"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int8", "uint8"])
+def test_compiled_integer_division_by_zero_raises_as_eager(op, dtype):
+    # eager raises ZeroDivisionError for an integer zero divisor; a fused block would give 0
+    def f(a, b):
+        r = (a + 1) // b if op == "floordiv" else (a + 1) % b
+        return r * 2
+    dt = getattr(lucid, dtype)
+    cf = lucid.compile(f, strict=True)
+    a, ok, zero = lucid.tensor([3, 5, 7], dtype=dt), lucid.tensor([2, 1, 3], dtype=dt), lucid.tensor([2, 0, 3], dtype=dt)
+    assert cf(a, ok).tolist() == f(a, ok).tolist()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(a, zero)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        cf(a, zero)

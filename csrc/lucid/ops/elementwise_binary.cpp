@@ -88,7 +88,7 @@ LUCID_REGISTER_OP(Minimum, [] {
 // ---- floor_divide / remainder -------------------------------------------------------------
 // Integer division by zero raises, as PyTorch on CPU ("ZeroDivisionError"), before anything is
 // written: the eager kernel scans the divisor first. (The compiler's fused elementwise blocks
-// have no error path; there it gives 0, see docs/architecture.md.)
+// have no error path, so ew_group leaves integer floor_divide and remainder out of them.)
 template <OpId Id>
 struct ZeroCheckedDivision {
   static inline KernelFn inner = nullptr;  // the elementwise kernel

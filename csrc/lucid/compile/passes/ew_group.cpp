@@ -11,7 +11,8 @@
 // read outside its group, a graph output or an assigned value becomes a group output; groups of
 // one node stay as they are. The new graph lists nodes and groups in a topological order that
 // keeps the original one where it can (each group placed by its first member). Copy (a dtype
-// cast) joins groups too. 0-d nodes that depend only on inputs, states, constants and each other
+// cast) joins groups too; integer floor_divide and remainder don't (they raise on a zero
+// divisor). 0-d nodes that depend only on inputs, states, constants and each other
 // form one group of their own however unrelated they are (see Grouping).
 #include <algorithm>
 #include <map>
@@ -29,6 +30,9 @@ bool fusable(const Graph& g, const Node& n) {
   if (n.op == OpId::Copy)  // a cast: the block interpreter converts with the eager kernel's rules
     return n.inputs.size() == 1 && n.inputs[0] >= 0 && g.value(n.inputs[0]).shape == g.value(n.outputs[0]).shape;
   if (op_def(n.op).lowering != Lowering::Elementwise) return false;
+  // Integer // and % raise on a zero divisor (eager's kernel checks first); a block has no
+  // error path, so these stay kernel instructions, which raise as eager does.
+  if ((n.op == OpId::FloorDivide || n.op == OpId::Remainder) && is_integral(g.value(n.outputs[0]).dtype)) return false;
   TensorList ins;
   for (int in : n.inputs) {
     if (in < 0) return false;
