@@ -64,6 +64,19 @@ struct Sig {
   }
 };
 
+// How two tensors on one storage relate, for the key: disjoint (2), the same elements with the
+// same geometry (3: eager may skip a copy between them), partially overlapping (4), or
+// intersecting spans PyTorch's rules can't classify (5). A trace made under one relation is
+// never served to a call with another.
+uint64_t overlap_code(const Tensor& a, const Tensor& b) {
+  if (!spans_intersect(a, b)) return 2;
+  switch (get_overlap_status(a, b)) {
+    case MemOverlapStatus::Full: return 3;
+    case MemOverlapStatus::Partial: return 4;
+    default: return 5;
+  }
+}
+
 struct SigWalk {
   Sig s;
   TensorList flat;
@@ -84,7 +97,7 @@ struct SigWalk {
     // by the other): which earlier argument it is, or shares memory with, is part of the key.
     for (size_t j = 0; j < flat.size(); ++j) {
       if (flat[j].impl() == t.impl()) { s.mix(1000 + j); break; }
-      if (flat[j].impl()->storage == t.impl()->storage) s.mix((spans_intersect(flat[j], t) ? 3000000 : 2000000) + j);
+      if (flat[j].impl()->storage == t.impl()->storage) s.mix(overlap_code(flat[j], t) * 1000000 + j);
     }
     flat.push_back(t);
   }
@@ -500,6 +513,7 @@ class CompiledCore {
     auto mix_if_overlapping = [&](size_t i, const Tensor& arg, const Tensor& st) {
       if (st.impl() == arg.impl() || spans_intersect(st, arg)) {
         w.s.mix(0xA11A5ED0ULL + i);
+        w.s.mix(overlap_code(st, arg));
         w.s.mix(reinterpret_cast<uintptr_t>(st.impl()));
       }
     };
