@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lucid/backends/cpu/loops.h"
+#include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/reduce.h"
@@ -32,8 +33,12 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
   if (src.same_storage(dst)) {
     // Same data (as PyTorch, which then returns before any check): nothing to write.
     if (src.offset() == dst.offset() && src.shape() == dst.shape() && src.strides() == dst.strides() &&
-        src.dtype() == dst.dtype() && !src.requires_grad() && !dst.requires_grad())
+        src.dtype() == dst.dtype() && !src.requires_grad() && !dst.requires_grad()) {
+      // A trace still records the write: it relied on dst and src being one memory, which later
+      // calls may not share (the executable then copies as eager would, or raises).
+      if (TraceHook* h = current_trace_hook()) h->on_inplace(OpId::Copy, dst, {src}, {{"dtype", dst.dtype()}}, Tensor());
       return dst;
+    }
     // PyTorch's check sees src as given: broadcast to dst's shape, its geometry would be hidden
     // (dispatch_inplace then copies an aliasing broadcast src first).
     assert_no_partial_overlap(dst, src, "copy_");
