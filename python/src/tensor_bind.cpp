@@ -124,6 +124,8 @@ static NpArray to_numpy(const Tensor& t) {
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Export*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+  for (size_t d = 0; d < strides.size(); ++d)  // never stepped over, and stride * itemsize may not fit
+    if (t.shape()[d] <= 1) strides[d] = 0;
   return NpArray(t.data_ptr(), t.ndim(), shape.data(), owner, strides.data(), dl_dtype(t.dtype()));
 }
 

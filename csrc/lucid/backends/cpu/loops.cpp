@@ -7,6 +7,12 @@ namespace lucid::cpu {
 StridedIter::StridedIter(const Tensor* const* ops, int n) : nops(n) {
   LUCID_CHECK(n <= kMaxOperands, Error, "StridedIter: too many operands");
   const Shape& out_shape = ops[0]->shape();
+  for (int k = 0; k < n; ++k) base[k] = static_cast<char*>(ops[k]->data_ptr());
+  // Nothing to visit: the strides of an empty tensor may not fit in bytes (zeros(0, 2**62)).
+  if (ops[0]->numel() == 0) {
+    numel = 0;
+    return;
+  }
   int nd = static_cast<int>(out_shape.size());
   // Per-dim strides in bytes with broadcasting.
   std::vector<std::array<int64_t, kMaxOperands>> st(nd);
