@@ -18,6 +18,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # No buffer recycling (core/storage.cpp): every freed buffer goes back to malloc, so ASan sees
 # a use after free instead of a reused buffer (unless the caller asks otherwise).
 export LUCID_CPU_CACHE_MB=${LUCID_CPU_CACHE_MB:-0}
+export LUCID_SANITIZED=1  # tests of allocator behaviour skip (tests/python/harness.py)
 "$B/lucid_cpp_tests" --gtest_brief=1
 # A package tree whose lucid/_C is the sanitized build.
 PKG="$B/pkg"

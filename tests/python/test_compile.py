@@ -14,6 +14,7 @@ import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
 from lucid import _C
+from harness import needs_plain_allocator
 
 
 def close(a, b, rtol=1e-5, atol=1e-6):
@@ -551,6 +552,7 @@ def _rss_bytes():
         return int(f.read().split()[1]) * 4096
 
 
+@needs_plain_allocator
 def test_cached_calls_do_not_grow_memory():
     f = lucid.compile(lambda x: (x + 1) * 2)
     x = lucid.randn(64)

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import lucid
 import lucid.nn as nn
 from lucid import _C
+from harness import needs_plain_allocator
 
 RNG = np.random.default_rng(7)
 
@@ -166,6 +167,7 @@ def test_weight_updated_every_call_is_never_packed():
     assert stats()["packs"] == 0
 
 
+@needs_plain_allocator
 def test_freed_weight_whose_address_is_reused():
     x = lucid.tensor(arr(3, 48))
     reused = False
