@@ -100,12 +100,15 @@ _NOT_GUARDED = frozenset({"training", "_parameters", "_buffers", "_modules", "_n
                           "_forward_hooks", "_forward_pre_hooks", "_compile_watched"})
 
 
+_PRIMITIVES = (bool, int, float, str)  # keyed by value (with None and tuples of them)
+
+
 def _guard_value(v):
     """A module attribute as part of the signature: primitives by type and value, tuples of
     them element by element, other objects by identity (rebinding one re-keys; a list changed
     in place does not: see docs/compile.md)."""
     t = type(v)
-    if v is None or t in (bool, int, float, str):
+    if v is None or t in _PRIMITIVES:
         return (t, v)
     if t is tuple:
         return (tuple, tuple(_guard_value(x) for x in v))
@@ -117,7 +120,7 @@ def _guard_value(v):
 
 
 def _is_primitive(v, depth=0):
-    return (v is None or type(v) in (bool, int, float, str)
+    return (v is None or type(v) in _PRIMITIVES
             or (type(v) is tuple and depth < 4 and all(_is_primitive(x, depth + 1) for x in v)))
 
 
@@ -327,7 +330,7 @@ class CompiledModule(_C._CompiledCore):
                 return fn(*args, **kwargs)
             if status == "stale":  # bound state changed shape, dtype or requires_grad: re-trace
                 self._drop(key)
-            return self._trace(args, kwargs, key, flat, guards)
+            return self._trace(args, kwargs, flat, guards)
 
     def _fallback(self, key, descr, reason, out, guards=None, states=()):
         # states: the trace's bound tensors, so calls whose arguments overlap them key apart
@@ -342,7 +345,8 @@ class CompiledModule(_C._CompiledCore):
             warnings.warn(f"lucid.compile: {name} {descr} runs eagerly: {reason}", CompileWarning, stacklevel=5)
         return out
 
-    def _trace(self, args, kwargs, key, flat, guards):
+    def _trace(self, args, kwargs, flat, guards):
+        # the entry's key is computed after the trace, with the bound tensors it found (_key_of)
         fn = self._fn
         self._misses += 1
         descr = _describe(flat, args, kwargs) + (" grad" if lucid.is_grad_enabled() else "")
