@@ -119,11 +119,6 @@ def _guard_value(v):
     return (object, v)
 
 
-def _is_primitive(v, depth=0):
-    return (v is None or type(v) in _PRIMITIVES
-            or (type(v) is tuple and depth < 4 and all(_is_primitive(x, depth + 1) for x in v)))
-
-
 def _python_state(m):
     """What of module m a trace may have read besides its tensors: its training flag, its other
     attributes (m.scale, a bool choosing a branch) and its hooks."""
@@ -221,12 +216,12 @@ class CompiledModule(_C._CompiledCore):
                 c = codes.pop()
                 codes += [k for k in c.co_consts if hasattr(k, "co_names")]
                 for n in c.co_names:
-                    if n in g and _is_primitive(g[n]) and (id(g), n) not in names:
+                    if n in g and _C._is_primitive(g[n]) and (id(g), n) not in names:
                         names.add((id(g), n))
                         items.append((g, n))
             for cell in fn.__closure__ or ():
                 try:
-                    if _is_primitive(cell.cell_contents):
+                    if _C._is_primitive(cell.cell_contents):
                         items.append((cell, None))
                 except ValueError:  # an empty cell
                     pass
