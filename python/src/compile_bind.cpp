@@ -711,7 +711,7 @@ LUCID_BINDER(compile) {
   m.def("_trace_active", [] { return current_trace_hook() != nullptr; });
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
   // Whether a captured global or cell value is keyed by value (see signature()).
-  m.def("_is_primitive", [](nb::handle v) { return is_primitive(v.ptr(), 0); });
+  m.def("_is_primitive", [](nb::handle v) { return is_primitive(v.ptr(), 0); }, nb::arg("v").none());
 
   nb::class_<PyGraph>(m, "_Graph")
       .def("__str__", [](const PyGraph& g) { return ir::print(*g.g); })
