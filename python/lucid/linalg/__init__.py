@@ -1,0 +1,125 @@
+"""lucid.linalg: torch.linalg's decompositions, solvers and norms.
+
+The decompositions and solvers are engine ops on LAPACK (csrc/lucid/ops/linalg_decomp.cpp,
+kernels in csrc/lucid/backends/cpu/lapack.cpp), with VJPs written with ops, so they batch over
+leading dims, differentiate and compile; this module gives them torch's signatures and
+namedtuple results. The norms are composites of ops (_norms.py). Numerical failures (a singular
+matrix, a matrix that is not positive-definite) raise LinAlgError, a RuntimeError subclass as in
+torch.
+"""
+from collections import namedtuple
+
+import lucid
+from lucid import _C
+from lucid._C import LinAlgError, matmul  # noqa: F401
+from lucid.linalg._norms import vector_norm, matrix_norm, norm  # noqa: F401
+
+__all__ = ["LinAlgError", "solve", "solve_triangular", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals",
+           "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul"]
+
+# torch.return_types' field names.
+QRResult = namedtuple("QRResult", ["Q", "R"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
+
+
+def _no_out(op, out):
+    if out is not None:
+        raise NotImplementedError(f"linalg.{op}: argument 'out' is not supported in lucid")
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with A @ X = B (X @ A = B when left=False); B may be a (batch of) vector(s)."""
+    _no_out("solve", out)
+    return _C._linalg_solve(A, B, left)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solution of a triangular system; only the upper (or lower) triangle of A is read."""
+    _no_out("solve_triangular", out)
+    return _C._linalg_solve_triangular(A, B, upper, left, unitriangular)
+
+
+def inv(A, *, out=None):
+    _no_out("inv", out)
+    return _C._linalg_inv(A)
+
+
+def det(A, *, out=None):
+    _no_out("det", out)
+    return _C._linalg_det(A)
+
+
+def slogdet(A, *, out=None):
+    """(sign, logabsdet): det(A) = sign * exp(logabsdet)."""
+    _no_out("slogdet", out)
+    return SlogdetResult(*_C._linalg_slogdet(A))
+
+
+def cholesky(A, *, upper=False, out=None):
+    _no_out("cholesky", out)
+    return _C._linalg_cholesky(A, upper)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """(Q, R); mode 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
+    _no_out("qr", out)
+    return QRResult(*_C._linalg_qr(A, mode))
+
+
+def _check_driver(op, driver):
+    if driver is not None:
+        raise NotImplementedError(f"linalg.{op}: argument 'driver' selects a CUDA solver; lucid's CPU backend "
+                                  f"uses LAPACK's gesdd, got driver={driver!r}")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U @ diag(S) @ Vh; singular values descending."""
+    _no_out("svd", out)
+    _check_driver("svd", driver)
+    return SVDResult(*_C._linalg_svd(A, full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    _no_out("svdvals", out)
+    _check_driver("svdvals", driver)
+    return _C._linalg_svdvals(A)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of a symmetric matrix (its UPLO triangle)."""
+    _no_out("eigh", out)
+    return EighResult(*_C._linalg_eigh(A, UPLO))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    _no_out("eigvalsh", out)
+    return _C._linalg_eigvalsh(A, UPLO)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """Moore-Penrose pseudo-inverse through the SVD; singular values at most
+    max(atol, rtol * largest) are dropped (torch's defaults). A symmetric input (hermitian=True)
+    takes the same path: its SVD gives the same pseudo-inverse."""
+    _no_out("pinv", out)
+    return _C._linalg_pinv(A, atol, rtol)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """Least-squares solution of A @ X = B: (solution, residuals, rank, singular_values) as torch
+    fills them per driver (default 'gelsy'; rank for every driver but 'gels', singular values for
+    'gelsd'/'gelss', residuals when m > n and the driver is not 'gelsy'). gelsy is served by
+    gelsd, which gives the same minimum-norm solution."""
+    driver = "gelsy" if driver is None else driver
+    X, rank, sv = _C._linalg_lstsq(A, B, rcond, driver)
+    m, n = A.shape[-2], A.shape[-1]
+    residuals = lucid.zeros(0, dtype=A.dtype)
+    if m > n and driver != "gelsy":
+        vec = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+        r = (matmul(A, X.unsqueeze(-1) if vec else X) - (B.unsqueeze(-1) if vec else B))
+        residuals = (r * r).sum(-2)
+        if vec:
+            residuals = residuals.squeeze(-1)
+    return LstsqResult(X, residuals, rank, sv)
