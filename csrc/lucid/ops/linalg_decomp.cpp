@@ -300,11 +300,11 @@ LUCID_REGISTER_OP(LinalgQr, [] {
       Tensor sym = sub(add(T, mT(T)), diag_embed(diagonal(T, 0, -2, -1)));  // T + T^T with the diagonal once
       Tensor b = matmul(Q, sym);
       if (gQ.defined()) b = add(b, gQ);
-      return TensorList{solve_tri_right(R, b, true)};  // b R^-T
+      return TensorList{solve_tri_right(mT(R), b, false)};  // b R^-T
     }
     Tensor Mn = neg(M);
     Tensor head = matmul(Q, tril(sub(Mn, mT(Mn))));
-    head = solve_tri_right(narrow(R, -1, 0, m), head, true);
+    head = solve_tri_right(mT(narrow(R, -1, 0, m)), head, false);  // head X^-T, X = R[:, :m]
     Shape zs = Q.shape();
     zs.back() = n - m;
     Tensor gA = cat({head, full(zs, 0.0, Q.dtype())}, -1);

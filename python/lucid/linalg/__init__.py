@@ -119,7 +119,5 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if m > n and driver != "gelsy":
         vec = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
         r = (matmul(A, X.unsqueeze(-1) if vec else X) - (B.unsqueeze(-1) if vec else B))
-        residuals = (r * r).sum(-2)
-        if vec:
-            residuals = residuals.squeeze(-1)
+        residuals = (r * r).sum(-2)  # [*, k]; [*, 1] for a vector B, as torch
     return LstsqResult(X, residuals, rank, sv)

@@ -134,8 +134,13 @@ def _vnorm_samples(rng, dt):
         out.append(Sample([arr(rng, (3, 4), dt)], {"ord": ord_}))
     out.append(Sample([arr(rng, (2, 3, 4), dt)], {"ord": 2, "dim": (0, 2), "keepdim": True}))
     out.append(Sample([arr(rng, (2, 3, 4), dt)], {"ord": 1, "dim": -1}))
-    out.append(Sample([arr(rng, (3, 4), dt)], {"ord": 0}))
     return out
+
+
+def _count_norm_samples(rng, dt):
+    x = arr(rng, (3, 4), dt)
+    x[0, 1] = 0
+    return [Sample([x], {"ord": 0}), Sample([x], {"ord": 0, "dim": 1})]
 
 
 def _mnorm_samples(rng, dt):
@@ -204,13 +209,16 @@ SPECS = [
     OpSpec("linalg_svdvals", ["LinalgSvd"], lambda l, a: l.linalg.svdvals(a), lambda t, a: t.linalg.svdvals(a),
            _rect_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("linalg_eigh", ["LinalgEigh"], _eigh_l, _eigh_t, _eigh_samples, dtypes=F, atol=1e-4, rtol=1e-4),
-    OpSpec("linalg_eigvalsh", ["LinalgEigh"], lambda l, a: l.linalg.eigvalsh(_sym(a)),
-           lambda t, a: t.linalg.eigvalsh(_sym(a)), _eigh_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("linalg_eigvalsh", ["LinalgEigh"], lambda l, a, **k: l.linalg.eigvalsh(_sym(a), **k),
+           lambda t, a, **k: t.linalg.eigvalsh(_sym(a), **k), _eigh_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("linalg_pinv", ["LinalgSvd"], lambda l, a: l.linalg.pinv(a), lambda t, a: t.linalg.pinv(a), _rect_samples,
            dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("linalg_lstsq", ["LinalgLstsq"], _lstsq, _lstsq, _lstsq_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("linalg_vector_norm", [], lambda l, a, **k: l.linalg.vector_norm(a, **k),
            lambda t, a, **k: t.linalg.vector_norm(a, **k), _vnorm_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    # ord=0 counts non-zeros: a step function (lucid's result has no gradient; torch's is zero)
+    OpSpec("linalg_vector_norm_count", [], lambda l, a, **k: l.linalg.vector_norm(a, **k),
+           lambda t, a, **k: t.linalg.vector_norm(a, **k), _count_norm_samples, dtypes=F, grad=False),
     OpSpec("linalg_vector_norm_at_zero", [], lambda l, a, **k: l.linalg.vector_norm(a, **k),
            lambda t, a, **k: t.linalg.vector_norm(a, **k), _zero_norm_samples, dtypes=F, fd=False),
     OpSpec("linalg_matrix_norm", [], lambda l, a, **k: l.linalg.matrix_norm(a, **k),
