@@ -11,8 +11,9 @@ from lucid import _C
 from lucid._C import Tensor, matmul, mm, bmm, mv, dot, addmm  # noqa: F401
 from lucid._einsum import einsum  # noqa: F401
 from lucid.linalg._norms import tensor_norm as norm  # noqa: F401
+from lucid.linalg import det, slogdet, inv as inverse, matrix_power  # noqa: F401
 
-__all__ = ["einsum", "norm", "matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
+__all__ = ["einsum", "norm", "det", "slogdet", "logdet", "inverse", "pinverse", "matrix_power", "matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool1d", "avg_pool1d",
            "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d", "unfold", "fold"]
 
@@ -144,4 +145,24 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _C._fold(input, output_size, kernel_size, dilation, padding, stride)
 
 
-Tensor.norm = norm  # Tensor.norm(p='fro', dim=None, keepdim=False, dtype=None), as torch
+def logdet(input):
+    """log(det(input)): nan where the determinant is negative, -inf where it is 0 (torch.logdet)."""
+    import lucid
+    sign, logabsdet = slogdet(input)
+    return lucid.where(sign < 0, lucid.full_like(logabsdet, float("nan")), logabsdet)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with rtol=rcond."""
+    import lucid
+    return lucid.linalg.pinv(input, rtol=rcond)
+
+
+# Tensor methods of the linalg family with torch's signatures.
+Tensor.norm = norm  # Tensor.norm(p='fro', dim=None, keepdim=False, dtype=None)
+Tensor.det = det
+Tensor.slogdet = slogdet
+Tensor.logdet = logdet
+Tensor.inverse = inverse
+Tensor.pinverse = pinverse
+Tensor.matrix_power = matrix_power

@@ -15,7 +15,8 @@ from lucid._C import LinAlgError, matmul  # noqa: F401
 from lucid.linalg._norms import vector_norm, matrix_norm, norm  # noqa: F401
 
 __all__ = ["LinAlgError", "solve", "solve_triangular", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals",
-           "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul"]
+           "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul", "matrix_rank",
+           "matrix_power", "multi_dot", "vecdot"]
 
 # torch.return_types' field names.
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -121,3 +122,64 @@ def lstsq(A, B, rcond=None, *, driver=None):
         r = (matmul(A, X.unsqueeze(-1) if vec else X) - (B.unsqueeze(-1) if vec else B))
         residuals = (r * r).sum(-2)  # [*, k]; [*, 1] for a vector B, as torch
     return LstsqResult(X, residuals, rank, sv)
+
+
+# ---- composites of the ops above ------------------------------------------------------------
+def _eps(dtype):
+    return 1.1920928955078125e-07 if dtype == lucid.float32 else 2.220446049250313e-16
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """Number of singular values above max(atol, rtol * largest), with torch's defaults (int64)."""
+    _no_out("matrix_rank", out)
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else _eps(A.dtype) * max(A.shape[-2], A.shape[-1])
+    tol = S.amax(-1, keepdim=True) * rtol if S.shape[-1] > 0 else S.sum(-1, keepdim=True)
+    if atol is not None:
+        tol = tol.clamp(min=atol)
+    return (S > tol).sum(-1)
+
+
+def matrix_power(A, n, *, out=None):
+    """A ** n by repeated squaring; n < 0 inverts first, n == 0 gives identities."""
+    _no_out("matrix_power", out)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: argument 'n' expected an int, got {type(n).__name__}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"linalg.matrix_power: argument 'A' expected batches of square matrices, got shape "
+                         f"{list(A.shape)}")
+    if n == 0:
+        # as torch: the identities written over a copy of A, so the result has A's (zero) gradient
+        return A.clone().copy_(lucid.eye(A.shape[-1], dtype=A.dtype).expand(A.shape))
+    base = inv(A) if n < 0 else A
+    n, result = abs(n), None
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result
+
+
+def multi_dot(tensors, *, out=None):
+    """tensors[0] @ ... @ tensors[-1]; the first may be 1-D (a row), the last 1-D (a column)."""
+    _no_out("multi_dot", out)
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise ValueError(f"linalg.multi_dot: argument 'tensors' expected at least 2 tensors, got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
+            raise ValueError(f"linalg.multi_dot: tensor {i} expected 2-D (1-D allowed first and last), got "
+                             f"{t.ndim}-D")
+    r = tensors[0]
+    for t in tensors[1:]:
+        r = matmul(r, t)
+    return r
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """Dot products of x and y along dim (broadcasting)."""
+    _no_out("vecdot", out)
+    return (x * y).sum(dim)

@@ -169,6 +169,38 @@ def _zero_norm_samples(rng, dt):
     return [Sample([x], {"dim": 1}), Sample([x], {"ord": 3, "dim": 1})]
 
 
+# ---- composites: matrix_rank, matrix_power, multi_dot, vecdot, torch.* aliases ---------------
+def _rank_samples(rng, dt):
+    low = (arr(rng, (5, 2), dt) @ arr(rng, (2, 4), dt)).astype(dt)
+    return [Sample([low]), Sample([arr(rng, (2, 3, 4), dt)]), Sample([low], {"atol": 1.0}),
+            Sample([_sym(_wc(rng, (3, 3), dt))], {"hermitian": True})]
+
+
+def _power_samples(rng, dt):
+    return [Sample([_wc(rng, (3, 3), dt) / 4], {"n": n}) for n in (3, 1, -2)] + \
+        [Sample([_wc(rng, (2, 3, 3), dt) / 4], {"n": 5})]
+
+
+def _multi_dot_samples(rng, dt):
+    return [Sample([arr(rng, (3, 4), dt), arr(rng, (4, 5), dt), arr(rng, (5, 2), dt)]),
+            Sample([arr(rng, (4,), dt), arr(rng, (4, 3), dt), arr(rng, (3,), dt)])]
+
+
+def _vecdot_samples(rng, dt):
+    return [Sample([arr(rng, (3, 4), dt), arr(rng, (4,), dt)]), Sample([arr(rng, (3, 4), dt), arr(rng, (2, 3, 4), dt)],
+                                                                      {"dim": -1}),
+            Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)], {"dim": 0})]
+
+
+def _alias_samples(rng, dt):
+    return [Sample([_wc(rng, (3, 3), dt)]), Sample([_wc(rng, (2, 3, 3), dt)])]
+
+
+def _logdet_samples(rng, dt):
+    a = _wc(rng, (3, 3), dt)
+    return [Sample([a]), Sample([np.stack([a, -a])])]  # det(-a) < 0: nan, as torch
+
+
 # ---- einsum ---------------------------------------------------------------------------------
 EINSUM = [
     ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ii->i", [(4, 4)]),
@@ -229,6 +261,31 @@ SPECS = [
            dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("norm_function", [], lambda l, a, **k: l.norm(a, **k), lambda t, a, **k: t.norm(a, **k), _tnorm_samples,
            dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("linalg_matrix_rank", ["LinalgSvd", "LinalgEigh"], lambda l, a, **k: l.linalg.matrix_rank(a, **k),
+           lambda t, a, **k: t.linalg.matrix_rank(a, **k), _rank_samples, dtypes=F, grad=False),
+    OpSpec("linalg_matrix_power", ["LinalgInv"], lambda l, a, **k: l.linalg.matrix_power(a, **k),
+           lambda t, a, **k: t.linalg.matrix_power(a, **k), _power_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    # n=0: identities (torch's gradient is zeros, lucid's None: the result does not depend on A)
+    OpSpec("linalg_matrix_power_0", [], lambda l, a: l.linalg.matrix_power(a, 0), lambda t, a: t.linalg.matrix_power(a, 0),
+           _alias_samples, dtypes=F, grad=False),
+    OpSpec("tensor_matrix_power", ["LinalgInv"], lambda l, a, n: a.matrix_power(n), lambda t, a, n: a.matrix_power(n),
+           _power_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("linalg_multi_dot", [], lambda l, *ts: l.linalg.multi_dot(ts), lambda t, *ts: t.linalg.multi_dot(ts),
+           _multi_dot_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("linalg_vecdot", [], lambda l, a, b, **k: l.linalg.vecdot(a, b, **k),
+           lambda t, a, b, **k: t.linalg.vecdot(a, b, **k), _vecdot_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("det_alias", ["LinalgDet"], lambda l, a: (l.det(a), a.det()), lambda t, a: (t.det(a), a.det()),
+           _alias_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("slogdet_alias", ["LinalgSlogdet"], lambda l, a: (tuple(l.slogdet(a)), tuple(a.slogdet())),
+           lambda t, a: (tuple(t.slogdet(a)), tuple(a.slogdet())), _alias_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("logdet", ["LinalgSlogdet"], lambda l, a: (l.logdet(a), a.logdet()), lambda t, a: (t.logdet(a), a.logdet()),
+           _logdet_samples, dtypes=F, atol=1e-4, rtol=1e-4, grad=False),
+    OpSpec("logdet_grad", ["LinalgSlogdet"], lambda l, a: l.logdet(a), lambda t, a: t.logdet(a), _alias_samples,
+           dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("inverse_alias", ["LinalgInv"], lambda l, a: (l.inverse(a), a.inverse()),
+           lambda t, a: (t.inverse(a), a.inverse()), _alias_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("pinverse", ["LinalgSvd"], lambda l, a: (l.pinverse(a), a.pinverse(rcond=1e-10)),
+           lambda t, a: (t.pinverse(a), a.pinverse(rcond=1e-10)), _rect_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("einsum", [], lambda l, eq, *ops: l.einsum(eq, *ops), lambda t, eq, *ops: t.einsum(eq, *ops),
            _einsum_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("einsum_list", [], _einsum_list, _einsum_list, _einsum_samples, dtypes=("float64",), grad=False),
