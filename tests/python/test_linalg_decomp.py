@@ -126,6 +126,16 @@ def test_gradients_of_the_composite_match_torch():
     assert_close(g, h, 1e-8, 1e-8, "composite gradient")
 
 
+def test_strided_and_expanded_inputs_match_torch():
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (2, 4, 4)) + 4 * np.eye(4)
+    la, ta = lucid.tensor(a), torch.tensor(a)
+    assert_close(L.inv(la.transpose(-1, -2)), torch.linalg.inv(ta.transpose(-1, -2)), 1e-10, 1e-10, "transposed")
+    assert_close(L.det(la[:, ::2, ::2]), torch.linalg.det(ta[:, ::2, ::2]), 1e-10, 1e-10, "sliced")
+    assert_close(L.cholesky(lucid.eye(3).expand(5, 3, 3) * 4), torch.linalg.cholesky(torch.eye(3).expand(5, 3, 3) * 4),
+                 1e-6, 1e-6, "expanded")
+
+
 # ---- errors ---------------------------------------------------------------------------------
 def test_linalg_error_is_a_runtime_error():
     assert issubclass(lucid.linalg.LinAlgError, RuntimeError)
@@ -224,3 +234,31 @@ def test_zero_size_as_torch(name, shape):
     to = to if isinstance(to, tuple) else (to,)
     for a, b in zip(lo, to):
         assert_close(a, b, 1e-6, 1e-6, name)
+
+
+# ---- double backward: the VJPs are written with differentiable ops ---------------------------
+SECOND = {
+    "inv": lambda m, a: m.linalg.inv(a),
+    "det": lambda m, a: m.linalg.det(a),
+    "slogdet": lambda m, a: m.linalg.slogdet(a).logabsdet,
+    "solve": lambda m, a: m.linalg.solve(a, a[:, :1] * 2 + 1),
+    "cholesky": lambda m, a: m.linalg.cholesky(a @ a.transpose(0, 1)),
+    "eigvalsh": lambda m, a: m.linalg.eigvalsh(a + a.transpose(0, 1)),
+    "svdvals": lambda m, a: m.linalg.svdvals(a),
+    "qr": lambda m, a: m.linalg.qr(a).R.abs(),
+}
+
+
+@pytest.mark.parametrize("name", list(SECOND))
+def test_second_order_gradient_matches_torch(name):
+    rng = np.random.default_rng(6)
+    a = rng.uniform(-1, 1, (3, 3)) + 3 * np.eye(3)
+    w = rng.standard_normal((3, 3))
+    out = []
+    for m, t in ((lucid, lucid.tensor(a, requires_grad=True)), (torch, torch.tensor(a, requires_grad=True))):
+        y = SECOND[name](m, t)
+        grad = lucid.autograd.grad if m is lucid else torch.autograd.grad
+        (g,) = grad([(y * y).sum()], [t], create_graph=True)
+        (h,) = grad([(g * m.tensor(w)).sum()], [t])
+        out.append(h)
+    assert_close(out[0], out[1], 1e-7, 1e-7, f"{name} second-order gradient")

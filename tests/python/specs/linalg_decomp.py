@@ -119,7 +119,9 @@ def _lstsq_samples(rng, dt):
     return [Sample([arr(rng, (5, 3), dt), arr(rng, (5, 2), dt)]),
             Sample([arr(rng, (2, 4, 3), dt), arr(rng, (2, 4, 1), dt)], {"driver": "gelsd"}),
             Sample([arr(rng, (5, 3), dt), arr(rng, (5,), dt)], {"driver": "gels"}),
-            Sample([arr(rng, (3, 3), dt), arr(rng, (3, 2), dt)], {"driver": "gelss"})]
+            Sample([arr(rng, (3, 3), dt), arr(rng, (3, 2), dt)], {"driver": "gelss"}),
+            Sample([arr(rng, (3, 5), dt), arr(rng, (3, 2), dt)], {"driver": "gelsd"}),  # minimum-norm solution
+            Sample([arr(rng, (2, 4, 3), dt), arr(rng, (1, 4, 2), dt)])]  # broadcast batches
 
 
 def _lstsq(m, a, b, driver=None):
