@@ -136,6 +136,16 @@ def test_strided_and_expanded_inputs_match_torch():
                  1e-6, 1e-6, "expanded")
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_solve_triangular_with_a_zero_diagonal_gives_inf_nan_as_torch(upper):
+    a = np.array([[1.0, 0, 0], [2, 0, 0], [1, 2, 3]])
+    a = a[::-1, ::-1].copy() if upper else a
+    b = np.array([[1.0], [2], [3]])
+    got = L.solve_triangular(lucid.tensor(a), lucid.tensor(b), upper=upper)
+    want = torch.linalg.solve_triangular(torch.tensor(a), torch.tensor(b), upper=upper)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 # ---- errors ---------------------------------------------------------------------------------
 def test_linalg_error_is_a_runtime_error():
     assert issubclass(lucid.linalg.LinAlgError, RuntimeError)
@@ -190,19 +200,20 @@ def test_qr_backward_errors_as_torch():
         L.qr(a, mode="complete").Q.sum().backward()
 
 
-@pytest.mark.parametrize("args,match", [
-    (("ij,jk->ik", lucid.ones(2, 3)), "names 2 operand"),
-    (("ij,jk", lucid.ones(2, 3), lucid.ones(3, 4), lucid.ones(4)), "names 2 operand"),
-    (("ijk", lucid.ones(2, 3)), "subscripts 'ijk' for 3 dims, but it has 2"),
-    (("i1", lucid.ones(2, 3)), "invalid subscript '1'"),
-    (("ij->k", lucid.ones(2, 3)), "output subscript 'k', which appears in no input"),
-    (("ij->ii", lucid.ones(2, 3)), "output subscript 'i' more than once"),
-    (("ij,jk", lucid.ones(2, 3), lucid.ones(4, 5)), "size 4 for subscript 'j', which has size 3"),
-    (("i->i->i", lucid.ones(2)), "more than one '->'"),
+@pytest.mark.parametrize("equation,shapes,match", [
+    ("ij,jk->ik", [(2, 3)], "names 2 operand"),
+    ("ij,jk", [(2, 3), (3, 4), (4,)], "names 2 operand"),
+    ("ijk", [(2, 3)], "subscripts 'ijk' for 3 dims, but it has 2"),
+    ("i1", [(2, 3)], "invalid subscript '1'"),
+    ("ij->k", [(2, 3)], "output subscript 'k', which appears in no input"),
+    ("ij->ii", [(2, 3)], "output subscript 'i' more than once"),
+    ("ij,jk", [(2, 3), (4, 5)], "size 4 for subscript 'j', which has size 3"),
+    ("i->i->i", [(2,)], "more than one '->'"),
+    ("...i...", [(2, 3)], "more than one '...'"),
 ])
-def test_malformed_einsum_names_the_argument(args, match):
+def test_malformed_einsum_names_the_argument(equation, shapes, match):
     with pytest.raises(ValueError, match="einsum\\(\\).*" + match):
-        lucid.einsum(*args)
+        lucid.einsum(equation, *[lucid.ones(*s) for s in shapes])
 
 
 def test_einsum_operand_type_error():
