@@ -17,31 +17,16 @@ namespace lucid {
 
 namespace {
 
-struct ScanRows {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-ScanRows scan_rows(const Shape& s, int64_t dim) {
-  ScanRows g;
-  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-    if (i < dim) g.outer *= s[i];
-    else if (i == dim) g.n = s[i];
-    else g.inner *= s[i];
-  }
-  return g;
-}
-
 // f(base) for every row's first flat offset; the row's elements are g.inner apart.
 template <class F>
-void for_scan_rows(const ScanRows& g, const F& f) {
-  parallel_for(0, g.outer * g.inner, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n, 1)),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t r = b; r < e; ++r) f((r / g.inner) * g.n * g.inner + r % g.inner);
-               });
+void for_scan_rows(const DimRows& g, const F& f) {
+  parallel_for(0, g.count(), std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) f(g.base(r));
+  });
 }
 
 template <class T>
-void cumprod_rows(const T* x, T* y, const ScanRows& g) {
+void cumprod_rows(const T* x, T* y, const DimRows& g) {
   using C = compute_t<T>;
   using A = acc_t<C>;
   for_scan_rows(g, [&](int64_t base) {
@@ -55,7 +40,7 @@ void cumprod_rows(const T* x, T* y, const ScanRows& g) {
 }
 
 template <class T>
-void cumprod_backward_rows(const T* gr, const T* x, const T* y, T* gi, const ScanRows& g) {
+void cumprod_backward_rows(const T* gr, const T* x, const T* y, T* gi, const DimRows& g) {
   using C = compute_t<T>;
   for_scan_rows(g, [&](int64_t base) {
     auto at = [&](const T* p, int64_t k) { return static_cast<double>(static_cast<C>(p[base + k * g.inner])); };
@@ -105,7 +90,7 @@ LUCID_REGISTER_OP(Cumprod, [] {
     const Tensor& o = out[0];
     Tensor x = as_dtype(in[0], o.dtype()).contiguous_data();
     if (x.numel() == 0) return;
-    ScanRows g = scan_rows(x.shape(), wrap_dim(a.i("dim"), x.ndim(), "cumprod"));
+    DimRows g = dim_rows(x.shape(), wrap_dim(a.i("dim"), x.ndim(), "cumprod"));
     LUCID_DISPATCH_NUMERIC(o.dtype(), "cumprod", [&] { cumprod_rows<scalar_t>(x.data<scalar_t>(), o.data<scalar_t>(), g); });
   };
   d.save = kSaveInputs | kSaveOutputs;
@@ -136,7 +121,7 @@ LUCID_REGISTER_OP(CumprodBackward, [] {
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
     Tensor g = in[0].contiguous_data(), x = in[1].contiguous_data(), y = in[2].contiguous_data();
     if (g.numel() == 0) return;
-    ScanRows r = scan_rows(g.shape(), wrap_dim(a.i("dim"), g.ndim(), "cumprod_backward"));
+    DimRows r = dim_rows(g.shape(), wrap_dim(a.i("dim"), g.ndim(), "cumprod_backward"));
     LUCID_DISPATCH_FLOATING(g.dtype(), "cumprod_backward", [&] {
       cumprod_backward_rows<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), out[0].data<scalar_t>(), r);
     });

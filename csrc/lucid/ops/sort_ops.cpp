@@ -41,21 +41,6 @@ struct Before {
   }
 };
 
-struct Rows {
-  int64_t outer = 1, n = 1, inner = 1;
-  int64_t count() const { return outer * inner; }
-};
-
-Rows rows_of(const Shape& s, int64_t dim) {
-  Rows g;
-  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-    if (i < dim) g.outer *= s[i];
-    else if (i == dim) g.n = s[i];
-    else g.inner *= s[i];
-  }
-  return g;
-}
-
 // Rows per parallel task: sorting costs about log2(n) comparisons per element.
 int64_t row_grain(int64_t n) {
   int64_t lg = 1;
@@ -67,16 +52,15 @@ int64_t row_grain(int64_t n) {
 // base_in / base_out are the flat offsets of the row's first element in x and in an output
 // whose dim has size n_out (the row's elements are inner apart in both).
 template <class T, class F>
-void for_rows(const T* x, const Rows& g, int64_t n_out, const F& f) {
+void for_rows(const T* x, const DimRows& g, int64_t n_out, const F& f) {
   using C = compute_t<T>;
   if (g.count() == 0 || g.n == 0) return;
   parallel_for(0, g.count(), row_grain(g.n), [&](int64_t b, int64_t e) {
     std::vector<Item<C>> buf(g.n);
     for (int64_t r = b; r < e; ++r) {
-      int64_t o = r / g.inner, j = r % g.inner;
-      int64_t bi = o * g.n * g.inner + j;
+      int64_t bi = g.base(r);
       for (int64_t k = 0; k < g.n; ++k) buf[k] = {static_cast<C>(x[bi + k * g.inner]), k};
-      f(buf, bi, o * n_out * g.inner + j);
+      f(buf, bi, (r / g.inner) * n_out * g.inner + r % g.inner);
     }
   });
 }
@@ -102,7 +86,7 @@ Tensor scatter_back(const Tensor& g, const Tensor& idx, const Shape& s, int64_t 
 template <class T, bool Desc>
 void sort_kernel(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t dim, bool stable) {
   using C = compute_t<T>;
-  Rows g = rows_of(x.shape(), dim);
+  DimRows g = dim_rows(x.shape(), dim);
   T* v = vals.data<T>();
   int64_t* ip = idx.data<int64_t>();
   for_rows<T>(x.data<T>(), g, g.n, [&](std::vector<Item<C>>& buf, int64_t, int64_t bo) {
@@ -116,7 +100,7 @@ void sort_kernel(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
 template <class T, bool Largest>
 void topk_kernel(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t dim, int64_t k, bool sorted) {
   using C = compute_t<T>;
-  Rows g = rows_of(x.shape(), dim);
+  DimRows g = dim_rows(x.shape(), dim);
   T* v = vals.data<T>();
   int64_t* ip = idx.data<int64_t>();
   if (k == 0) return;
@@ -269,7 +253,7 @@ LUCID_REGISTER_OP(MedianDim, [] {
     Tensor x = in[0].contiguous_data();
     int64_t dim = sort_dim(x, a, "median");
     bool ignore_nan = a.b("ignore_nan");
-    Rows g = rows_of(x.shape(), dim);
+    DimRows g = dim_rows(x.shape(), dim);
     LUCID_DISPATCH_NUMERIC(x.dtype(), "median", [&] {
       using C = compute_t<scalar_t>;
       scalar_t* v = out[0].data<scalar_t>();

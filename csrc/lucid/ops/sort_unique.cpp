@@ -101,7 +101,16 @@ UniqueResult run_unique(const Tensor& x, bool want_inverse, bool want_counts, st
     for (int64_t i = 0; i < rv.numel(); ++i) G.v[i] = static_cast<C>(p[i]);
     std::vector<int64_t> order(G.rows);
     std::iota(order.begin(), order.end(), 0);
-    if (sort_rows) std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return G.row_less(a, b); });
+    if (sort_rows && G.width == 1) {  // elements: sort (value, index) pairs directly, NaN last
+      std::vector<std::pair<C, int64_t>> kv(G.rows);
+      for (int64_t i = 0; i < G.rows; ++i) kv[i] = {G.v[i], i};
+      std::sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first || (!is_nan_v(a.first) && is_nan_v(b.first));
+      });
+      for (int64_t i = 0; i < G.rows; ++i) order[i] = kv[i].second;
+    } else if (sort_rows) {
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return G.row_less(a, b); });
+    }
     out = finish(G, order, x, dim, want_inverse, want_counts, op);
   });
   return out;
