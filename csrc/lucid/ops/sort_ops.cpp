@@ -48,9 +48,9 @@ int64_t row_grain(int64_t n) {
   return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * lg, 1));
 }
 
-// Runs f(buf, base_in, base_out) for every row, buf holding the row's (value, index) pairs.
-// base_in / base_out are the flat offsets of the row's first element in x and in an output
-// whose dim has size n_out (the row's elements are inner apart in both).
+// Runs f(buf, base_out) for every row, buf holding the row's (value, index) pairs; base_out is
+// the flat offset of the row's first element in an output whose dim has size n_out (its
+// elements inner apart).
 template <class T, class F>
 void for_rows(const T* x, const DimRows& g, int64_t n_out, const F& f) {
   using C = compute_t<T>;
@@ -60,7 +60,7 @@ void for_rows(const T* x, const DimRows& g, int64_t n_out, const F& f) {
     for (int64_t r = b; r < e; ++r) {
       int64_t bi = g.base(r);
       for (int64_t k = 0; k < g.n; ++k) buf[k] = {static_cast<C>(x[bi + k * g.inner]), k};
-      f(buf, bi, (r / g.inner) * n_out * g.inner + r % g.inner);
+      f(buf, (r / g.inner) * n_out * g.inner + r % g.inner);
     }
   });
 }
@@ -69,7 +69,7 @@ template <class T>
 void write_row(const std::vector<Item<compute_t<T>>>& buf, int64_t count, T* v, int64_t* idx, int64_t base,
                int64_t inner) {
   for (int64_t k = 0; k < count; ++k) {
-    if (v) v[base + k * inner] = static_cast<T>(buf[k].v);
+    v[base + k * inner] = static_cast<T>(buf[k].v);
     idx[base + k * inner] = buf[k].i;
   }
 }
@@ -78,7 +78,7 @@ int64_t sort_dim(const Tensor& x, const Attrs& a, const char* op) { return wrap_
 
 // Gradient of values selected by `idx` along dim: scattered into zeros of the input's shape.
 Tensor scatter_back(const Tensor& g, const Tensor& idx, const Shape& s, int64_t dim) {
-  if (s.empty()) return g;
+  if (!g.defined() || s.empty()) return g;
   return scatter(full(s, 0.0, g.dtype()), dim, idx, g);
 }
 
@@ -89,7 +89,7 @@ void sort_kernel(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   DimRows g = dim_rows(x.shape(), dim);
   T* v = vals.data<T>();
   int64_t* ip = idx.data<int64_t>();
-  for_rows<T>(x.data<T>(), g, g.n, [&](std::vector<Item<C>>& buf, int64_t, int64_t bo) {
+  for_rows<T>(x.data<T>(), g, g.n, [&](std::vector<Item<C>>& buf, int64_t bo) {
     if (stable) std::stable_sort(buf.begin(), buf.end(), Before<C, Desc>{});
     else std::sort(buf.begin(), buf.end(), Before<C, Desc>{});
     write_row<T>(buf, g.n, v, ip, bo, g.inner);
@@ -105,7 +105,7 @@ void topk_kernel(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t
   int64_t* ip = idx.data<int64_t>();
   if (k == 0) return;
   Before<C, Largest> cmp;
-  for_rows<T>(x.data<T>(), g, k, [&](std::vector<Item<C>>& buf, int64_t, int64_t bo) {
+  for_rows<T>(x.data<T>(), g, k, [&](std::vector<Item<C>>& buf, int64_t bo) {
     auto kth = buf.begin() + k;
     if (sorted && k * 16 <= g.n) {
       std::partial_sort(buf.begin(), kth, buf.end(), cmp);
@@ -258,7 +258,7 @@ LUCID_REGISTER_OP(MedianDim, [] {
       using C = compute_t<scalar_t>;
       scalar_t* v = out[0].data<scalar_t>();
       int64_t* ip = out[1].data<int64_t>();
-      for_rows<scalar_t>(x.data<scalar_t>(), g, 1, [&](std::vector<Item<C>>& buf, int64_t, int64_t bo) {
+      for_rows<scalar_t>(x.data<scalar_t>(), g, 1, [&](std::vector<Item<C>>& buf, int64_t bo) {
         Item<C> m = row_median(buf, ignore_nan);
         v[bo] = static_cast<scalar_t>(m.v);
         ip[bo] = m.i;
