@@ -136,6 +136,19 @@ LUCID_BINDER(reduce) {
   };
   m.def("cumprod", cumprod_f, nb::arg("input"), nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
   def_method(m, "cumprod", cumprod_f, nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
+  auto scan_inplace = [](bool is_prod, nb::handle self, nb::handle dim, nb::handle dtype) {
+    const char* op = is_prod ? "cumprod_" : "cumsum_";
+    Tensor x = nb::cast<Tensor>(self);
+    if (is_prod) cumprod_(x, int_dim(dim, op), opt_dtype(dtype, op));
+    else cumsum_(x, int_dim(dim, op), opt_dtype(dtype, op));
+    return nb::borrow<nb::object>(self);
+  };
+  def_method(m, "cumsum_", [scan_inplace](nb::handle self, nb::handle dim, nb::handle dtype) {
+    return scan_inplace(false, self, dim, dtype);
+  }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
+  def_method(m, "cumprod_", [scan_inplace](nb::handle self, nb::handle dim, nb::handle dtype) {
+    return scan_inplace(true, self, dim, dtype);
+  }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
 
   auto amax_f = [](const Tensor& x, nb::handle dim, bool keepdim) { return amax(x, dims_arg(dim, "amax"), keepdim); };
   auto amin_f = [](const Tensor& x, nb::handle dim, bool keepdim) { return amin(x, dims_arg(dim, "amin"), keepdim); };

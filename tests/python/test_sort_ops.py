@@ -368,3 +368,20 @@ def test_unique_and_allclose_under_compile_fall_back_to_eager_with_a_reason():
         assert g(lucid.ones(3), lucid.ones(3)).item() == 1.0
     assert g(lucid.ones(3), lucid.zeros(3)).item() == 0.0
     assert "allclose" in next(iter(g.cache_info()["eager_only"].values()))
+
+
+def test_in_place_scans_match_torch():
+    data = np.array([[1.0, 2.0, 0.5], [3.0, 0.0, 2.0]])
+    res = []
+    for lib in (lucid, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = x * 1
+        assert y.cumprod_(1) is y
+        z = (y * 2).cumsum_(0)
+        n = lib.tensor([[1, 2], [3, 4]], dtype=lib.int32)
+        n.cumsum_(1)
+        (g,) = lib.autograd.grad([(z * z).sum()], [x])
+        res.append((y, z, n, g))
+    for a, b in zip(*res):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        close(a, b)

@@ -4,7 +4,7 @@
 // (sum_{k<=j<z} g_j y_j) / x_k, position z gets sum_{j>=z} g_j y_{z-1} prod_{z<i<=j} x_i, and
 // positions after z get 0 (one O(n) pass per row; PyTorch's formula). With create_graph the VJP
 // is the O(n^2) composite of ops instead (cumprod of x with x_k replaced by 1, for every k), so
-// double backward works.
+// double backward works. Also the in-place scans cumsum_ and cumprod_.
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/creation.h"
@@ -133,6 +133,15 @@ Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   Attrs a{{"dim", dim}};
   if (dtype) a.set("dtype", *dtype);
   return dispatch1(OpId::Cumprod, {x}, a);
+}
+
+const Tensor& cumsum_(const Tensor& x, int64_t dim, std::optional<DType> dtype) { return copy_(x, cumsum(x, dim, dtype)); }
+
+// Cumprod saves its input for backward: a recorded product reads a copy of x, which the write
+// into x does not change (PyTorch saves the original self for the same reason).
+const Tensor& cumprod_(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  Tensor src = x.requires_grad() && GradMode::is_enabled() ? cast(x, x.dtype()) : x;
+  return copy_(x, cumprod(src, dim, dtype));
 }
 
 }  // namespace lucid
