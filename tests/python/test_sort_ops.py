@@ -113,6 +113,8 @@ def test_unique_and_cumprod_bad_dims_raise():
                "'dim'")
     both_raise(lambda m: m.unique(m.ones(2), dim=1), lambda t: t.unique(t.ones(2), dim=1), IndexError, "unique", "'dim'")
     both_raise(lambda m: m.cumprod(m.ones(2), 1), lambda t: t.cumprod(t.ones(2), 1), IndexError, "cumprod", "'dim'")
+    both_raise(lambda m: m.unique(m.ones(3, 0), dim=0), lambda t: t.unique(t.ones(3, 0), dim=0), RuntimeError, "unique",
+               "0 sized")
 
 
 # ---- zero-size inputs and return types --------------------------------------------------------------------

@@ -50,6 +50,9 @@ Tensor rows_view(const Tensor& x, std::optional<int64_t> dim, const char* op) {
   if (!dim) return reshape(d, {-1});
   LUCID_CHECK(x.ndim() > 0, IndexError, op, ": argument 'dim' given as ", *dim, " but the tensor has no dimensions");
   int64_t w = wrap_dim(*dim, x.ndim(), op);
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    LUCID_CHECK(i == w || x.shape()[i] != 0, Error, op, ": there are 0 sized dimensions that are not argument 'dim' (",
+                *dim, "), so the slices along dim are empty and cannot be compared, got shape ", shape_str(x.shape()));
   return movedim(d, {w}, {0});
 }
 
