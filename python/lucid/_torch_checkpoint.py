@@ -8,8 +8,8 @@ stream of pickles (magic number, protocol version, system info, the structure, t
 followed by each storage as an 8-byte element count and its bytes. The older tar format raises.
 
 Unpickling is restricted as torch's `weights_only=True` is: the only globals a file may name are
-the tensor and parameter rebuilders (torch._utils._rebuild_tensor_v2, _rebuild_tensor,
-_rebuild_parameter, _rebuild_parameter_with_state), the storage types (torch.FloatStorage...,
+the tensor and parameter rebuilders (torch._utils._rebuild_tensor_v2, _rebuild_tensor_v3,
+_rebuild_tensor, _rebuild_parameter, _rebuild_parameter_with_state), the storage types (torch.FloatStorage...,
 torch.storage.UntypedStorage / TypedStorage), torch.Size, torch.device, torch's dtypes,
 collections.OrderedDict / Counter, builtins.set / frozenset / bytearray / complex and
 _codecs.encode (protocol 2's bytes). Each resolves to a lucid function that checks its arguments;
@@ -18,8 +18,10 @@ any other global raises UnpicklingError naming it. Storages come only through pe
 Tensors. Each storage becomes one contiguous lucid tensor and every tensor saved over it is an
 as_strided view of it with the saved size, stride and offset, so tensors that shared a storage in
 the file share memory here too. dtype, shape, strides and offset are torch's. bfloat16 goes through
-float32 (NumPy has none; every bit pattern but a signalling NaN's survives); int16 widens to int32
-(lucid has no int16). Complex, quantized and other storages lucid cannot hold raise. Everything
+float32 (NumPy has none; every bit pattern but a signalling NaN's survives); int16 and uint16 widen
+to int32 and uint32 to int64, exactly (lucid has none of them), so such a tensor no longer shares
+memory with tensors of other dtypes over the same untyped storage. Complex, quantized, float8,
+uint64 and other elements lucid cannot hold raise, naming the dtype. Everything
 loads on the CPU, lucid's only device, whatever location the file names.
 
 Bad input never crashes: a truncated or corrupt archive, a missing storage record, a record whose
@@ -48,17 +50,21 @@ class _Bad(Exception):
     """Internal: the cause of a rejection; load_torch_checkpoint adds the file name."""
 
 
-# storage type name -> (lucid dtype name, element size in the file, NumPy dtype of the file's bytes)
-_STORAGES = {"DoubleStorage": ("float64", 8, "<f8"), "FloatStorage": ("float32", 4, "<f4"),
-             "HalfStorage": ("float16", 2, "<f2"), "BFloat16Storage": ("bfloat16", 2, "<u2"),
-             "LongStorage": ("int64", 8, "<i8"), "IntStorage": ("int32", 4, "<i4"),
-             "ShortStorage": ("int32", 2, "<i2"), "CharStorage": ("int8", 1, "i1"),
-             "ByteStorage": ("uint8", 1, "u1"), "BoolStorage": ("bool", 1, "u1"),
-             "UntypedStorage": ("uint8", 1, "u1")}
+# torch dtype name -> (NumPy dtype of the file's bytes, lucid dtype name): lucid holds int16 and
+# uint16 as int32 and uint32 as int64 (exactly); bfloat16 and bool are converted (see _Storage.typed).
+_ELEMENTS = {"float64": ("<f8", "float64"), "float32": ("<f4", "float32"), "float16": ("<f2", "float16"),
+             "bfloat16": ("<u2", "bfloat16"), "int64": ("<i8", "int64"), "int32": ("<i4", "int32"),
+             "int16": ("<i2", "int32"), "int8": ("i1", "int8"), "uint8": ("u1", "uint8"), "bool": ("u1", "bool"),
+             "uint16": ("<u2", "int32"), "uint32": ("<u4", "int64")}
+# storage type name -> the torch dtype of its elements (an UntypedStorage holds bytes)
+_STORAGES = {"DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16",
+             "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16",
+             "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool", "UntypedStorage": "uint8"}
 _NO_LUCID_STORAGE = ("ComplexDoubleStorage", "ComplexFloatStorage", "QInt8Storage", "QInt32Storage", "QUInt8Storage",
                      "QUInt4x2Storage", "QUInt2x4Storage")
-_DTYPES = {n: getattr(lucid, n) for n in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8",
-                                          "bool")}
+# torch dtypes lucid has no dtype for (a tensor of uint16/uint32 widens; a bare dtype value cannot)
+_NO_LUCID_DTYPE = ("uint16", "uint32", "uint64", "int16", "complex32", "complex64", "complex128", "float8_e4m3fn",
+                   "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "qint8", "qint32", "quint8")
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 _LEGACY_PREFIX = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # pickle of the magic number
 _MAX_NDIM = 64
@@ -104,19 +110,24 @@ class _StorageType(_Sealed):
 
 class _DtypeRef(_Sealed):
     """A torch dtype global; replaced by the lucid dtype (a shared object) once the load is done."""
-    __slots__ = ("dtype",)
+    __slots__ = ("name",)
 
-    def __init__(self, dtype):
-        self.dtype = dtype
+    def __init__(self, name):
+        self.name = name
 
     def __repr__(self):
-        return f"torch.{self.dtype.name}"
+        return f"torch.{self.name}"
+
+    def lucid_dtype(self):
+        if self.name in _NO_LUCID_DTYPE:
+            raise _Bad(f"the checkpoint holds the dtype torch.{self.name}, which lucid has no dtype for")
+        return getattr(lucid, self.name)
 
 
 def _resolve(obj, memo):
     """obj with every _DtypeRef replaced by its lucid dtype (containers in place; tuples and sets rebuilt)."""
     if isinstance(obj, _DtypeRef):
-        return obj.dtype
+        return obj.lucid_dtype()
     t = type(obj)
     if t not in (list, tuple, set, frozenset) and not isinstance(obj, dict):
         return obj
@@ -136,27 +147,40 @@ def _resolve(obj, memo):
 
 
 class _Storage:
-    """One storage of the file: its element type and count, and (once read) one lucid tensor."""
+    """One storage of the file: its element type and count, its bytes (once read), and the lucid
+    tensor of its elements per dtype they are read as (one, except for an UntypedStorage)."""
 
     def __init__(self, key, kind, numel):
         self.key, self.kind, self.numel = key, kind, numel
-        self.tensor = None
+        self.raw, self.big_endian, self._typed = None, False, {}
+
+    def nbytes(self):
+        return self.numel * np.dtype(_ELEMENTS[_STORAGES[self.kind]][0]).itemsize
 
     def fill(self, raw, big_endian):
-        dtype, size, np_dtype = _STORAGES[self.kind]
-        if len(raw) != self.numel * size:
+        if len(raw) != self.nbytes():
             raise _Bad(f"storage {self.key!r} holds {len(raw)} bytes, but its {self.kind} of {self.numel} elements "
-                       f"needs {self.numel * size}")
-        arr = np.frombuffer(raw, dtype=np.dtype(np_dtype).newbyteorder(">" if big_endian else "<"))
-        if dtype == "bfloat16":
-            f32 = (arr.astype(np.uint32) << 16).view(np.float32)
-            self.tensor = _C.cast(_C.from_numpy(f32.copy()).clone(), lucid.bfloat16)
-            return
-        if self.kind == "BoolStorage":
-            arr = arr != 0
-        else:  # native byte order; int16 widened to int32
-            arr = arr.astype(np.int32 if self.kind == "ShortStorage" else arr.dtype.newbyteorder("="))
-        self.tensor = _C.from_numpy(np.array(arr, copy=True)).clone()
+                       f"needs {self.nbytes()}")
+        self.raw, self.big_endian = raw, big_endian
+
+    def typed(self, dtype):
+        """(1-D lucid tensor of the storage's elements as torch dtype `dtype`, its element count)."""
+        if self.raw is None:
+            raise _Bad(f"storage {self.key!r} is used before its data is read")
+        if dtype not in self._typed:
+            code, lucid_name = _ELEMENTS[dtype]
+            np_dtype = np.dtype(code).newbyteorder(">" if self.big_endian else "<")
+            if len(self.raw) % np_dtype.itemsize:
+                raise _Bad(f"storage {self.key!r} of {len(self.raw)} bytes does not hold whole {dtype} elements")
+            arr = np.frombuffer(self.raw, dtype=np_dtype)
+            if dtype == "bfloat16":
+                f32 = (arr.astype(np.uint32) << 16).view(np.float32)
+                t = _C.cast(_C.from_numpy(f32.copy()).clone(), lucid.bfloat16)
+            else:
+                arr = arr != 0 if dtype == "bool" else arr.astype(np.dtype(getattr(np, lucid_name)))
+                t = _C.from_numpy(np.array(arr, copy=True)).clone()
+            self._typed[dtype] = t
+        return self._typed[dtype], self._typed[dtype].numel()
 
 
 def _int(v, what):
@@ -211,6 +235,7 @@ class _Unpickler(pickle.Unpickler):
         self._probe = probe  # a pass that only walks the structure: tensors and parameters are None
         self._globals = {
             "torch._utils._rebuild_tensor_v2": self._rebuild_tensor_v2,
+            "torch._utils._rebuild_tensor_v3": self._rebuild_tensor_v3,
             "torch._utils._rebuild_tensor": self._rebuild_tensor,
             "torch._utils._rebuild_parameter": self._rebuild_parameter,
             "torch._utils._rebuild_parameter_with_state": self._rebuild_parameter_with_state,
@@ -232,8 +257,8 @@ class _Unpickler(pickle.Unpickler):
             return _Global(self._globals[full], full)
         if module in ("torch", "torch.cuda", "torch.storage") and (name in _STORAGES or name == "TypedStorage"):
             return _StorageType(name)
-        if module == "torch" and name in _DTYPES:
-            return _DtypeRef(_DTYPES[name])
+        if module == "torch" and (name in _ELEMENTS or name in _NO_LUCID_DTYPE):
+            return _DtypeRef(name)
         if module in ("torch", "torch.cuda") and name in _NO_LUCID_STORAGE:
             raise _Bad(f"the checkpoint holds a {full}, which lucid has no dtype for")
         raise _Bad(f"unsupported global '{full}': a checkpoint may hold only tensors, containers and primitive "
@@ -250,15 +275,31 @@ class _Unpickler(pickle.Unpickler):
         view = pid[5] if len(pid) == 6 else None
         if view is not None and not (isinstance(view, tuple) and len(view) == 3):
             raise _Bad(f"persistent id {pid!r:.80}: malformed storage view")
-        return self._open_storage(key, kind.name, _int(numel, "a storage's element count"), view)
+        if _int(numel, "a storage's element count") < 0:
+            raise _Bad(f"persistent id {pid!r:.80}: a negative element count")
+        return self._open_storage(key, kind.name, numel, view)
 
     def _rebuild_tensor_v2(self, storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
                            metadata=None):
         if self._probe:
             return None
+        return self._rebuild(storage, storage_offset, size, stride, requires_grad, backward_hooks, None)
+
+    def _rebuild_tensor_v3(self, storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
+                           metadata=None):
+        """A tensor whose dtype is given apart from its (untyped) storage: torch's newer dtypes (uint16...)."""
+        if self._probe:
+            return None
+        if not isinstance(dtype, _DtypeRef):
+            raise _Bad(f"_rebuild_tensor_v3 expected a torch dtype, got {type(dtype).__name__}")
+        if dtype.name not in _ELEMENTS:
+            raise _Bad(f"the checkpoint holds a tensor of dtype torch.{dtype.name}, which lucid has no dtype for")
+        return self._rebuild(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype.name)
+
+    def _rebuild(self, storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype):
         if backward_hooks:
             raise _Bad("a tensor with backward hooks cannot be loaded")
-        t = _tensor_over(storage, storage_offset, size, stride)
+        t = _tensor_over(storage, storage_offset, size, stride, dtype)
         if requires_grad is not False:
             if requires_grad is not True:
                 raise _Bad(f"requires_grad expected a bool, got {type(requires_grad).__name__}")
@@ -269,7 +310,7 @@ class _Unpickler(pickle.Unpickler):
     def _rebuild_tensor(self, storage, storage_offset, size, stride):
         if self._probe:
             return None
-        return _tensor_over(storage, storage_offset, size, stride)
+        return _tensor_over(storage, storage_offset, size, stride, None)
 
     def _rebuild_parameter(self, data, requires_grad, backward_hooks):
         if self._probe:
@@ -288,13 +329,12 @@ class _Unpickler(pickle.Unpickler):
         return self._rebuild_parameter(data, requires_grad, backward_hooks)
 
 
-def _tensor_over(storage, offset, size, stride):
-    """The saved tensor: an as_strided view of its storage, after checking it fits."""
-    view_offset = 0
+def _tensor_over(storage, offset, size, stride, dtype):
+    """The saved tensor: an as_strided view of its storage's elements (read as torch dtype `dtype`,
+    or the storage's own), after checking it fits."""
+    view_offset, view_numel = 0, None
     if isinstance(storage, tuple):  # legacy storage view: (storage, element offset, element count)
         storage, view_offset, view_numel = storage
-    else:
-        view_numel = storage.numel if isinstance(storage, _Storage) else 0
     if not isinstance(storage, _Storage):
         raise _Bad(f"a tensor's storage must come from a persistent id, got {type(storage).__name__}")
     offset = _int(offset, "storage_offset")
@@ -302,14 +342,15 @@ def _tensor_over(storage, offset, size, stride):
     if len(size) != len(stride) or offset < 0 or any(s < 0 for s in size + stride):
         raise _Bad(f"a tensor has size {list(size)}, stride {list(stride)} and offset {offset}: expected "
                    "non-negative sizes, strides and offset of one length")
+    elements, numel = storage.typed(dtype or _STORAGES[storage.kind])
+    if view_numel is None:
+        view_numel = numel
     if all(s > 0 for s in size):
         needed = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
         if needed > view_numel:
             raise _Bad(f"a tensor of size {list(size)}, stride {list(stride)} and offset {offset} needs {needed} "
                        f"elements, but its storage {storage.key!r} holds {view_numel}")
-    if storage.tensor is None:
-        raise _Bad(f"storage {storage.key!r} is used before its data is read")
-    return _C.as_strided(storage.tensor, size, stride, view_offset + offset)
+    return _C.as_strided(elements, size, stride, view_offset + offset)
 
 
 def is_torch_checkpoint(data):
@@ -350,7 +391,7 @@ def _load_zip(data):
             raise _Bad("a storage view in a zip checkpoint (only legacy files have them)")
         if key not in storages:
             s = storages[key] = _Storage(key, kind, numel)
-            raw = read(f"{prefix}data/{key}", numel * _STORAGES[kind][1])
+            raw = read(f"{prefix}data/{key}", s.nbytes())
             if raw is None:
                 raise _Bad(f"the storage record '{prefix}data/{key}' is missing from the archive")
             s.fill(raw, order == b"big")
@@ -393,11 +434,13 @@ def _load_legacy(data):
         numel = int.from_bytes(head, "little", signed=True)
         if numel != s.numel:
             raise _Bad(f"storage {key!r} holds {numel} elements, its persistent id says {s.numel}")
-        raw = f.read(numel * _STORAGES[s.kind][1])
+        raw = f.read(s.nbytes())
         s.fill(raw, False)
 
     def open_storage(key, kind, numel, view):
         s = seen[key]
+        if (s.kind, s.numel) != (kind, numel):
+            raise _Bad(f"storage {key!r} is named as {kind} of {numel} and as {s.kind} of {s.numel}")
         if view is None:
             return s
         _, offset, count = view

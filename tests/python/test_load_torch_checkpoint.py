@@ -26,22 +26,26 @@ def _save(obj, path, fmt):
     return path
 
 
+WIDENED = {torch.int16: "int32", torch.uint16: "int32", torch.uint32: "int64"}  # dtypes lucid lacks
+
+
 def _same(lt, tt, what=""):
     assert lt.shape == tuple(tt.shape), what
-    assert lt.dtype.name == ("int32" if tt.dtype == torch.int16 else str(tt.dtype).split(".")[1]), what
-    np.testing.assert_array_equal(as_numpy(lt), as_numpy(tt).astype(np.int32) if tt.dtype == torch.int16
-                                  else as_numpy(tt), err_msg=what)
+    assert lt.dtype.name == WIDENED.get(tt.dtype, str(tt.dtype).split(".")[1]), what
+    want = tt.to(torch.int64).numpy() if tt.dtype in WIDENED else as_numpy(tt)
+    np.testing.assert_array_equal(as_numpy(lt), want, err_msg=what)
 
 
 TORCH_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-                torch.int8, torch.uint8, torch.bool]
+                torch.int8, torch.uint8, torch.bool, torch.uint16, torch.uint32]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("dtype", TORCH_DTYPES, ids=lambda d: str(d).split(".")[1])
 def test_tensors_keep_dtype_shape_strides_and_offset(tmp_path, fmt, dtype):
     g = torch.Generator().manual_seed(0)
-    base = (torch.randn(4, 6, generator=g) * 50).to(dtype)
+    base = (torch.randn(4, 6, generator=g) * 50)
+    base = (base.abs() if dtype in (torch.uint16, torch.uint32) else base).to(dtype)
     obj = {"plain": base, "t": base.t(), "slice": base[1:, 2:5], "step": base[::2, 1::3], "row": base[2],
            "scalar": base[1, 1].clone(), "empty": base[:0], "expand": base[0:1].expand(3, 6)}
     got = lucid.load(_save(obj, tmp_path / "t.pt", fmt))
@@ -145,6 +149,15 @@ def test_format_is_told_by_content_not_extension(tmp_path):
     assert lucid.load(buf.getvalue(), map_location="cpu", weights_only=True)["w"].tolist() == [1.0, 1.0]
     assert lucid.load(buf.getvalue(), map_location={"cuda:0": "cpu"})["w"].tolist() == [1.0, 1.0]
     assert lucid.load(buf.getvalue(), map_location=lucid.device("cpu"))["w"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("obj, match", [(torch.ones(2, dtype=torch.complex64), "ComplexFloatStorage"),
+                                        (torch.ones(2, dtype=torch.uint64), "torch.uint64"),
+                                        (torch.ones(2).to(torch.float8_e4m3fn), "torch.float8_e4m3fn"),
+                                        ({"dtype": torch.uint16}, "the dtype torch.uint16")])
+def test_elements_lucid_cannot_hold_are_refused_naming_the_dtype(tmp_path, obj, match):
+    with pytest.raises(UnpicklingError, match=match):
+        lucid.load(_save(obj, tmp_path / "x.pt", "zip"))
 
 
 def test_weights_only_false_and_other_devices_are_refused(tmp_path):

@@ -114,10 +114,11 @@ def test_pack_sequence_unpack_and_unpad_match_torch():
         [torch.ones(3), torch.ones(2)]))[0])
 
 
-def _modules(kind, layers, bidir, seed=0):
+def _modules(kind, layers, bidir, seed=0, **kw):
     torch.manual_seed(seed)
     cls = {"LSTM": "LSTM", "GRU": "GRU", "RNN_tanh": "RNN", "RNN_relu": "RNN"}[kind]
-    kw = {"nonlinearity": kind.split("_")[1]} if kind.startswith("RNN") else {}
+    if kind.startswith("RNN"):
+        kw["nonlinearity"] = kind.split("_")[1]
     tm = getattr(torch.nn, cls)(3, 4, num_layers=layers, bidirectional=bidir, **kw)
     lm = getattr(lucid.nn, cls)(3, 4, num_layers=layers, bidirectional=bidir, **kw)
     lm.load_state_dict({k: lucid.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
@@ -169,14 +170,17 @@ def test_recurrent_modules_on_packed_input_match_torch(kind, layers, bidir, enfo
             _close(a.grad, b.grad, "grad of hx", rtol=1e-4, atol=1e-5)
 
 
-def test_packed_batch_first_classifier_matches_torch():
-    """The porting idiom: pad, pack (unsorted, batch_first), LSTM, take h_n[-1], classify."""
-    lm, tm = _modules("LSTM", 2, True, seed=3)
-    lx, tx = _pair(3, 6, 3, seed=2)
-    lengths = [4, 6, 2]
-    _, (lh, _) = lm(lrnn.pack_padded_sequence(lx, lucid.tensor(lengths), batch_first=True, enforce_sorted=False))
-    _, (th, _) = tm(trnn.pack_padded_sequence(tx, torch.tensor(lengths), batch_first=True, enforce_sorted=False))
+@pytest.mark.parametrize("lengths", [[4, 6, 2], [3], [1, 1]])
+def test_packed_batch_first_classifier_matches_torch(lengths):
+    """The porting idiom: pad, pack (unsorted, batch_first), a batch_first LSTM (which packed input
+    ignores), take h_n, and unpack the output batch-first."""
+    lm, tm = _modules("LSTM", 2, True, seed=3, batch_first=True)
+    lx, tx = _pair(len(lengths), max(lengths), 3, seed=2)
+    lo, (lh, lc) = lm(lrnn.pack_padded_sequence(lx, lucid.tensor(lengths), batch_first=True, enforce_sorted=False))
+    to, (th, tc) = tm(trnn.pack_padded_sequence(tx, torch.tensor(lengths), batch_first=True, enforce_sorted=False))
     _close(lh, th)
+    _close(lc, tc)
+    _close(lrnn.pad_packed_sequence(lo, batch_first=True)[0], trnn.pad_packed_sequence(to, batch_first=True)[0])
 
 
 @pytest.mark.parametrize("lengths, enforce_sorted, match", [
