@@ -289,3 +289,31 @@ def test_compiled_packing_inside_forward():
                 _assert_same(fast(x, lucid.tensor(lengths)), m(x, lucid.tensor(lengths)))
     reasons = list(fast.cache_info()["eager_only"].values())
     assert reasons and all("host" in r for r in reasons), reasons
+
+
+def test_fused_step_on_packed_input_matches_eager_training():
+    def run(compiled):
+        lucid.manual_seed(2)
+        m = _Classifier()
+        opt = lucid.optim.Adam(m.parameters(), lr=0.01)
+        loss_fn = lambda out, y: lucid.nn.functional.cross_entropy(out[0], y)  # noqa: E731
+        step = lucid.compile.fused_step(m, loss_fn, opt) if compiled else None
+        x, y = lucid.randn(4, 3, 3), lucid.tensor([0, 1, 1])
+        losses = []
+        for lengths in ([4, 2, 2], [4, 3, 1], [4, 2, 2], [4, 3, 1], [4, 2, 2]):
+            packed = lrnn.pack_padded_sequence(x, lengths)
+            if compiled:
+                losses.append(step(packed, y).item())
+            else:
+                opt.zero_grad()
+                loss = loss_fn(m(packed), y)
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+        return losses, [as_numpy(p).copy() for p in m.parameters()], step
+
+    (le, pe, _), (lc, pc, step) = run(False), run(True)
+    np.testing.assert_allclose(lc, le, rtol=1e-5)
+    for a, b in zip(pc, pe):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert step.cache_info()["entries"] >= 1 and not step.cache_info()["eager_only"], step.cache_info()
