@@ -239,6 +239,9 @@ def test_compiled_model_sees_a_data_swap_of_another_shape():
     fast = lucid.compile(m)
     with lucid.no_grad():
         fast(lucid.ones(4, 3))
-        m.weight.data = lucid.arange(10.0).reshape(2, 5)
+        m.weight.data = lucid.full((2, 3), 0.5)  # same shape, new storage: the entry reads it
+        x = lucid.randn(4, 3)
+        np.testing.assert_allclose(as_numpy(fast(x)), as_numpy(m(x)), rtol=1e-6)
+        m.weight.data = lucid.arange(10.0).reshape(2, 5)  # another shape: traced again
         x = lucid.randn(4, 5)
         np.testing.assert_allclose(as_numpy(fast(x)), as_numpy(m(x)), rtol=1e-6)
