@@ -224,8 +224,8 @@ class RNNBase(Module):
             outs[t] = state[0] if self.mode == "LSTM" else state
         return lucid.cat(outs, 0), state
 
-    def _forward(self, input, hx):
-        """(output, h_n or (h_n, c_n)) for padded or packed input, as torch's forward."""
+    def forward(self, input, hx=None):
+        """(output, h_n or (h_n, c_n)) for padded or packed input, as torch's RNN/LSTM/GRU forward."""
         is_lstm = self.mode == "LSTM"
         if isinstance(input, PackedSequence):
             out, new = self._forward_packed(input, hx, is_lstm)
@@ -335,24 +335,15 @@ class RNN(RNNBase):
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
 
-    def forward(self, input, hx=None):
-        return self._forward(input, hx)
-
 
 class LSTM(RNNBase):
     def __init__(self, *args, **kwargs):
         super().__init__("LSTM", *args, **kwargs)
 
-    def forward(self, input, hx=None):
-        return self._forward(input, hx)
-
 
 class GRU(RNNBase):
     def __init__(self, *args, **kwargs):
         super().__init__("GRU", *args, **kwargs)
-
-    def forward(self, input, hx=None):
-        return self._forward(input, hx)
 
 
 class RNNCellBase(Module):
