@@ -5,7 +5,8 @@ Formats. The zip format of torch >= 1.6: records `<archive>/data.pkl` (the pickl
 `<archive>/data/<key>` (each storage's raw bytes), `<archive>/byteorder` ("little" or "big"; absent
 means little) and version records. The legacy format (`_use_new_zipfile_serialization=False`): one
 stream of pickles (magic number, protocol version, system info, the structure, the storage keys)
-followed by each storage as an 8-byte element count and its bytes. The older tar format raises.
+followed by each storage as an 8-byte element count and its bytes. The tar format of torch < 0.4
+raises, saying so.
 
 Unpickling is restricted as torch's `weights_only=True` is: the only globals a file may name are
 the tensor and parameter rebuilders (torch._utils._rebuild_tensor_v2, _rebuild_tensor_v3,
@@ -66,7 +67,6 @@ _NO_LUCID_STORAGE = ("ComplexDoubleStorage", "ComplexFloatStorage", "QInt8Storag
 _NO_LUCID_DTYPE = ("uint16", "uint32", "uint64", "int16", "complex32", "complex64", "complex128", "float8_e4m3fn",
                    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "qint8", "qint32", "quint8")
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
-_LEGACY_PREFIX = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # pickle of the magic number
 _MAX_NDIM = 64
 
 
@@ -353,9 +353,23 @@ def _tensor_over(storage, offset, size, stride, dtype):
     return _C.as_strided(elements, size, stride, view_offset + offset)
 
 
+def _is_legacy(data):
+    """A legacy stream starts with a pickle (of any protocol) of the magic number."""
+    if data[:1] != b"\x80":
+        return False
+    try:
+        return _Unpickler(io.BytesIO(data), None).load() == _LEGACY_MAGIC
+    except Exception:  # noqa: BLE001  (a probe: any failure means "not this format")
+        return False
+
+
+def _is_tar(data):
+    return data[257:262] == b"ustar"
+
+
 def is_torch_checkpoint(data):
-    """True for the content of a torch.save file (zip or legacy), by its first bytes."""
-    return data[:4] == b"PK\x03\x04" or data[:len(_LEGACY_PREFIX)] == _LEGACY_PREFIX
+    """True for the content of a torch.save file (zip, legacy or the old tar format), by its first bytes."""
+    return data[:4] == b"PK\x03\x04" or _is_tar(data) or _is_legacy(data)
 
 
 def _load_zip(data):
@@ -458,6 +472,9 @@ def load_torch_checkpoint(data, where):
     try:
         if data[:4] == b"PK\x03\x04":
             return _load_zip(data)
+        if _is_tar(data):
+            raise _Bad("the tar checkpoint format of torch before 0.4 is not supported; re-save it with a current "
+                       "torch (torch.save writes the zip format)")
         return _load_legacy(data)
     except _Bad as e:
         raise UnpicklingError(f"lucid.load({where}): {e}") from None

@@ -6,6 +6,7 @@ file, missing storage record, storage too small, weights_only=False, a device lu
 import io
 import os
 import pickle
+import tarfile
 import zipfile
 from collections import OrderedDict
 
@@ -295,3 +296,14 @@ def test_build_on_a_global_is_refused_and_changes_nothing(tmp_path, glob, slots)
     with pytest.raises(UnpicklingError, match="BUILD on a global"):
         lucid.load(p)
     assert lucid.float16.name == "float16" and not hasattr(OrderedDict, "_name_")
+
+
+def test_legacy_format_with_another_pickle_protocol_and_tar_format(tmp_path):
+    torch.save({"w": torch.arange(4)}, tmp_path / "p4.pt", _use_new_zipfile_serialization=False, pickle_protocol=4)
+    assert lucid.load(tmp_path / "p4.pt")["w"].tolist() == [0, 1, 2, 3]
+    with tarfile.open(tmp_path / "old.tar", "w") as tar:
+        info = tarfile.TarInfo("sys_info")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"abcd"))
+    with pytest.raises(UnpicklingError, match="tar checkpoint format"):
+        lucid.load(tmp_path / "old.tar")
