@@ -7,24 +7,14 @@ namedtuple results. The norms are composites of ops (_norms.py). Numerical failu
 matrix, a matrix that is not positive-definite) raise LinAlgError, a RuntimeError subclass as in
 torch.
 """
-from collections import namedtuple
-
 import lucid
-from lucid import _C
+from lucid import _C, return_types
 from lucid._C import LinAlgError, matmul  # noqa: F401
 from lucid.linalg._norms import vector_norm, matrix_norm, norm  # noqa: F401
 
 __all__ = ["LinAlgError", "solve", "solve_triangular", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals",
            "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul", "matrix_rank",
            "matrix_power", "multi_dot", "vecdot"]
-
-# torch.return_types' field names.
-QRResult = namedtuple("QRResult", ["Q", "R"])
-SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
-EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
-SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
-LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
-
 
 def _no_out(op, out):
     if out is not None:
@@ -56,7 +46,7 @@ def det(A, *, out=None):
 def slogdet(A, *, out=None):
     """(sign, logabsdet): det(A) = sign * exp(logabsdet)."""
     _no_out("slogdet", out)
-    return SlogdetResult(*_C._linalg_slogdet(A))
+    return return_types.linalg_slogdet(*_C._linalg_slogdet(A))
 
 
 def cholesky(A, *, upper=False, out=None):
@@ -67,7 +57,7 @@ def cholesky(A, *, upper=False, out=None):
 def qr(A, mode="reduced", *, out=None):
     """(Q, R); mode 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
     _no_out("qr", out)
-    return QRResult(*_C._linalg_qr(A, mode))
+    return return_types.linalg_qr(*_C._linalg_qr(A, mode))
 
 
 def _check_driver(op, driver):
@@ -80,7 +70,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U @ diag(S) @ Vh; singular values descending."""
     _no_out("svd", out)
     _check_driver("svd", driver)
-    return SVDResult(*_C._linalg_svd(A, full_matrices))
+    return return_types.linalg_svd(*_C._linalg_svd(A, full_matrices))
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -92,7 +82,7 @@ def svdvals(A, *, driver=None, out=None):
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of a symmetric matrix (its UPLO triangle)."""
     _no_out("eigh", out)
-    return EighResult(*_C._linalg_eigh(A, UPLO))
+    return return_types.linalg_eigh(*_C._linalg_eigh(A, UPLO))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -121,7 +111,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         vec = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
         r = (matmul(A, X.unsqueeze(-1) if vec else X) - (B.unsqueeze(-1) if vec else B))
         residuals = (r * r).sum(-2)  # [*, k]; [*, 1] for a vector B, as torch
-    return LstsqResult(X, residuals, rank, sv)
+    return return_types.linalg_lstsq(X, residuals, rank, sv)
 
 
 # ---- composites of the ops above ------------------------------------------------------------
