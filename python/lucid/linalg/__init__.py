@@ -3,7 +3,7 @@
 The decompositions and solvers are engine ops on LAPACK (csrc/lucid/ops/linalg_decomp.cpp,
 kernels in csrc/lucid/backends/cpu/lapack.cpp), with VJPs written with ops, so they batch over
 leading dims, differentiate and compile; this module gives them torch's signatures and
-namedtuple results. The norms are composites of ops (_norms.py). Numerical failures (a singular
+namedtuple results (lucid.return_types). The norms are composites of ops (_norms.py). Numerical failures (a singular
 matrix, a matrix that is not positive-definite) raise LinAlgError, a RuntimeError subclass as in
 torch.
 """
@@ -15,6 +15,7 @@ from lucid.linalg._norms import vector_norm, matrix_norm, norm  # noqa: F401
 __all__ = ["LinAlgError", "solve", "solve_triangular", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals",
            "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul", "matrix_rank",
            "matrix_power", "multi_dot", "vecdot"]
+
 
 def _no_out(op, out):
     if out is not None:
