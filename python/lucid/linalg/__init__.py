@@ -151,7 +151,7 @@ def matrix_power(A, n, *, out=None):
         n >>= 1
         if n:
             base = matmul(base, base)
-    return result
+    return result.clone() if result is A else result  # n == 1: a new tensor, as torch
 
 
 def multi_dot(tensors, *, out=None):
