@@ -1,13 +1,15 @@
 """Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict (torch semantics:
-string-index keys, slicing returns a new container of the same type, negative indices)."""
+string-index keys, slicing returns a new container of the same type, negative indices), and
+torch's deprecated Container (a Module built from keyword submodules)."""
 from collections import OrderedDict
 import operator
+import warnings
 from itertools import islice
 
 from lucid.nn.modules.module import Module
 from lucid.nn.parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _abs_index(idx, n, what):
@@ -316,3 +318,12 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v
+
+
+class Container(Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)

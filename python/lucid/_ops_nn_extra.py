@@ -1,0 +1,546 @@
+"""torch.nn.functional ops that are composites of existing lucid ops (no kernels of their own).
+
+Each function here is a few reshapes, gathers, scatters and reductions over ops that already have
+kernels, VJPs and lowerings, so autograd and lucid.compile work through them with nothing new in
+C++. torch writes several of them as Python composites too (local_response_norm, lp_pool3d,
+triplet_margin_with_distance_loss, affine_grid). lucid.nn.functional re-exports them by name.
+
+3-D pooling is separable: the max (or mean) over a (kd, kh, kw) box is the max (mean) along D of
+the max (mean) over (kh, kw), and torch's per-dimension output size, ceil-mode, padding and
+divisor rules are products of per-dimension terms, so the 2-D pooling ops applied twice give
+torch's result, including the flat D*H*W indices of max_pool3d (the first maximum in (d, h, w)
+order, as torch picks).
+"""
+import numbers
+
+import numpy as np
+
+import lucid
+from lucid import _C
+from lucid._ops_nn import _pnorm, _reduce, _reduction, pairwise_distance, interpolate
+
+__all__ = ["rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+           "local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d", "pdist", "avg_pool3d",
+           "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices",
+           "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "embedding_bag",
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "feature_alpha_dropout",
+           "upsample_nearest", "upsample_bilinear", "affine_grid", "grid_sample"]
+
+
+def _ntuple(v, n, op, arg):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise ValueError(f"{op}: argument '{arg}' expected an int or {n} ints, got {tuple(v)}")
+        return tuple(int(e) for e in v)
+    if not isinstance(v, numbers.Integral):
+        raise TypeError(f"{op}: argument '{arg}' expected an int or a tuple of {n} ints, got {type(v).__name__}")
+    return (int(v),) * n
+
+
+def _check_ndim(input, dims, op):
+    if input.ndim not in dims:
+        raise ValueError(f"{op}: argument 'input' expected a {' or '.join(f'{d}-D' for d in dims)} tensor, "
+                         f"got {input.ndim}-D {list(input.shape)}")
+
+
+# ---- activations --------------------------------------------------------------------------
+def _rrelu_slope(input, lower, upper, training):
+    """Per-element slope: 1 where input >= 0, else U(lower, upper) from lucid's generator in
+    training, (lower + upper) / 2 in eval (as torch)."""
+    if not training:
+        neg = lucid.full_like(input, (lower + upper) / 2.0)
+    else:
+        neg = lucid.rand(*input.shape, dtype=input.dtype) * (upper - lower) + lower
+    return lucid.where(input.detach() >= 0, lucid.ones_like(neg), neg)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if inplace:
+        return rrelu_(input, lower, upper, training)
+    if not training:
+        return lucid.nn.functional.leaky_relu(input, (lower + upper) / 2.0)
+    return input * _rrelu_slope(input, lower, upper, True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return input.mul_(_rrelu_slope(input, lower, upper, training))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout with one draw per (sample, channel), as torch's feature_alpha_dropout."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"feature_alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    alpha_p = -1.7580993408473766
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    keep = (lucid.rand(*shape) >= p).to(input.dtype)
+    return (input * keep + alpha_p * (1.0 - keep)) * a + (-a * alpha_p * p)
+
+
+
+# ---- channel rearrangement ----------------------------------------------------------------
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise ValueError(f"pixel_shuffle: expected input of at least 3 dims, got {input.ndim}-D {list(input.shape)}")
+    if r <= 0:
+        raise ValueError(f"pixel_shuffle: argument 'upscale_factor' must be positive, got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise ValueError(f"pixel_shuffle: the channel dim ({c}) must be divisible by the square of "
+                         f"upscale_factor ({r * r})")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W)."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise ValueError(f"pixel_unshuffle: expected input of at least 3 dims, got {input.ndim}-D "
+                         f"{list(input.shape)}")
+    if r <= 0:
+        raise ValueError(f"pixel_unshuffle: argument 'downscale_factor' must be positive, got {r}")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: the height ({h}) and width ({w}) must be divisible by "
+                         f"downscale_factor ({r})")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """(N, g * k, *) -> the channels regrouped as (k, g) instead of (g, k)."""
+    g = int(groups)
+    if input.ndim < 3:
+        raise ValueError(f"channel_shuffle: expected input of at least 3 dims, got {input.ndim}-D")
+    c = input.shape[1]
+    if g <= 0 or c % g:
+        raise ValueError(f"channel_shuffle: the number of channels ({c}) must be divisible by groups ({g})")
+    rest = tuple(input.shape[2:])
+    return input.reshape(input.shape[0], g, c // g, *rest).transpose(1, 2).reshape(tuple(input.shape))
+
+
+native_channel_shuffle = channel_shuffle
+
+
+# ---- normalisation ------------------------------------------------------------------------
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta (torch's composite)."""
+    if input.ndim < 3:
+        raise ValueError(f"local_response_norm: expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    sizes = tuple(input.shape)
+    div = (input * input).reshape(sizes[0], 1, sizes[1], -1)  # (N, 1, C, rest)
+    div = lucid.pad(div, (0, 0, size // 2, (size - 1) // 2))
+    div = _C._avg_pool2d(div, (size, 1), (1, 1), (0, 0), False, True, None).reshape(sizes)
+    return input / (div * alpha + k) ** beta
+
+
+# ---- unpooling ----------------------------------------------------------------------------
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, op):
+    _check_ndim(input, (nd + 1, nd + 2), op)
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: argument 'indices' expected the shape of input {list(input.shape)}, got "
+                         f"{list(indices.shape)}")
+    k = _ntuple(kernel_size, nd, op, "kernel_size")
+    s = k if stride is None else _ntuple(stride, nd, op, "stride")
+    p = _ntuple(padding, nd, op, "padding")
+    spatial = tuple(input.shape[-nd:])
+    default = tuple((spatial[i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(nd))
+    if output_size is None:
+        out = default
+    else:
+        out = tuple(int(v) for v in output_size)
+        if len(out) == nd + 2 or len(out) == nd + 1:
+            out = out[-nd:]
+        if len(out) != nd:
+            raise ValueError(f"{op}: output_size must have {nd} elements, got {len(out)}")
+        for i in range(nd):
+            lo, hi = default[i] - s[i], default[i] + s[i]
+            if not lo < out[i] < hi:
+                raise ValueError(f"{op}: invalid output_size {out} (dim {i} must be between {lo + 1} and {hi - 1})")
+    lead = tuple(input.shape[:-nd])
+    flat_in = input.reshape(*lead, -1)
+    flat = lucid.zeros(*lead, int(np.prod(out)), dtype=input.dtype)
+    flat = flat.scatter(len(lead), indices.reshape(*lead, -1), flat_in)
+    return flat.reshape(*lead, *out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
+
+
+# ---- 3-D pooling (separable: 2-D over (H, W), then 2-D over a unit height along D) ---------
+def _batched5(input, op):
+    _check_ndim(input, (4, 5), op)
+    return (input, False) if input.ndim == 5 else (input.unsqueeze(0), True)
+
+
+def _d_last(y):
+    """(N, C, D, H, W) -> (N, C*H*W, 1, D), the layout the 2-D ops pool along D in."""
+    n, c, d, h, w = y.shape
+    return y.permute(0, 1, 3, 4, 2).reshape(n, c * h * w, 1, d)
+
+
+def _d_back(z, n, c, h, w):
+    """(N, C*H*W, 1, D') -> (N, C, D', H, W)."""
+    return z.reshape(n, c, h, w, z.shape[-1]).permute(0, 1, 4, 2, 3)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    op = "avg_pool3d"
+    x, unbatched = _batched5(input, op)
+    k = _ntuple(kernel_size, 3, op, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _ntuple(stride, 3, op,
+                                                                                                     "stride")
+    p = _ntuple(padding, 3, op, "padding")
+    n, c, d, h, w = x.shape
+    div = None if divisor_override is None else 1  # sums in both stages, one division at the end
+    y = _C._avg_pool2d(x.reshape(n, c * d, h, w), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, div)
+    ho, wo = y.shape[-2:]
+    y = y.reshape(n, c, d, ho, wo)
+    z = _C._avg_pool2d(_d_last(y), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad, div)
+    out = _d_back(z, n, c, ho, wo)
+    if divisor_override is not None:
+        out = out / float(divisor_override)
+    return out.squeeze(0) if unbatched else out
+
+
+def _max_pool3d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, op):
+    x, unbatched = _batched5(input, op)
+    k = _ntuple(kernel_size, 3, op, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _ntuple(stride, 3, op,
+                                                                                                     "stride")
+    p = _ntuple(padding, 3, op, "padding")
+    dl = _ntuple(dilation, 3, op, "dilation")
+    n, c, d, h, w = x.shape
+    y, hw_idx = _C._max_pool2d(x.reshape(n, c * d, h, w), k[1:], s[1:], p[1:], dl[1:], ceil_mode)
+    ho, wo = y.shape[-2:]
+    y, hw_idx = y.reshape(n, c, d, ho, wo), hw_idx.reshape(n, c, d, ho, wo)
+    z, d_idx = _C._max_pool2d(_d_last(y), (1, k[0]), (1, s[0]), (0, p[0]), (1, dl[0]), ceil_mode)
+    out, d_idx = _d_back(z, n, c, ho, wo), _d_back(d_idx, n, c, ho, wo)
+    # flat index = d * H * W + (the (h, w) index of the maximum in plane d)
+    hw_at_d = hw_idx.gather(2, d_idx)
+    idx = d_idx * (h * w) + hw_at_d
+    if unbatched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return out, idx
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = _max_pool3d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d")
+    return (out, idx) if return_indices else out
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_pool3d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d_with_indices")
+
+
+def _adaptive_size3(input, output_size, op):
+    size = _ntuple(output_size, 3, op, "output_size") if not isinstance(output_size, (tuple, list)) else tuple(
+        output_size)
+    if len(size) != 3:
+        raise ValueError(f"{op}: argument 'output_size' expected an int or 3 values, got {tuple(size)}")
+    return tuple(input.shape[-3 + i] if size[i] is None else int(size[i]) for i in range(3))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    op = "adaptive_avg_pool3d"
+    x, unbatched = _batched5(input, op)
+    od, oh, ow = _adaptive_size3(x, output_size, op)
+    n, c, d, h, w = x.shape
+    y = _C._adaptive_avg_pool2d(x.reshape(n, c * d, h, w), (oh, ow)).reshape(n, c, d, oh, ow)
+    out = _d_back(_C._adaptive_avg_pool2d(_d_last(y), (1, od)), n, c, oh, ow)
+    return out.squeeze(0) if unbatched else out
+
+
+def _adaptive_max_pool3d_impl(input, output_size, op):
+    x, unbatched = _batched5(input, op)
+    od, oh, ow = _adaptive_size3(x, output_size, op)
+    n, c, d, h, w = x.shape
+    y, hw_idx = _C._adaptive_max_pool2d(x.reshape(n, c * d, h, w), (oh, ow))
+    y, hw_idx = y.reshape(n, c, d, oh, ow), hw_idx.reshape(n, c, d, oh, ow)
+    z, d_idx = _C._adaptive_max_pool2d(_d_last(y), (1, od))
+    out, d_idx = _d_back(z, n, c, oh, ow), _d_back(d_idx, n, c, oh, ow)
+    idx = d_idx * (h * w) + hw_idx.gather(2, d_idx)
+    if unbatched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return out, idx
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    out, idx = _adaptive_max_pool3d_impl(input, output_size, "adaptive_max_pool3d")
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_pool3d_impl(input, output_size, "adaptive_max_pool3d_with_indices")
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kd, kh, kw = _ntuple(kernel_size, 3, "lp_pool3d", "kernel_size")
+    out = avg_pool3d(input.pow(norm_type), (kd, kh, kw), stride, 0, ceil_mode)
+    return (lucid.sign(out) * lucid.relu(lucid.abs(out))).mul(kd * kh * kw).pow(1.0 / norm_type)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return lucid.nn.functional.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return lucid.nn.functional.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return lucid.nn.functional.adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return lucid.nn.functional.adaptive_max_pool2d(input, output_size, True)
+
+
+# ---- distances ----------------------------------------------------------------------------
+def pdist(input, p=2):
+    """p-norm distance between each pair of rows i < j of an (N, M) input, in row-major order."""
+    if input.ndim != 2:
+        raise ValueError(f"pdist: argument 'input' expected a 2-D tensor, got {input.ndim}-D {list(input.shape)}")
+    if p < 0:
+        raise ValueError(f"pdist: argument 'p' must be a non-negative value, got {p}")
+    i, j = np.triu_indices(input.shape[0], 1)
+    diff = input[lucid.tensor(i.astype(np.int64))] - input[lucid.tensor(j.astype(np.int64))]
+    if p == 0:
+        return (diff != 0).to(input.dtype).sum(-1)
+    return _pnorm(diff, p, -1, False)
+
+
+# ---- embedding bags -----------------------------------------------------------------------
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sum, mean or max of the embedding rows in each bag. Bags are a (B, L) input, or a 1-D input
+    cut at `offsets`; membership is a (B, L) mask, so sum and mean are one matmul with the rows."""
+    op = "embedding_bag"
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(f"{op}: max_norm, scale_grad_by_freq and sparse are not supported")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{op}: argument 'mode' expected 'sum', 'mean' or 'max', got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"{op}: per_sample_weights was not None. per_sample_weights is only supported "
+                                  f"for mode='sum' (got mode='{mode}')")
+    if input.dtype not in (lucid.int64, lucid.int32):
+        raise TypeError(f"{op}: argument 'input' expected an int64 or int32 tensor of indices, got {input.dtype}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{op}: if input is 2-D, then offsets has to be None, as input is treated as a "
+                             "mini-batch of fixed length sequences")
+        nbags, length = input.shape
+        bag = lucid.arange(nbags).reshape(-1, 1).expand(nbags, length).reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+        input = input.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError(f"{op}: offsets has to be a 1-D tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError(f"{op}: offsets has to be a 1-D tensor, got {offsets.ndim}-D")
+        if include_last_offset:
+            offsets = offsets[:-1]
+        nbags = offsets.shape[0]
+        bag = (lucid.arange(input.shape[0]).reshape(-1, 1) >= offsets.reshape(1, -1)).to(lucid.int64).sum(1) - 1
+    else:
+        raise ValueError(f"{op}: input has to be 1-D or 2-D, got {input.ndim}-D")
+    member = bag.reshape(1, -1) == lucid.arange(nbags).reshape(-1, 1)  # (B, L)
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        member = member & (input != padding_idx).reshape(1, -1)
+    rows = lucid.nn.functional.embedding(input, weight)  # (L, D)
+    if mode == "max":
+        neg = lucid.full((), float("-inf"), dtype=weight.dtype)
+        picked = lucid.where(member.unsqueeze(-1), rows.unsqueeze(0), neg).amax(1)
+        return lucid.where(member.any(1, keepdim=True), picked, lucid.zeros_like(picked))
+    m = member.to(weight.dtype)
+    if per_sample_weights is not None:
+        m = m * per_sample_weights.reshape(1, -1).to(weight.dtype)
+    out = lucid.matmul(m, rows)
+    if mode == "mean":
+        out = out / member.to(weight.dtype).sum(1, keepdim=True).clamp_min(1.0)
+    return out
+
+
+# ---- losses -------------------------------------------------------------------------------
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C; the
+    targets of a row are its entries before the first -1."""
+    op = "multilabel_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_ndim(input, (1, 2), op)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: argument 'target' expected the shape of input {list(input.shape)}, got "
+                         f"{list(target.shape)}")
+    if target.dtype != lucid.int64:
+        raise TypeError(f"{op}: argument 'target' expected an int64 tensor, got {target.dtype}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    t = target if target.ndim == 2 else target.unsqueeze(0)
+    c = x.shape[1]
+    valid = (t == -1).to(lucid.int64).cumsum(1) == 0  # (N, J)
+    safe_t = lucid.where(valid, t, lucid.zeros_like(t))
+    is_target = ((safe_t.unsqueeze(2) == lucid.arange(c).reshape(1, 1, c)) & valid.unsqueeze(2)).any(1)  # (N, C)
+    x_t = x.gather(1, safe_t)  # (N, J)
+    margins = (1.0 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0.0)  # (N, J, C)
+    keep = (valid.unsqueeze(2) & ~is_target.unsqueeze(1)).to(x.dtype)
+    loss = (margins * keep).sum((1, 2)) / c
+    if input.ndim == 1:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction, op)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    op = "triplet_margin_with_distance_loss"
+    if margin <= 0:
+        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = lucid.minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction, op)
+
+
+# ---- resampling ---------------------------------------------------------------------------
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _base_coords(n, align_corners, dtype):
+    if n == 1:
+        return lucid.zeros(1, dtype=dtype)
+    c = lucid.arange(n, dtype=dtype) * (2.0 / (n - 1)) - 1.0
+    return c if align_corners else c * ((n - 1) / n)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grid (N, H, W, 2) or (N, D, H, W, 3) of theta applied to [-1, 1] base coordinates."""
+    op = "affine_grid"
+    align_corners = bool(align_corners) if align_corners is not None else False
+    size = tuple(int(s) for s in size)
+    if len(size) == 4:
+        if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+            raise ValueError(f"{op}: expected a batch of 2D affine matrices of shape Nx2x3 for size {size}, got "
+                             f"{list(theta.shape)}")
+        n, _, h, w = size
+        xs = _base_coords(w, align_corners, theta.dtype).reshape(1, w).expand(h, w)
+        ys = _base_coords(h, align_corners, theta.dtype).reshape(h, 1).expand(h, w)
+        base = lucid.stack([xs, ys, lucid.ones_like(xs)], -1).reshape(1, h * w, 3)
+        return lucid.matmul(base, theta.transpose(1, 2)).reshape(n, h, w, 2)
+    if len(size) == 5:
+        if theta.ndim != 3 or tuple(theta.shape[1:]) != (3, 4):
+            raise ValueError(f"{op}: expected a batch of 3D affine matrices of shape Nx3x4 for size {size}, got "
+                             f"{list(theta.shape)}")
+        n, _, d, h, w = size
+        xs = _base_coords(w, align_corners, theta.dtype).reshape(1, 1, w).expand(d, h, w)
+        ys = _base_coords(h, align_corners, theta.dtype).reshape(1, h, 1).expand(d, h, w)
+        zs = _base_coords(d, align_corners, theta.dtype).reshape(d, 1, 1).expand(d, h, w)
+        base = lucid.stack([xs, ys, zs, lucid.ones_like(xs)], -1).reshape(1, d * h * w, 4)
+        return lucid.matmul(base, theta.transpose(1, 2)).reshape(n, d, h, w, 3)
+    raise NotImplementedError(f"{op}: only 2D (4-element size) and 3D (5-element size) grids are supported, got "
+                              f"{size}")
+
+
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1.0) * ((size - 1) / 2.0)
+    return ((coord + 1.0) * size - 1.0) / 2.0
+
+
+def _reflect(coord, lo, hi):
+    """Reflect coordinates into [lo, hi] (torch's reflect_coordinates, on doubled bounds)."""
+    if hi == lo:
+        return lucid.zeros_like(coord)
+    span = (hi - lo) / 2.0
+    c = (coord - lo / 2.0).abs()
+    flips = (c / span).floor()
+    extra = c - flips * span
+    even = (flips.remainder(2) == 0)
+    return lucid.where(even, extra + lo / 2.0, span - extra + lo / 2.0)
+
+
+def _source_coord(coord, size, padding_mode, align_corners):
+    c = _unnormalize(coord, size, align_corners)
+    if padding_mode == "border":
+        c = c.clamp(0, size - 1)
+    elif padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+        c = c.clamp(0, size - 1)
+    return c
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Samples a 4-D input (N, C, H, W) at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, y):
+    gathers of the corner pixels weighted by their distances, so gradients reach input and grid."""
+    op = "grid_sample"
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"{op}: mode '{mode}' is not supported (bilinear, nearest)")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"{op}: argument 'padding_mode' expected 'zeros', 'border' or 'reflection', got "
+                         f"'{padding_mode}'")
+    if input.ndim != 4:
+        raise NotImplementedError(f"{op}: only 4-D input (N, C, H, W) is supported, got {input.ndim}-D")
+    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise ValueError(f"{op}: argument 'grid' expected shape (N={input.shape[0]}, H_out, W_out, 2), got "
+                         f"{list(grid.shape)}")
+    align_corners = bool(align_corners) if align_corners is not None else False
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    ix = _source_coord(grid[..., 0], w, padding_mode, align_corners)
+    iy = _source_coord(grid[..., 1], h, padding_mode, align_corners)
+    flat = input.reshape(n, c, h * w)
+
+    def tap(xi, yi):
+        """input[n, :, yi, xi] as (N, C, Ho, Wo), zero where (xi, yi) lies outside."""
+        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
+        xc, yc = xi.clamp(0, w - 1), yi.clamp(0, h - 1)
+        idx = (yc * w + xc).to(lucid.int64).reshape(n, 1, ho * wo).expand(n, c, ho * wo)
+        v = flat.gather(2, idx).reshape(n, c, ho, wo)
+        return v * inside.to(input.dtype).unsqueeze(1)
+
+    if mode == "nearest":
+        return tap(lucid.round(ix.detach()), lucid.round(iy.detach()))
+    x0, y0 = ix.detach().floor(), iy.detach().floor()
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = ix - x0, iy - y0
+    wx0, wy0 = 1.0 - wx1, 1.0 - wy1
+    return (tap(x0, y0) * (wx0 * wy0).unsqueeze(1) + tap(x1, y0) * (wx1 * wy0).unsqueeze(1)
+            + tap(x0, y1) * (wx0 * wy1).unsqueeze(1) + tap(x1, y1) * (wx1 * wy1).unsqueeze(1))
+
