@@ -166,10 +166,11 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
         out = default
     else:
         out = tuple(int(v) for v in output_size)
-        if len(out) == nd + 2 or len(out) == nd + 1:
+        if len(out) == nd + 2:
             out = out[-nd:]
         if len(out) != nd:
-            raise ValueError(f"{op}: output_size must have {nd} elements, got {len(out)}")
+            raise ValueError(f"{op}: output_size should be a sequence containing {nd} or {nd + 2} elements, but it "
+                             f"has a length of {len(out)}")
         for i in range(nd):
             lo, hi = default[i] - s[i], default[i] + s[i]
             if not lo < out[i] < hi:

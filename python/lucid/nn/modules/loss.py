@@ -1,6 +1,7 @@
 """Loss modules over lucid.nn.functional's losses (torch's constructor arguments; `weight` and
 `pos_weight` are buffers, as in torch)."""
 from lucid.nn import functional as F
+from lucid.nn.modules.distance import PairwiseDistance
 from lucid.nn.modules.module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "BCELoss",
@@ -215,7 +216,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
                              "instead")
-        self.distance_function = distance_function
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
         self.margin = margin
         self.swap = swap
 
