@@ -519,3 +519,77 @@ def test_new_modules_deepcopy():
     m2 = copy.deepcopy(m)
     x = lucid.randn(1, 8, 3, 3)
     np.testing.assert_array_equal(m(x).detach().numpy(), m2(x).detach().numpy())
+
+
+# ---- compiled == eager --------------------------------------------------------------------
+class _ImageNet(lnn.Module):
+    """A small model over a sample of the new modules: pads, instance norm, pixel (un)shuffle,
+    3-d pooling, LRN, upsampling, a margin loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.pad = lnn.ReflectionPad2d((1, 2, 1, 0))
+        self.conv = lnn.Conv2d(2, 8, 3)
+        self.norm = lnn.InstanceNorm2d(8, affine=True, track_running_stats=True)
+        self.act = lnn.Hardshrink(0.1)
+        self.shuffle = lnn.PixelShuffle(2)
+        self.lrn = lnn.LocalResponseNorm(2)
+        self.unshuffle = lnn.PixelUnshuffle(2)
+        self.zpad = lnn.ZeroPad2d(1)
+        self.pool3 = lnn.MaxPool3d((1, 2, 2))
+        self.apool = lnn.AdaptiveAvgPool2d(2)
+        self.up = lnn.Upsample(scale_factor=2, mode="bilinear")
+        self.head = lnn.Linear(8 * 4 * 4, 4)
+        self.loss = lnn.MultiMarginLoss()
+
+    def forward(self, x, y):
+        h = self.act(self.norm(self.conv(self.pad(x))))
+        h = self.unshuffle(self.lrn(self.shuffle(h)))
+        h = self.pool3(self.zpad(h).unsqueeze(1)).squeeze(1)
+        h = self.up(self.apool(h))
+        logits = self.head(h.flatten(1))
+        return self.loss(logits, y), logits
+
+
+def _copy_params(dst, src):
+    dst.load_state_dict({k: v.detach().clone() for k, v in src.state_dict().items()})
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_compiled_model_of_new_modules_equals_eager(train):
+    lucid.manual_seed(0)
+    eager, model = _ImageNet(), _ImageNet()
+    _copy_params(model, eager)
+    eager.train(train)
+    model.train(train)
+    compiled = lucid.compile(model, strict=True)
+    for step in range(3):
+        x = lucid.tensor(rand(3, 2, 6, 6).astype(np.float32))
+        y = lucid.tensor(ints(4, 3))
+        loss_e, out_e = eager(x, y)
+        loss_c, out_c = compiled(x, y)
+        assert_close(out_c, out_e, 1e-6, 1e-5, f"logits step {step}")
+        assert_close(loss_c, loss_e, 1e-6, 1e-5, f"loss step {step}")
+        loss_e.backward()
+        loss_c.backward()
+        for (n, p), q in zip(model.named_parameters(), eager.parameters()):
+            assert_close(p.grad, q.grad, 1e-6, 1e-4, f"grad of {n} step {step}")
+        for (n, b), c in zip(model.named_buffers(), eager.buffers()):
+            assert_close(b, c, 1e-6, 1e-5, f"buffer {n} step {step}")  # instance-norm running stats
+    assert compiled.cache_info()["eager_only"] == {}
+
+
+def test_compiled_losses_equal_eager():
+    losses = [lnn.TripletMarginLoss(swap=True), lnn.CosineEmbeddingLoss(0.1), lnn.MultiLabelMarginLoss(),
+              lnn.HingeEmbeddingLoss(), lnn.SoftMarginLoss(), lnn.PoissonNLLLoss()]
+
+    def total(a, p, n, t, sign, mlm):
+        return (losses[0](a, p, n) + losses[1](a, p, sign) + losses[2](a, mlm) + losses[3](a, t)
+                + losses[4](p, t) + losses[5](n, t.abs()))
+
+    compiled = lucid.compile(total, strict=True)
+    for _ in range(2):
+        args = [lucid.tensor(rand(4, 5)) for _ in range(3)] + [lucid.tensor(signs(4, 5)), lucid.tensor(signs(4)),
+                                                                  lucid.tensor(np.array([[1, 3, -1, 0, 0]] * 4))]
+        assert_close(compiled(*args), total(*args), 1e-12, 1e-12)
+    assert compiled.cache_info()["eager_only"] == {}

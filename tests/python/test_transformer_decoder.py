@@ -170,3 +170,26 @@ def test_decoder_dropout_trains_and_eval_is_deterministic():
     assert not np.allclose(m(x, mem).detach().numpy(), m(x, mem).detach().numpy())
     m.eval()
     np.testing.assert_array_equal(m(x, mem).detach().numpy(), m(x, mem).detach().numpy())
+
+
+@pytest.mark.parametrize("ctor", [{}, {"batch_first": True, "norm_first": True}], ids=str)
+def test_compiled_transformer_equals_eager(ctor):
+    lucid.manual_seed(0)
+    eager = lnn.Transformer(D, H, 1, 2, FF, dropout=0.0, **ctor)
+    model = lnn.Transformer(D, H, 1, 2, FF, dropout=0.0, **ctor)
+    model.load_state_dict({k: v.detach().clone() for k, v in eager.state_dict().items()})
+    compiled = lucid.compile(model, strict=True)
+    bf = ctor.get("batch_first", False)
+    mask = lnn.Transformer.generate_square_subsequent_mask(T)
+    kpm = lucid.tensor(_kpm(N, T))
+    for step in range(3):
+        src = lucid.randn(*((N, S, D) if bf else (S, N, D)))
+        tgt = lucid.randn(*((N, T, D) if bf else (T, N, D)))
+        out_e = eager(src, tgt, tgt_mask=mask, tgt_key_padding_mask=kpm)
+        out_c = compiled(src, tgt, tgt_mask=mask, tgt_key_padding_mask=kpm)
+        assert_close(out_c, out_e, 1e-5, 1e-5, f"step {step}")
+        out_e.square().sum().backward()
+        out_c.square().sum().backward()
+        for (n, p), q in zip(model.named_parameters(), eager.parameters()):
+            assert_close(p.grad, q.grad, 1e-4, 1e-4, f"grad of {n} step {step}")
+    assert compiled.cache_info()["eager_only"] == {}
