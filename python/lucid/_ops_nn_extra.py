@@ -5,6 +5,10 @@ kernels, VJPs and lowerings, so autograd and lucid.compile work through them wit
 C++. torch writes several of them as Python composites too (local_response_norm, lp_pool3d,
 triplet_margin_with_distance_loss, affine_grid). lucid.nn.functional re-exports them by name.
 
+3-D convolution is a sum over the kD kernel planes of 2-D convolutions of strided D-slices
+(conv_transpose3d: of 2-D transposed convolutions placed at stride along D), so it runs on the
+oneDNN 2-D kernels, with their gradients.
+
 3-D pooling is separable: the max (or mean) over a (kd, kh, kw) box is the max (mean) along D of
 the max (mean) over (kh, kw), and torch's per-dimension output size, ceil-mode, padding and
 divisor rules are products of per-dimension terms, so the 2-D pooling ops applied twice give
@@ -19,7 +23,7 @@ import lucid
 from lucid import _C
 from lucid._ops_nn import _pnorm, _reduce, _reduction, pairwise_distance, interpolate
 
-__all__ = ["rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+__all__ = ["conv3d", "conv_transpose3d", "rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
            "local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d", "pdist", "avg_pool3d",
            "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
@@ -44,6 +48,102 @@ def _check_ndim(input, dims, op):
     if input.ndim not in dims:
         raise ValueError(f"{op}: argument 'input' expected a {' or '.join(f'{d}-D' for d in dims)} tensor, "
                          f"got {input.ndim}-D {list(input.shape)}")
+
+
+def _batched5(input, op):
+    _check_ndim(input, (4, 5), op)
+    return (input, False) if input.ndim == 5 else (input.unsqueeze(0), True)
+
+
+# ---- 3-D convolution ----------------------------------------------------------------------
+def _check_conv3d_weight(input, weight, groups, op, transposed):
+    if weight.ndim != 5:
+        layout = "[in_channels, out_channels/groups, kD, kH, kW]" if transposed else \
+            "[out_channels, in_channels/groups, kD, kH, kW]"
+        raise ValueError(f"{op}: argument 'weight' expected a 5-D tensor {layout}, got {weight.ndim}-D "
+                         f"{list(weight.shape)}")
+    if groups <= 0:
+        raise ValueError(f"{op}: argument 'groups' must be positive, got {groups}")
+    want = weight.shape[0] if transposed else weight.shape[1] * groups
+    if input.shape[1] != want:
+        raise ValueError(f"{op}: input has {input.shape[1]} channels, but weight {list(weight.shape)} with "
+                         f"groups={groups} expects {want}")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    op = "conv3d"
+    x, unbatched = _batched5(input, op)
+    _check_conv3d_weight(x, weight, groups, op, False)
+    s, dl = _ntuple(stride, 3, op, "stride"), _ntuple(dilation, 3, op, "dilation")
+    kd = weight.shape[2]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pd_l = pd_r = 0
+            hw_pad = (0, 0)
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+            pd_l = dl[0] * (kd - 1) // 2
+            pd_r = dl[0] * (kd - 1) - pd_l
+            hw_pad = "same"
+        else:
+            raise ValueError(f"{op}: argument 'padding' expected 'same', 'valid' or ints, got '{padding}'")
+    else:
+        p = _ntuple(padding, 3, op, "padding")
+        pd_l = pd_r = p[0]
+        hw_pad = p[1:]
+    if pd_l or pd_r:
+        x = lucid.pad(x, (0, 0, 0, 0, pd_l, pd_r))
+    n, c, d, h, w = x.shape
+    od = (d - dl[0] * (kd - 1) - 1) // s[0] + 1
+    if od <= 0:
+        raise ValueError(f"{op}: padded input depth {d} is smaller than the dilated kernel depth "
+                         f"{dl[0] * (kd - 1) + 1}")
+    out = None
+    for k in range(kd):
+        plane = x[:, :, k * dl[0]:k * dl[0] + (od - 1) * s[0] + 1:s[0]]
+        plane = plane.permute(0, 2, 1, 3, 4).reshape(n * od, c, h, w)
+        y = lucid.nn.functional.conv2d(plane, weight[:, :, k], None, s[1:], hw_pad, dl[1:], groups)
+        out = y if out is None else out + y
+    oc, oh, ow = out.shape[1:]
+    out = out.reshape(n, od, oc, oh, ow).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    op = "conv_transpose3d"
+    x, unbatched = _batched5(input, op)
+    _check_conv3d_weight(x, weight, groups, op, True)
+    s, p = _ntuple(stride, 3, op, "stride"), _ntuple(padding, 3, op, "padding")
+    opad, dl = _ntuple(output_padding, 3, op, "output_padding"), _ntuple(dilation, 3, op, "dilation")
+    for i in range(3):
+        if opad[i] >= max(s[i], dl[i]):
+            raise ValueError(f"{op}: output padding must be smaller than either stride or dilation, got "
+                             f"output_padding={opad}, stride={s}, dilation={dl}")
+    n, ic, idd, ih, iw = x.shape
+    kd = weight.shape[2]
+    full = (idd - 1) * s[0] + dl[0] * (kd - 1) + 1 + opad[0]
+    if full - 2 * p[0] <= 0:
+        raise ValueError(f"{op}: output depth would be {full - 2 * p[0]}, which is not positive")
+    planes = x.permute(0, 2, 1, 3, 4).reshape(n * idd, ic, ih, iw)
+    out = None
+    for k in range(kd):
+        y = lucid.nn.functional.conv_transpose2d(planes, weight[:, :, k], None, s[1:], p[1:], opad[1:], groups,
+                                                 dl[1:])
+        oc, oh, ow = y.shape[1:]
+        y = y.reshape(n, idd, oc, oh, ow)
+        if s[0] > 1:  # the input planes land stride apart along D
+            y = lucid.pad(y.unsqueeze(2), (0, 0, 0, 0, 0, 0, 0, s[0] - 1)).reshape(n, idd * s[0], oc, oh, ow)
+            y = y[:, :(idd - 1) * s[0] + 1]
+        left = k * dl[0]
+        y = lucid.pad(y, (0, 0, 0, 0, 0, 0, left, full - left - y.shape[1]))
+        out = y if out is None else out + y
+    out = out[:, p[0]:full - p[0]].permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
 
 
 # ---- activations --------------------------------------------------------------------------
@@ -195,11 +295,6 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 # ---- 3-D pooling (separable: 2-D over (H, W), then 2-D over a unit height along D) ---------
-def _batched5(input, op):
-    _check_ndim(input, (4, 5), op)
-    return (input, False) if input.ndim == 5 else (input.unsqueeze(0), True)
-
-
 def _d_last(y):
     """(N, C, D, H, W) -> (N, C*H*W, 1, D), the layout the 2-D ops pool along D in."""
     n, c, d, h, w = y.shape

@@ -593,3 +593,40 @@ def test_compiled_losses_equal_eager():
                                                                   lucid.tensor(np.array([[1, 3, -1, 0, 0]] * 4))]
         assert_close(compiled(*args), total(*args), 1e-12, 1e-12)
     assert compiled.cache_info()["eager_only"] == {}
+
+
+# ---- 3-D convolution ----------------------------------------------------------------------
+CONV3D_CASES = [
+    ("Conv3d", (2, 4, 3), {}, (2, 2, 5, 6, 5)),
+    ("Conv3d", (2, 4, (3, 2, 3)), {"stride": (2, 1, 2), "padding": (1, 0, 2), "dilation": (1, 2, 1)},
+     (1, 2, 6, 7, 6)),
+    ("Conv3d", (4, 6, 2), {"groups": 2, "bias": False}, (2, 4, 3, 4, 5)),
+    ("Conv3d", (2, 3, (2, 3, 4)), {"padding": "same", "dilation": (2, 1, 1)}, (1, 2, 5, 5, 6)),
+    ("Conv3d", (2, 3, 3), {"padding": "valid"}, (2, 4, 4, 4)),
+    ("Conv3d", (2, 3, 3), {"padding": 1, "padding_mode": "reflect"}, (1, 2, 4, 5, 4)),
+    ("Conv3d", (2, 3, 3), {"padding": (1, 2, 1), "padding_mode": "circular"}, (1, 2, 4, 5, 4)),
+    ("ConvTranspose3d", (2, 4, 3), {}, (2, 2, 3, 4, 3)),
+    ("ConvTranspose3d", (2, 4, (3, 2, 3)), {"stride": (2, 2, 1), "padding": (1, 0, 1), "output_padding": (1, 1, 0)},
+     (1, 2, 3, 4, 3)),
+    ("ConvTranspose3d", (4, 6, 2), {"stride": 3, "groups": 2, "dilation": (2, 1, 2), "bias": False},
+     (2, 4, 2, 3, 2)),
+    ("ConvTranspose3d", (3, 2, 2), {"stride": 2}, (3, 2, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", CONV3D_CASES, ids=[f"{c[0]}-{c[2]}" for c in CONV3D_CASES])
+def test_conv3d(name, args, kwargs, shape):
+    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape)])
+
+
+def test_conv_transpose3d_output_size_and_errors():
+    check(lambda lib: lib.nn.ConvTranspose3d(2, 3, 3, stride=2), [rand(1, 2, 3, 3, 3)],
+          kwargs={"output_size": (8, 7, 8)})
+    with pytest.raises(ValueError, match="conv3d: argument 'weight' expected a 5-D tensor"):
+        LF.conv3d(lucid.randn(1, 2, 3, 3, 3), lucid.randn(2, 2, 3, 3))
+    with pytest.raises(ValueError, match="conv3d: input has 3 channels"):
+        LF.conv3d(lucid.randn(1, 3, 3, 3, 3), lucid.randn(2, 2, 3, 3, 3))
+    with pytest.raises(ValueError, match="conv3d: padded input depth 2 is smaller"):
+        LF.conv3d(lucid.randn(1, 2, 2, 3, 3), lucid.randn(2, 2, 3, 1, 1))
+    with pytest.raises(ValueError, match="conv_transpose3d: output padding must be smaller"):
+        LF.conv_transpose3d(lucid.randn(1, 2, 2, 2, 2), lucid.randn(2, 2, 3, 3, 3), output_padding=1)

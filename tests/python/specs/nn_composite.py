@@ -1,7 +1,7 @@
 """Spec rows for the functional composites of lucid._ops_nn_extra (pixel/channel shuffles,
 local_response_norm, 3-d and adaptive-max pooling, unpooling, pdist, embedding_bag, the margin
 losses, affine_grid, grid_sample, rrelu in eval): no OpIds of their own, so `ops` is empty; the
-rows give them forward-vs-torch, gradient, finite-difference and compiled-vs-eager checks."""
+rows (with conv3d and conv_transpose3d, composites of the 2-D convolutions) give them forward-vs-torch, gradient, finite-difference and compiled-vs-eager checks."""
 import numpy as np
 
 from op_specs import OpSpec, Sample, arr, positive
@@ -45,6 +45,14 @@ def _mlm_target(rng, n, c):
 
 
 SPECS = [
+    _row("conv3d", lambda rng, dt: [
+        Sample([arr(rng, (2, 2, 4, 5, 4), dt), arr(rng, (3, 2, 3, 2, 3), dt), arr(rng, (3,), dt)]),
+        Sample([arr(rng, (1, 4, 5, 4, 6), dt), arr(rng, (4, 2, 2, 3, 3), dt), None],
+               {"stride": (2, 1, 2), "padding": 1, "dilation": (1, 1, 2), "groups": 2})]),
+    _row("conv_transpose3d", lambda rng, dt: [
+        Sample([arr(rng, (2, 2, 3, 2, 3), dt), arr(rng, (2, 3, 3, 2, 2), dt), arr(rng, (3,), dt)]),
+        Sample([arr(rng, (1, 4, 2, 3, 2), dt), arr(rng, (4, 1, 2, 3, 2), dt), None],
+               {"stride": 2, "padding": (1, 0, 1), "output_padding": 1, "groups": 2})]),
     _row("pixel_shuffle", lambda rng, dt: [Sample([arr(rng, (2, 8, 3, 2), dt), 2]),
                                            Sample([arr(rng, (9, 2, 2), dt), 3])]),
     _row("pixel_unshuffle", lambda rng, dt: [Sample([arr(rng, (2, 2, 4, 6), dt), 2])]),

@@ -2,7 +2,7 @@
 from lucid.nn.modules.module import Module
 from lucid.nn.modules.container import Container, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 from lucid.nn.modules.linear import Identity, Linear, Bilinear, Flatten, Unflatten
-from lucid.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from lucid.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from lucid.nn.modules.pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d,
                                       AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
                                       AdaptiveMaxPool2d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d,
