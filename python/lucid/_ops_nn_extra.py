@@ -28,7 +28,7 @@ __all__ = ["conv3d", "conv_transpose3d", "rrelu", "rrelu_", "pixel_shuffle", "pi
            "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "embedding_bag",
-           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "feature_alpha_dropout",
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "ctc_loss", "feature_alpha_dropout",
            "upsample_nearest", "upsample_bilinear", "affine_grid", "grid_sample"]
 
 
@@ -528,6 +528,91 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = lucid.minimum(d_neg, dist(positive, negative))
     return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction, op)
+
+
+_CTC_NEG = -1e30  # "log 0" of the CTC recursion: finite, so unreachable states keep finite gradients
+
+
+def _lse(*xs):
+    m = xs[0]
+    for x in xs[1:]:
+        m = lucid.maximum(m, x)
+    m = m.detach()
+    total = None
+    for x in xs:
+        e = (x - m).exp()
+        total = e if total is None else total + e
+    return m + total.log()
+
+
+def _lengths(v):
+    if isinstance(v, numbers.Integral):
+        return lucid.tensor([int(v)], dtype=lucid.int64)
+    if isinstance(v, lucid.Tensor):
+        return v.to(lucid.int64).reshape(-1)
+    return lucid.tensor([int(e) for e in v], dtype=lucid.int64)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist temporal classification loss: -log of the total probability of the
+    alignments of each target, by the forward (alpha) recursion over the time steps in log space.
+    log_probs (T, N, C) or (T, C); targets padded (N, S) or concatenated 1-D. The gradient
+    reaching logits through log_softmax equals torch's (torch's own gradient w.r.t. log_probs
+    presumes that log_softmax)."""
+    op = "ctc_loss"
+    if log_probs.ndim not in (2, 3):
+        raise ValueError(f"{op}: argument 'log_probs' expected a (T, N, C) or (T, C) tensor, got {log_probs.ndim}-D")
+    unbatched = log_probs.ndim == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    tt, n, c = lp.shape
+    if not 0 <= blank < c:
+        raise ValueError(f"{op}: argument 'blank' must be in [0, {c}), got {blank}")
+    in_len = _lengths(input_lengths)
+    tg_len = _lengths(target_lengths)
+    if in_len.shape[0] != n or tg_len.shape[0] != n:
+        raise ValueError(f"{op}: input_lengths and target_lengths must have {n} entries (the batch size), got "
+                         f"{in_len.shape[0]} and {tg_len.shape[0]}")
+    tg = targets.to(lucid.int64)
+    if unbatched:  # targets (S): one padded row
+        tg = tg.reshape(1, -1)
+    if tg.ndim == 2:
+        s_max = tg.shape[1]
+    elif tg.ndim == 1:  # concatenated targets: cut into a padded (N, max length) block
+        s_max = int(tg_len.max().item()) if n else 0
+        starts = tg_len.cumsum(0) - tg_len
+        pos = starts.reshape(-1, 1) + lucid.arange(max(s_max, 1)).reshape(1, -1)
+        tg = tg[pos.clamp(0, max(tg.shape[0] - 1, 0))] if tg.shape[0] else lucid.zeros(n, max(s_max, 1),
+                                                                                     dtype=lucid.int64)
+        s_max = max(s_max, 1)
+    else:
+        raise ValueError(f"{op}: argument 'targets' expected a 1-D or 2-D tensor, got {tg.ndim}-D")
+    # extended labels: blank, l1, blank, l2, ..., blank
+    blanks = lucid.full((n, s_max), blank, dtype=lucid.int64)
+    ext = lucid.cat([lucid.stack([blanks, tg], 2).reshape(n, 2 * s_max), blanks[:, :1]], 1)
+    width = 2 * s_max + 1
+    emit = lp.gather(2, ext.unsqueeze(0).expand(tt, n, width))  # (T, N, 2S+1)
+    skip = lucid.cat([lucid.zeros(n, 2, dtype=lucid.bool), (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])], 1)
+    neg = lucid.full((), _CTC_NEG, dtype=lp.dtype)
+    first = lucid.arange(width).reshape(1, -1) < 2
+    alpha = lucid.where(first, emit[0], neg)
+    for t in range(1, tt):
+        a1 = lucid.cat([neg.expand(n, 1), alpha[:, :-1]], 1)
+        a2 = lucid.where(skip, lucid.cat([neg.expand(n, 2), alpha[:, :-2]], 1), neg)
+        nxt = _lse(alpha, a1, a2) + emit[t]
+        alpha = lucid.where((in_len > t).reshape(-1, 1), nxt, alpha)
+    last = alpha.gather(1, (2 * tg_len).reshape(-1, 1)).reshape(-1)
+    prev = alpha.gather(1, (2 * tg_len - 1).clamp_min(0).reshape(-1, 1)).reshape(-1)
+    loss = -_lse(last, lucid.where(tg_len > 0, prev, neg))
+    infeasible = loss > -_CTC_NEG / 2
+    if zero_infinity:
+        loss = lucid.where(infeasible, lucid.zeros_like(loss), loss)
+    else:
+        loss = lucid.where(infeasible, lucid.full_like(loss, float("inf")), loss)
+    if reduction == "mean":
+        return (loss / tg_len.clamp_min(1).to(loss.dtype)).mean()
+    if unbatched and reduction == "none":
+        return loss.reshape(())
+    return _reduce(loss, reduction, op)
 
 
 # ---- resampling ---------------------------------------------------------------------------

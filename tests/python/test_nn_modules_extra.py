@@ -630,3 +630,51 @@ def test_conv_transpose3d_output_size_and_errors():
         LF.conv3d(lucid.randn(1, 2, 2, 3, 3), lucid.randn(2, 2, 3, 1, 1))
     with pytest.raises(ValueError, match="conv_transpose3d: output padding must be smaller"):
         LF.conv_transpose3d(lucid.randn(1, 2, 2, 2, 2), lucid.randn(2, 2, 3, 3, 3), output_padding=1)
+
+
+# ---- CTC ----------------------------------------------------------------------------------
+def _ctc_case(lib, logits, targets, il, tl, **kw):
+    x = (lucid.tensor(logits) if lib is lucid else torch.from_numpy(logits.copy())).requires_grad_(True)
+    conv = (lambda a: lucid.tensor(a)) if lib is lucid else (lambda a: torch.from_numpy(a.copy()))
+    lens = [conv(v) if isinstance(v, np.ndarray) else v for v in (il, tl)]
+    loss = lib.nn.CTCLoss(**kw)(lib.nn.functional.log_softmax(x, -1), conv(targets), *lens)
+    loss.sum().backward()
+    return loss, x.grad
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"blank": 5},
+                                {"zero_infinity": True, "reduction": "none"}], ids=str)
+@pytest.mark.parametrize("layout", ["padded", "concatenated", "tuple_lengths"])
+def test_ctc_loss(kw, layout):
+    t, n, c = 9, 4, 6
+    blank = kw.get("blank", 0)
+    labels = [v for v in range(c) if v != blank]
+    tl = np.array([3, 1, 0, 5], dtype=np.int64)  # the last one needs 5 + 3 repeats > 8 steps: infeasible
+    il = np.array([9, 7, 6, 8], dtype=np.int64)
+    padded = RNG.choice(labels, (n, 5)).astype(np.int64)
+    padded[3] = labels[0]
+    targets = padded if layout == "padded" else np.concatenate([padded[i, :tl[i]] for i in range(n)])
+    if not kw.get("zero_infinity") and kw.get("reduction") != "none":
+        tl, il = tl[:3], il[:3]  # a finite total: drop the infeasible sample
+        padded, n = padded[:3], 3
+        targets = padded if layout == "padded" else np.concatenate([padded[i, :tl[i]] for i in range(n)])
+    if layout == "tuple_lengths":
+        il, tl = tuple(int(v) for v in il), tuple(int(v) for v in tl)
+    logits = RNG.standard_normal((t, n, c))
+    lo, lg = _ctc_case(lucid, logits, targets, il, tl, **kw)
+    to, tg = _ctc_case(torch, logits, targets, il, tl, **kw)
+    assert_close(lo, to, 1e-10, 1e-10)
+    if np.isfinite(to.detach().numpy()).all():
+        assert_close(lg, tg, 1e-10, 1e-9)
+
+
+def test_ctc_loss_unbatched_and_errors():
+    logits = RNG.standard_normal((6, 4))
+    lo, lg = _ctc_case(lucid, logits, np.array([1, 2, 2], dtype=np.int64), (6,), (3,))
+    to, tg = _ctc_case(torch, logits, np.array([1, 2, 2], dtype=np.int64), (6,), (3,))
+    assert_close(lo, to, 1e-10, 1e-10)
+    assert_close(lg, tg, 1e-10, 1e-9)
+    with pytest.raises(ValueError, match="ctc_loss: argument 'blank' must be in"):
+        LF.ctc_loss(lucid.randn(5, 2, 3), lucid.ones(2, 2, dtype=lucid.int64), (5, 5), (2, 2), blank=3)
+    with pytest.raises(ValueError, match="ctc_loss: input_lengths and target_lengths must have 2 entries"):
+        LF.ctc_loss(lucid.randn(5, 2, 3), lucid.ones(2, 2, dtype=lucid.int64), (5,), (2, 2))

@@ -44,6 +44,16 @@ def _mlm_target(rng, n, c):
     return t
 
 
+def _ctc_samples(rng, dt):
+    """log_softmax(x) of (T, N, C) logits (torch's ctc gradient w.r.t. log_probs presumes it),
+    padded targets, lengths with a short input and an empty target."""
+    t, n, c, s = 7, 3, 5, 3
+    tg = rng.integers(1, c, (n, s))
+    il, tl = np.array([7, 6, 5], dtype=np.int64), np.array([3, 1, 0], dtype=np.int64)
+    return [Sample([arr(rng, (t, n, c), dt), tg, il, tl], {"reduction": r}) for r in REDS] + [
+        Sample([arr(rng, (t, n, c), dt), rng.integers(0, c - 1, (n, s)), il, tl], {"blank": c - 1, "zero_infinity": True})]
+
+
 SPECS = [
     _row("conv3d", lambda rng, dt: [
         Sample([arr(rng, (2, 2, 4, 5, 4), dt), arr(rng, (3, 2, 3, 2, 3), dt), arr(rng, (3,), dt)]),
@@ -106,5 +116,7 @@ SPECS = [
         Sample([arr(rng, (2, 3, 4, 5), dt), arr(rng, (2, 3, 6, 2), dt, -1.2, 1.2)],
                {"mode": m, "padding_mode": p, "align_corners": a}, grad_args=[0] if m == "nearest" else [0, 1])
         for m in ("bilinear", "nearest") for p in ("zeros", "border", "reflection") for a in (False, True)]),
+    OpSpec("ctc_loss", [], lambda l, x, *a, **k: _F(l).ctc_loss(_F(l).log_softmax(x, 2), *a, **k),
+           lambda t, x, *a, **k: _F(t).ctc_loss(_F(t).log_softmax(x, 2), *a, **k), _ctc_samples),
     _row("rrelu", lambda rng, dt: [Sample([arr(rng, (3, 4), dt)]), Sample([arr(rng, (3, 4), dt), 0.2, 0.4])]),
 ]

@@ -23,7 +23,7 @@ from lucid.nn.modules.loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, Cro
                                    BCELoss, BCEWithLogitsLoss, KLDivLoss, PoissonNLLLoss, GaussianNLLLoss,
                                    HingeEmbeddingLoss, MultiLabelMarginLoss, SoftMarginLoss,
                                    MultiLabelSoftMarginLoss, CosineEmbeddingLoss, MarginRankingLoss, MultiMarginLoss,
-                                   TripletMarginLoss, TripletMarginWithDistanceLoss)
+                                   TripletMarginLoss, TripletMarginWithDistanceLoss, CTCLoss)
 from lucid.nn.modules.padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
                                       ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
                                       ReplicationPad2d, ReplicationPad3d, CircularPad1d, CircularPad2d,
