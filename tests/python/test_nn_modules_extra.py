@@ -678,3 +678,52 @@ def test_ctc_loss_unbatched_and_errors():
         LF.ctc_loss(lucid.randn(5, 2, 3), lucid.ones(2, 2, dtype=lucid.int64), (5, 5), (2, 2), blank=3)
     with pytest.raises(ValueError, match="ctc_loss: input_lengths and target_lengths must have 2 entries"):
         LF.ctc_loss(lucid.randn(5, 2, 3), lucid.ones(2, 2, dtype=lucid.int64), (5,), (2, 2))
+
+
+# ---- lazy modules -------------------------------------------------------------------------
+LAZY_CASES = [
+    ("LazyLinear", (4,), {}, (3, 5)), ("LazyLinear", (2,), {"bias": False}, (2, 3, 6)),
+    ("LazyConv1d", (4, 3), {"padding": 1}, (2, 3, 7)), ("LazyConv2d", (6, 3), {"stride": 2, "groups": 3}, (2, 3, 7, 6)),
+    ("LazyConv3d", (2, 2), {}, (1, 3, 3, 4, 3)), ("LazyConvTranspose1d", (2, 3), {"stride": 2}, (2, 3, 5)),
+    ("LazyConvTranspose2d", (4, 2), {"groups": 2, "bias": False}, (2, 4, 3, 3)),
+    ("LazyConvTranspose3d", (2, 2), {}, (1, 3, 2, 3, 2)),
+    ("LazyBatchNorm1d", (), {}, (6, 3)), ("LazyBatchNorm2d", (), {"momentum": 0.3}, (4, 3, 2, 2)),
+    ("LazyBatchNorm3d", (), {"affine": False}, (2, 3, 2, 2, 2)), ("LazyInstanceNorm1d", (), {}, (2, 3, 5)),
+    ("LazyInstanceNorm2d", (), {"track_running_stats": False}, (2, 3, 4, 4)),
+    ("LazyInstanceNorm3d", (), {"affine": False}, (2, 3, 2, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", LAZY_CASES, ids=[f"{c[0]}-{c[2]}" for c in LAZY_CASES])
+def test_lazy_module(name, args, kwargs, shape):
+    lm = getattr(lnn, name)(*args, **kwargs).double()
+    tm = getattr(torch.nn, name)(*args, **kwargs).double()
+    assert repr(lm) == repr(tm)
+    assert list(lm.state_dict()) == list(tm.state_dict())
+    assert lm.has_uninitialized_params()
+    copied = copy.deepcopy(lm)
+    assert copied.has_uninitialized_params()
+    x = rand(*shape)
+    lm(lucid.tensor(x))
+    tm(torch.from_numpy(x))
+    assert type(lm).__name__ == type(tm).__name__  # the eager class, as torch's cls_to_become
+    assert repr(lm) == repr(tm)
+    for k, v in tm.state_dict().items():  # shapes (and dtypes) inferred as torch's
+        assert tuple(lm.state_dict()[k].shape) == tuple(v.shape), k
+        assert lm.state_dict()[k].dtype.name == str(v.dtype).replace("torch.", ""), k
+    # a checkpoint materialises the placeholders too; then both compute the same
+    tm.train()
+    check(lambda lib: copied if lib is lucid else tm, [x], train=True, check_repr=False)
+    assert type(copied).__name__ == type(tm).__name__
+
+
+def test_lazy_linear_first_call_initialises_like_linear():
+    lucid.manual_seed(1)
+    lazy = lnn.LazyLinear(50)
+    lazy(lucid.randn(2, 200))
+    w = lazy.weight.detach().numpy()
+    bound = 1 / np.sqrt(200)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound  # kaiming_uniform_(a=sqrt(5)), as Linear
+    assert isinstance(lazy, lnn.Linear) and lazy.in_features == 200
+    assert isinstance(lnn.LazyLinear(3).weight, lnn.UninitializedParameter)
+    assert isinstance(lnn.LazyBatchNorm1d().running_mean, lnn.UninitializedBuffer)
