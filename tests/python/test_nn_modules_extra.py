@@ -727,3 +727,33 @@ def test_lazy_linear_first_call_initialises_like_linear():
     assert isinstance(lazy, lnn.Linear) and lazy.in_features == 200
     assert isinstance(lnn.LazyLinear(3).weight, lnn.UninitializedParameter)
     assert isinstance(lnn.LazyBatchNorm1d().running_mean, lnn.UninitializedBuffer)
+
+
+# ---- nn.grad, nn.parallel -----------------------------------------------------------------
+@pytest.mark.parametrize("nd,kw", [(1, {"stride": 2, "padding": 1}), (2, {"stride": (2, 1), "dilation": 2, "groups": 2}),
+                                   (3, {"padding": 1, "groups": 2})])
+def test_nn_grad_conv_input_and_weight(nd, kw):
+    x = rand(2, 4, *(7, 6, 5)[:nd])
+    w = rand(6, 2, *(3, 2, 2)[:nd])
+    tconv = getattr(torch.nn.functional, f"conv{nd}d")
+    go = RNG.standard_normal(tuple(tconv(torch.from_numpy(x), torch.from_numpy(w), **({"groups": 2} | kw)).shape))
+    kw = {"groups": 2} | kw
+    lw, tw = lucid.tensor(w).requires_grad_(True), torch.from_numpy(w).requires_grad_(True)
+    li = getattr(lnn.grad, f"conv{nd}d_input")(x.shape, lw, lucid.tensor(go), **kw)
+    ti = getattr(torch.nn.grad, f"conv{nd}d_input")(x.shape, tw, torch.from_numpy(go), **kw)
+    assert_close(li, ti, 1e-12, 1e-10, "input gradient")
+    li.square().sum().backward()  # differentiable in the weight, as torch's
+    ti.square().sum().backward()
+    assert_close(lw.grad, tw.grad, 1e-10, 1e-9, "second order")
+    lwg = getattr(lnn.grad, f"conv{nd}d_weight")(lucid.tensor(x), w.shape, lucid.tensor(go), **kw)
+    twg = getattr(torch.nn.grad, f"conv{nd}d_weight")(torch.from_numpy(x), w.shape, torch.from_numpy(go), **kw)
+    assert_close(lwg, twg, 1e-12, 1e-10, "weight gradient")
+    with pytest.raises(ValueError, match="argument 'grad_output' expected shape"):
+        getattr(lnn.grad, f"conv{nd}d_weight")(lucid.tensor(x), w.shape, lucid.tensor(go[:1]), **kw)
+
+
+def test_nn_parallel_namespace():
+    m = lnn.Linear(3, 2)
+    x = lucid.randn(4, 3)
+    np.testing.assert_array_equal(lnn.parallel.data_parallel(m, x).detach().numpy(), m(x).detach().numpy())
+    assert lnn.parallel.DataParallel is lnn.DataParallel
