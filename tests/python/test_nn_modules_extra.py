@@ -757,3 +757,44 @@ def test_nn_parallel_namespace():
     x = lucid.randn(4, 3)
     np.testing.assert_array_equal(lnn.parallel.data_parallel(m, x).detach().numpy(), m(x).detach().numpy())
     assert lnn.parallel.DataParallel is lnn.DataParallel
+
+
+# ---- adaptive softmax ---------------------------------------------------------------------
+@pytest.mark.parametrize("kw", [{"cutoffs": [3, 7]}, {"cutoffs": [2], "div_value": 2.0, "head_bias": True},
+                                {"cutoffs": [4, 6, 9]}], ids=str)
+def test_adaptive_log_softmax(kw):
+    n_classes, feats = 12, 8
+
+    class Wrap:  # forward(input, target) returns a namedtuple: compare both fields
+        pass
+
+    target = Int(np.array([0, 2, 3, 6, 7, 11, 5, 1, 9, 10], dtype=np.int64))
+    lm, tm = check(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(feats, n_classes, **kw), [rand(10, feats), target])
+    x = rand(6, feats)
+    assert_close(lm.log_prob(lucid.tensor(x)), tm.log_prob(torch.from_numpy(x)), 1e-12, 1e-10)
+    np.testing.assert_array_equal(lm.predict(lucid.tensor(x)).numpy(), tm.predict(torch.from_numpy(x)).numpy())
+    out, loss = lm(lucid.tensor(x[0]), lucid.tensor(np.array(4)))
+    tout, tloss = tm(torch.from_numpy(x[0]), torch.tensor(4))
+    assert_close(out, tout, 1e-12, 1e-10)
+    with pytest.raises(RuntimeError, match="Target values should be in \\[0, 11\\]"):
+        lm(lucid.tensor(x[:2]), lucid.tensor(np.array([0, 12])))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+        lnn.AdaptiveLogSoftmaxWithLoss(feats, n_classes, [5, 3])
+
+
+def test_adaptive_log_softmax_compiles():
+    m = lnn.AdaptiveLogSoftmaxWithLoss(8, 12, [3, 7])
+    compiled = lucid.compile(lambda x, t: m(x, t).loss, strict=True)
+    for _ in range(2):
+        x, t = lucid.tensor(rand(5, 8).astype(np.float32)), lucid.tensor(ints(12, 5))
+        assert_close(compiled(x, t), m(x, t).loss, 1e-6, 1e-6)
+
+
+def test_zero_width_linear_backward_and_modulelist_repr():
+    # a zero-width hidden layer (AdaptiveLogSoftmaxWithLoss makes one for a small in_features)
+    check(lambda lib: lib.nn.Sequential(lib.nn.Linear(5, 0), lib.nn.Linear(0, 3)), [rand(2, 4, 5)])
+    for build in (lambda lib: lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.ReLU(), lib.nn.Tanh(), lib.nn.ReLU()]),
+                  lambda lib: lib.nn.Transformer(8, 2, 2, 3, 16)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert repr(build(lnn)) == repr(build(torch.nn))
