@@ -797,4 +797,4 @@ def test_zero_width_linear_backward_and_modulelist_repr():
                   lambda lib: lib.nn.Transformer(8, 2, 2, 3, 16)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            assert repr(build(lnn)) == repr(build(torch.nn))
+            assert repr(build(lucid)) == repr(build(torch))
