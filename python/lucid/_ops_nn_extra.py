@@ -24,7 +24,8 @@ from lucid import _C
 from lucid._ops_nn import _pnorm, _reduce, _reduction, pairwise_distance, interpolate
 
 __all__ = ["conv3d", "conv_transpose3d", "rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
-           "local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d", "pdist", "avg_pool3d",
+           "local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d", "fractional_max_pool3d_with_indices", "pdist", "avg_pool3d",
            "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "embedding_bag",
@@ -420,6 +421,91 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     return lucid.nn.functional.adaptive_max_pool2d(input, output_size, True)
+
+
+# ---- fractional max pooling (Graham, 2014) ------------------------------------------------
+def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples, nd, op):
+    """Max over pseudo-random k-windows whose starts, per dim, are torch's generate_intervals of a
+    sample u in [0, 1): floor((i + u) * alpha) - floor(u * alpha), alpha = (in - k) / (out - 1),
+    the last window ending at the input's edge. The samples come from lucid's generator unless
+    given (N, C, nd); sample j drives the spatial dims from the last (2-D: W, H) or, in 3-D, the
+    first (T, H, W), as torch's kernels use them."""
+    _check_ndim(input, (nd + 1, nd + 2), op)
+    unbatched = input.ndim == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    n, c = x.shape[:2]
+    spatial = tuple(x.shape[2:])
+    k = _ntuple(kernel_size, nd, op, "kernel_size")
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+        ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * nd
+        out = tuple(int(spatial[i] * float(ratio[i])) for i in range(nd))
+    else:
+        out = _ntuple(output_size, nd, op, "output_size")
+    for i in range(nd):  # torch's bounds: output + kernel - 1 <= input in 2-D, < input in 3-D
+        if out[i] + k[i] - 1 > spatial[i] - (nd == 3):
+            raise ValueError(f"{op}: output_size {out} with kernel_size {k} is too large for an input of spatial "
+                             f"size {spatial} (needs output + kernel - 1 {'<' if nd == 3 else '<='} input in every "
+                             "dim)")
+    if samples is None:
+        samples = lucid.rand(n, c, nd, dtype=x.dtype)
+    elif tuple(samples.shape) != (n, c, nd):
+        raise ValueError(f"{op}: argument '_random_samples' expected shape {[n, c, nd]}, got {list(samples.shape)}")
+    order = list(range(nd))[::-1] if nd == 2 else list(range(nd))  # sample index for each spatial dim
+    starts = []
+    for d in range(nd):
+        u = samples[:, :, order[d]].to(x.dtype).reshape(n, c, 1)
+        if out[d] > 1:
+            alpha = float(np.array(spatial[d] - k[d], dtype=np.float64) / (out[d] - 1))
+            seq = ((lucid.arange(out[d], dtype=x.dtype).reshape(1, 1, -1) + u) * alpha).floor() - (u * alpha).floor()
+            seq = lucid.cat([seq[:, :, :-1], lucid.full((n, c, 1), float(spatial[d] - k[d]), dtype=x.dtype)], 2)
+        else:
+            seq = lucid.full((n, c, 1), float(spatial[d] - k[d]), dtype=x.dtype)
+        starts.append(seq.to(lucid.int64))
+    # flat input index of every (output position, window offset), as (N, C, *out, *k)
+    flat = None
+    stride = 1
+    for d in reversed(range(nd)):
+        pos = starts[d].unsqueeze(-1) + lucid.arange(k[d]).reshape(1, 1, 1, -1)  # (N, C, out_d, k_d)
+        shape = [n, c] + [1] * (2 * nd)
+        shape[2 + d], shape[2 + nd + d] = out[d], k[d]
+        term = pos.reshape(*shape) * stride
+        flat = term if flat is None else flat + term
+        stride *= spatial[d]
+    flat = flat.expand(n, c, *out, *k).reshape(n, c, -1)
+    vals = x.reshape(n, c, -1).gather(2, flat).reshape(n, c, *out, int(np.prod(k)))
+    values, arg = vals.max(-1)
+    idx = flat.reshape(n, c, *out, int(np.prod(k))).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    if unbatched:
+        values, idx = values.squeeze(0), idx.squeeze(0)
+    return values, idx
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    out, idx = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2,
+                                    "fractional_max_pool2d")
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2,
+                                "fractional_max_pool2d_with_indices")
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    out, idx = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3,
+                                    "fractional_max_pool3d")
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3,
+                                "fractional_max_pool3d_with_indices")
 
 
 # ---- distances ----------------------------------------------------------------------------

@@ -798,3 +798,51 @@ def test_zero_width_linear_backward_and_modulelist_repr():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert repr(build(lucid)) == repr(build(torch))
+
+
+# ---- fractional max pooling ---------------------------------------------------------------
+FRAC_CASES = [
+    ("FractionalMaxPool2d", (3,), {"output_size": (5, 6)}, (2, 3, 9, 11)),
+    ("FractionalMaxPool2d", ((2, 3),), {"output_size": 7, "return_indices": True}, (2, 2, 9, 9)),
+    ("FractionalMaxPool2d", (2,), {"output_ratio": (0.5, 0.7)}, (2, 3, 10, 9)),
+    ("FractionalMaxPool2d", (2,), {"output_size": 4}, (3, 9, 8)),
+    ("FractionalMaxPool3d", (2,), {"output_size": (3, 4, 5)}, (2, 2, 7, 8, 9)),
+    ("FractionalMaxPool3d", ((2, 3, 2),), {"output_size": (6, 5, 3), "return_indices": True}, (1, 2, 8, 8, 9)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", FRAC_CASES, ids=[f"{c[0]}-{c[2]}" for c in FRAC_CASES])
+def test_fractional_max_pool(name, args, kwargs, shape):
+    """The pseudo-random windows come from _random_samples: given the same samples, the pooling is
+    torch's exactly (values, indices, gradients), in float64 and float32 (torch computes the window
+    starts in the input's dtype)."""
+    nd = 2 if "2d" in name else 3
+    batch = shape[:2] if len(shape) == nd + 2 else (1, shape[0])
+    u = RNG.random(batch + (nd,))
+    for dt in (np.float64, np.float32):
+        x = rand(*shape).astype(dt)
+        lm = getattr(lnn, name)(*args, **kwargs, _random_samples=lucid.tensor(u.astype(dt)))
+        tm = getattr(torch.nn, name)(*args, **kwargs, _random_samples=torch.from_numpy(u.astype(dt)))
+        assert list(lm.state_dict()) == list(tm.state_dict()) == ["_random_samples"]
+        lx, tx = lucid.tensor(x).requires_grad_(True), torch.from_numpy(x).requires_grad_(True)
+        lo, to = _flat(lm(lx)), _flat(tm(tx))
+        for a, b in zip(lo, to):
+            assert_close(a, b, 0, 0)
+        g = RNG.standard_normal(tuple(to[0].shape)).astype(dt)
+        (lo[0] * lucid.tensor(g)).sum().backward()
+        (to[0] * torch.from_numpy(g)).sum().backward()
+        assert_close(lx.grad, tx.grad, 1e-6, 1e-6)
+
+
+def test_fractional_max_pool_draws_samples_and_checks_arguments():
+    x = lucid.randn(2, 3, 10, 10)
+    lucid.manual_seed(5)
+    a = LF.fractional_max_pool2d(x, 2, output_size=4)
+    lucid.manual_seed(5)
+    np.testing.assert_array_equal(a.numpy(), LF.fractional_max_pool2d(x, 2, output_size=4).numpy())
+    with pytest.raises(ValueError, match="requires specifying either an output size"):
+        lnn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
+        lnn.FractionalMaxPool3d(2, output_ratio=1.5)
+    with pytest.raises(ValueError, match="fractional_max_pool3d: output_size \\(7, 7, 7\\) with kernel_size"):
+        LF.fractional_max_pool3d(lucid.randn(1, 1, 8, 8, 8), 2, output_size=7)

@@ -94,6 +94,11 @@ SPECS = [
                grad_args=[0])]),
     _row("max_unpool3d", lambda rng, dt: [
         Sample([arr(rng, (1, 2, 2, 2, 3), dt), _unpool_indices(rng, (1, 2), (2, 2, 3), 2), 2], grad_args=[0])]),
+    _row("fractional_max_pool2d", lambda rng, dt: [
+        Sample([arr(rng, (2, 3, 9, 8), dt), 3, (4, 5), None, False, rng.random((2, 3, 2)).astype(dt)], grad_args=[0]),
+        Sample([arr(rng, (2, 7, 9), dt), (2, 3), None, (0.5, 0.6), True, rng.random((1, 2, 2)).astype(dt)], grad_args=[0])]),
+    _row("fractional_max_pool3d", lambda rng, dt: [
+        Sample([arr(rng, (1, 2, 6, 7, 8), dt), 2, (3, 4, 5), None, False, rng.random((1, 2, 3)).astype(dt)], grad_args=[0])]),
     _row("pdist", lambda rng, dt: [Sample([arr(rng, (5, 3), dt)]), Sample([arr(rng, (4, 6), dt)], {"p": 1.0}),
                                    Sample([arr(rng, (4, 3), dt)], {"p": 3.0})]),
     _row("embedding_bag", lambda rng, dt: [

@@ -6,7 +6,7 @@ from lucid.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvT
 from lucid.nn.modules.pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d,
                                       AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
                                       AdaptiveMaxPool2d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d,
-                                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
+                                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, FractionalMaxPool2d, FractionalMaxPool3d)
 from lucid.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm, LayerNorm,
                                             GroupNorm, RMSNorm, LocalResponseNorm, CrossMapLRN2d)
 from lucid.nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
