@@ -23,7 +23,7 @@ import lucid
 from lucid import _C
 from lucid._ops_nn import _pnorm, _reduce, _reduction, pairwise_distance, interpolate
 
-__all__ = ["conv3d", "conv_transpose3d", "rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+__all__ = ["conv3d", "conv_transpose3d", "conv_tbc", "rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
            "local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
            "fractional_max_pool3d", "fractional_max_pool3d_with_indices", "pdist", "avg_pool3d",
            "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices",
@@ -145,6 +145,15 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1, 1)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution in (time, batch, channel) layout: weight (kernel, in, out), bias (out)."""
+    if input.ndim != 3 or weight.ndim != 3:
+        raise ValueError(f"conv_tbc: expected a 3-D input (T, B, C) and a 3-D weight (K, C_in, C_out), got "
+                         f"{list(input.shape)} and {list(weight.shape)}")
+    y = lucid.nn.functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, int(pad))
+    return y.permute(2, 0, 1)
 
 
 # ---- activations --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ _F_NAMES = [
     "softmin", "gumbel_softmax",
     # linear / conv / pool
     "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "conv_tbc",
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool2d", "unfold", "fold",
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool3d", "max_unpool1d", "max_unpool2d",

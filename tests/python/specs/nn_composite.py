@@ -94,6 +94,9 @@ SPECS = [
                grad_args=[0])]),
     _row("max_unpool3d", lambda rng, dt: [
         Sample([arr(rng, (1, 2, 2, 2, 3), dt), _unpool_indices(rng, (1, 2), (2, 2, 3), 2), 2], grad_args=[0])]),
+    _row("conv_tbc", lambda rng, dt: [
+        Sample([arr(rng, (7, 2, 3), dt), arr(rng, (3, 3, 4), dt), arr(rng, (4,), dt)]),
+        Sample([arr(rng, (5, 3, 2), dt), arr(rng, (2, 2, 3), dt), arr(rng, (3,), dt), 1])]),
     _row("fractional_max_pool2d", lambda rng, dt: [
         Sample([arr(rng, (2, 3, 9, 8), dt), 3, (4, 5), None, False, rng.random((2, 3, 2)).astype(dt)], grad_args=[0]),
         Sample([arr(rng, (2, 7, 9), dt), (2, 3), None, (0.5, 0.6), True, rng.random((1, 2, 2)).astype(dt)], grad_args=[0])]),
