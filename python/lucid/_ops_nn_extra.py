@@ -168,6 +168,8 @@ def _rrelu_slope(input, lower, upper, training):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if lower > upper:
+        raise ValueError(f"rrelu: argument 'lower' ({lower}) must be at most 'upper' ({upper})")
     if inplace:
         return rrelu_(input, lower, upper, training)
     if not training:
@@ -176,6 +178,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    if lower > upper:
+        raise ValueError(f"rrelu_: argument 'lower' ({lower}) must be at most 'upper' ({upper})")
     return input.mul_(_rrelu_slope(input, lower, upper, training))
 
 
@@ -316,6 +320,24 @@ def _d_back(z, n, c, h, w):
     return z.reshape(n, c, h, w, z.shape[-1]).permute(0, 1, 4, 2, 3)
 
 
+def _check_pool3d(spatial, k, s, p, dl, ceil_mode, op):
+    """torch's pooling bounds, checked here so errors name the 3-D op (not the 2-D ops it runs on)."""
+    out = []
+    for i in range(3):
+        eff = (k[i] - 1) * dl[i] + 1
+        if p[i] > eff // 2:
+            raise ValueError(f"{op}: pad should be at most half of effective kernel size, but got pad={p}, "
+                             f"kernel_size={k} and dilation={dl}")
+        span = spatial[i] + 2 * p[i] - eff
+        o = (-(-span // s[i]) if ceil_mode else span // s[i]) + 1
+        if ceil_mode and (o - 1) * s[i] >= spatial[i] + p[i]:
+            o -= 1
+        out.append(o)
+    if min(out) < 1:
+        raise ValueError(f"{op}: given input size {tuple(spatial)}, the calculated output size {tuple(out)} is too "
+                         "small")
+
+
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     op = "avg_pool3d"
@@ -325,6 +347,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                                                                                                      "stride")
     p = _ntuple(padding, 3, op, "padding")
     n, c, d, h, w = x.shape
+    _check_pool3d((d, h, w), k, s, p, (1, 1, 1), ceil_mode, op)
     div = None if divisor_override is None else 1  # sums in both stages, one division at the end
     y = _C._avg_pool2d(x.reshape(n, c * d, h, w), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, div)
     ho, wo = y.shape[-2:]
@@ -344,6 +367,7 @@ def _max_pool3d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, o
     p = _ntuple(padding, 3, op, "padding")
     dl = _ntuple(dilation, 3, op, "dilation")
     n, c, d, h, w = x.shape
+    _check_pool3d((d, h, w), k, s, p, dl, ceil_mode, op)
     y, hw_idx = _C._max_pool2d(x.reshape(n, c * d, h, w), k[1:], s[1:], p[1:], dl[1:], ceil_mode)
     ho, wo = y.shape[-2:]
     y, hw_idx = y.reshape(n, c, d, ho, wo), hw_idx.reshape(n, c, d, ho, wo)

@@ -846,3 +846,24 @@ def test_fractional_max_pool_draws_samples_and_checks_arguments():
         lnn.FractionalMaxPool3d(2, output_ratio=1.5)
     with pytest.raises(ValueError, match="fractional_max_pool3d: output_size \\(7, 7, 7\\) with kernel_size"):
         LF.fractional_max_pool3d(lucid.randn(1, 1, 8, 8, 8), 2, output_size=7)
+
+
+def test_composite_bad_input_names_the_op():
+    with pytest.raises(ValueError, match="max_pool3d: given input size \\(2, 2, 2\\), the calculated output size"):
+        LF.max_pool3d(lucid.randn(1, 1, 2, 2, 2), 3)
+    with pytest.raises(ValueError, match="avg_pool3d: pad should be at most half"):
+        LF.avg_pool3d(lucid.randn(1, 1, 6, 6, 6), 2, padding=2)
+    with pytest.raises(ValueError, match="rrelu: argument 'lower' \\(0.5\\) must be at most 'upper'"):
+        LF.rrelu(lucid.randn(3), 0.5, 0.1, training=True)
+    with pytest.raises(ValueError, match="pdist: argument 'input' expected a 2-D tensor"):
+        LF.pdist(lucid.randn(2, 3, 4))
+    with pytest.raises(ValueError, match="grid_sample: argument 'grid' expected shape"):
+        LF.grid_sample(lucid.randn(1, 1, 4, 4), lucid.randn(1, 2, 2, 3))
+    with pytest.raises(ValueError, match="affine_grid: expected a batch of 2D affine matrices"):
+        LF.affine_grid(lucid.randn(1, 3, 3), (1, 1, 4, 4))
+    with pytest.raises(TypeError, match="embedding_bag: argument 'input' expected an int64 or int32"):
+        LF.embedding_bag(lucid.randn(2, 3), lucid.randn(5, 3))
+    with pytest.raises(IndexError, match="index 9 is out of range"):
+        LF.embedding_bag(lucid.tensor([[0, 9]]), lucid.randn(5, 3))
+    with pytest.raises(ValueError, match="adaptive_max_pool3d: argument 'output_size' expected an int or 3"):
+        LF.adaptive_max_pool3d(lucid.randn(1, 1, 4, 4, 4), (2, 2))
