@@ -867,3 +867,19 @@ def test_composite_bad_input_names_the_op():
         LF.embedding_bag(lucid.tensor([[0, 9]]), lucid.randn(5, 3))
     with pytest.raises(ValueError, match="adaptive_max_pool3d: argument 'output_size' expected an int or 3"):
         LF.adaptive_max_pool3d(lucid.randn(1, 1, 4, 4, 4), (2, 2))
+
+
+def test_random_modules_compiled_draw_eagers_numbers():
+    """RReLU and FeatureAlphaDropout in training draw from lucid's generator: compiled, with the
+    same seed, they give eager's values (the draws are ops of the trace)."""
+    m = lnn.Sequential(lnn.RReLU(0.1, 0.4), lnn.FeatureAlphaDropout(0.3)).train()
+    compiled = lucid.compile(m, strict=True)
+    x = lucid.tensor(rand(4, 3, 5).astype(np.float32))
+    for seed in range(3):
+        lucid.manual_seed(seed)
+        want = m(x).numpy()
+        lucid.manual_seed(seed)
+        np.testing.assert_array_equal(compiled(x).numpy(), want)
+    assert compiled.cache_info()["eager_only"] == {}
+    kept = (m[1](lucid.ones(200, 50, 1)).numpy()[:, :, 0])
+    assert len(np.unique(np.round(kept, 6))) == 2  # one draw per (sample, channel): two values
