@@ -23,14 +23,15 @@ import lucid
 from lucid import _C
 from lucid._ops_nn import _pnorm, _reduce, _reduction, pairwise_distance, interpolate
 
-__all__ = ["conv3d", "conv_transpose3d", "conv_tbc", "rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
-           "local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
-           "fractional_max_pool3d", "fractional_max_pool3d_with_indices", "pdist", "avg_pool3d",
-           "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices",
-           "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "embedding_bag",
-           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "ctc_loss", "feature_alpha_dropout",
-           "upsample_nearest", "upsample_bilinear", "affine_grid", "grid_sample"]
+__all__ = ["conv3d", "conv_transpose3d", "conv_tbc", "rrelu", "rrelu_", "pixel_shuffle", "pixel_unshuffle",
+           "channel_shuffle", "native_channel_shuffle", "local_response_norm", "max_unpool1d", "max_unpool2d",
+           "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+           "fractional_max_pool3d_with_indices", "pdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
+           "adaptive_max_pool3d", "lp_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices", "embedding_bag", "multilabel_margin_loss",
+           "triplet_margin_with_distance_loss", "ctc_loss", "feature_alpha_dropout", "upsample_nearest",
+           "upsample_bilinear", "affine_grid", "grid_sample"]
 
 
 def _ntuple(v, n, op, arg):

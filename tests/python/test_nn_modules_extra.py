@@ -261,7 +261,8 @@ def test_unfold_then_fold(k, kwargs, shape):
 
 # ---- normalisation ------------------------------------------------------------------------
 INSTANCE_CASES = []
-for _n, _shape in (("InstanceNorm1d", (3, 4, 7)), ("InstanceNorm2d", (3, 4, 5, 6)), ("InstanceNorm3d", (2, 4, 3, 4, 5))):
+for _n, _shape in (("InstanceNorm1d", (3, 4, 7)), ("InstanceNorm2d", (3, 4, 5, 6)),
+                   ("InstanceNorm3d", (2, 4, 3, 4, 5))):
     for _kw in ({}, {"affine": True}, {"track_running_stats": True}, {"affine": True, "track_running_stats": True,
                                                                       "momentum": 0.3, "eps": 1e-3}):
         INSTANCE_CASES.append((_n, _kw, _shape))
@@ -730,14 +731,14 @@ def test_lazy_linear_first_call_initialises_like_linear():
 
 
 # ---- nn.grad, nn.parallel -----------------------------------------------------------------
-@pytest.mark.parametrize("nd,kw", [(1, {"stride": 2, "padding": 1}), (2, {"stride": (2, 1), "dilation": 2, "groups": 2}),
-                                   (3, {"padding": 1, "groups": 2})])
+@pytest.mark.parametrize("nd,kw", [(1, {"stride": 2, "padding": 1}),
+                                   (2, {"stride": (2, 1), "dilation": 2, "groups": 2}), (3, {"padding": 1, "groups": 2})])
 def test_nn_grad_conv_input_and_weight(nd, kw):
     x = rand(2, 4, *(7, 6, 5)[:nd])
     w = rand(6, 2, *(3, 2, 2)[:nd])
     tconv = getattr(torch.nn.functional, f"conv{nd}d")
-    go = RNG.standard_normal(tuple(tconv(torch.from_numpy(x), torch.from_numpy(w), **({"groups": 2} | kw)).shape))
     kw = {"groups": 2} | kw
+    go = RNG.standard_normal(tuple(tconv(torch.from_numpy(x), torch.from_numpy(w), **kw).shape))
     lw, tw = lucid.tensor(w).requires_grad_(True), torch.from_numpy(w).requires_grad_(True)
     li = getattr(lnn.grad, f"conv{nd}d_input")(x.shape, lw, lucid.tensor(go), **kw)
     ti = getattr(torch.nn.grad, f"conv{nd}d_input")(x.shape, tw, torch.from_numpy(go), **kw)
@@ -764,9 +765,6 @@ def test_nn_parallel_namespace():
                                 {"cutoffs": [4, 6, 9]}], ids=str)
 def test_adaptive_log_softmax(kw):
     n_classes, feats = 12, 8
-
-    class Wrap:  # forward(input, target) returns a namedtuple: compare both fields
-        pass
 
     target = Int(np.array([0, 2, 3, 6, 7, 11, 5, 1, 9, 10], dtype=np.int64))
     lm, tm = check(lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(feats, n_classes, **kw), [rand(10, feats), target])

@@ -1,7 +1,8 @@
 """Spec rows for the functional composites of lucid._ops_nn_extra (pixel/channel shuffles,
 local_response_norm, 3-d and adaptive-max pooling, unpooling, pdist, embedding_bag, the margin
 losses, affine_grid, grid_sample, rrelu in eval): no OpIds of their own, so `ops` is empty; the
-rows (with conv3d and conv_transpose3d, composites of the 2-D convolutions) give them forward-vs-torch, gradient, finite-difference and compiled-vs-eager checks."""
+rows (with conv3d and conv_transpose3d, composites of the 2-D convolutions) give them
+forward-vs-torch, gradient, finite-difference and compiled-vs-eager checks."""
 import numpy as np
 
 from op_specs import OpSpec, Sample, arr, positive
@@ -51,7 +52,8 @@ def _ctc_samples(rng, dt):
     tg = rng.integers(1, c, (n, s))
     il, tl = np.array([7, 6, 5], dtype=np.int64), np.array([3, 1, 0], dtype=np.int64)
     return [Sample([arr(rng, (t, n, c), dt), tg, il, tl], {"reduction": r}) for r in REDS] + [
-        Sample([arr(rng, (t, n, c), dt), rng.integers(0, c - 1, (n, s)), il, tl], {"blank": c - 1, "zero_infinity": True})]
+        Sample([arr(rng, (t, n, c), dt), rng.integers(0, c - 1, (n, s)), il, tl],
+               {"blank": c - 1, "zero_infinity": True})]
 
 
 SPECS = [
@@ -99,9 +101,11 @@ SPECS = [
         Sample([arr(rng, (5, 3, 2), dt), arr(rng, (2, 2, 3), dt), arr(rng, (3,), dt), 1])]),
     _row("fractional_max_pool2d", lambda rng, dt: [
         Sample([arr(rng, (2, 3, 9, 8), dt), 3, (4, 5), None, False, rng.random((2, 3, 2)).astype(dt)], grad_args=[0]),
-        Sample([arr(rng, (2, 7, 9), dt), (2, 3), None, (0.5, 0.6), True, rng.random((1, 2, 2)).astype(dt)], grad_args=[0])]),
+        Sample([arr(rng, (2, 7, 9), dt), (2, 3), None, (0.5, 0.6), True, rng.random((1, 2, 2)).astype(dt)],
+               grad_args=[0])]),
     _row("fractional_max_pool3d", lambda rng, dt: [
-        Sample([arr(rng, (1, 2, 6, 7, 8), dt), 2, (3, 4, 5), None, False, rng.random((1, 2, 3)).astype(dt)], grad_args=[0])]),
+        Sample([arr(rng, (1, 2, 6, 7, 8), dt), 2, (3, 4, 5), None, False, rng.random((1, 2, 3)).astype(dt)],
+               grad_args=[0])]),
     _row("pdist", lambda rng, dt: [Sample([arr(rng, (5, 3), dt)]), Sample([arr(rng, (4, 6), dt)], {"p": 1.0}),
                                    Sample([arr(rng, (4, 3), dt)], {"p": 3.0})]),
     _row("embedding_bag", lambda rng, dt: [

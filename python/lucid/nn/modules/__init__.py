@@ -33,7 +33,8 @@ from lucid.nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle, ChannelS
 from lucid.nn.modules.upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from lucid.nn.modules.fold import Fold, Unfold
 from lucid.nn.modules.data_parallel import DataParallel
-from lucid.nn.modules.lazy import (UninitializedParameter, UninitializedBuffer, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+from lucid.nn.modules.lazy import (UninitializedParameter, UninitializedBuffer, LazyLinear, LazyConv1d, LazyConv2d,
+                                   LazyConv3d, LazyConvTranspose1d,
                                    LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
                                    LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from lucid.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
