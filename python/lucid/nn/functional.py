@@ -1,13 +1,14 @@
 """lucid.nn.functional: torch.nn.functional's names.
 
-The ops themselves live in the op families (lucid._ops_nn, _ops_nn_extra (composites of existing
-ops), _ops_linalg, _ops_elementwise and the top-level lucid namespace) and are re-exported here by name. Only functions that are Python
-composites in torch as well are written here (multi_head_attention_forward).
+The ops themselves live in the op families (lucid._ops_nn, _ops_nn_extra and _ops_nn_spatial
+(composites of existing ops), _ops_linalg, _ops_elementwise and the top-level lucid namespace)
+and are re-exported here by name. Only functions that are Python composites in torch as well are
+written here (multi_head_attention_forward).
 """
 import math
 
 import lucid
-from lucid import _ops_nn, _ops_nn_extra, _ops_linalg, _ops_elementwise, _ops_movement
+from lucid import _ops_nn, _ops_nn_extra, _ops_nn_spatial, _ops_linalg, _ops_elementwise, _ops_movement
 
 _F_NAMES = [
     # activations
@@ -41,7 +42,7 @@ _F_NAMES = [
     "ctc_loss",
 ]
 
-_SOURCES = (_ops_nn, _ops_nn_extra, _ops_linalg, _ops_elementwise, _ops_movement, lucid)
+_SOURCES = (_ops_nn, _ops_nn_extra, _ops_nn_spatial, _ops_linalg, _ops_elementwise, _ops_movement, lucid)
 
 
 def _lookup(name):
