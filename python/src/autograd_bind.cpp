@@ -3,6 +3,7 @@
 // (GIL, None <-> undefined tensors); what the node does lives in csrc/lucid/autograd.
 #include "bind.h"
 #include "lucid/autograd/function_node.h"
+#include "lucid/compile/trace/trace_hook.h"
 
 namespace lucid::py {
 
@@ -20,6 +21,11 @@ static nb::list list_of(const TensorList& v) {
 }
 
 LUCID_BINDER(autograd) {
+  // A Python callback (a tensor hook) ran: a trace in progress can't replay it, so it falls back.
+  m.def("_note_untraced_callback", [](const std::string& what) {
+    if (TraceHook* h = current_trace_hook()) h->on_untraced_callback(what);
+  });
+
   // _function_node(name, inputs, outputs, differentiable, saved, backward): the node of one
   // Function.apply call; backward(grads: list, saved: list) returns one Tensor or None per input.
   m.def("_function_node", [](std::string name, const std::vector<std::optional<Tensor>>& inputs,

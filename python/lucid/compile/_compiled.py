@@ -17,6 +17,7 @@ import warnings
 import lucid
 from lucid import _C
 from lucid._C import Tensor
+from lucid.autograd import _tensor_hooks
 from lucid.compile._errors import CompileError, CompileWarning
 from lucid.nn.modules import module as _module_mod
 
@@ -128,7 +129,8 @@ def _python_state(m):
                   if k not in _NOT_GUARDED and not isinstance(v, (Tensor, lucid.nn.Module)))
     hooks = tuple(tuple(d.get(k, ())) for k in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
                                                  "_backward_pre_hooks"))
-    return (m.training, attrs, hooks)
+    params = tuple(_tensor_hooks.live_hooks(p) for p in d.get("_parameters", {}).values() if p is not None)
+    return (m.training, attrs, hooks, params)
 
 
 def _module_writes(rec):
