@@ -225,3 +225,68 @@ def _run_torch_with(case, g, module):
         return e
     leaves = [x] + list(params.values()) + (list(module.parameters()) if module is not None else [])
     return [None if t.grad is None else t.grad.numpy().copy() for t in leaves if t.requires_grad]
+
+
+# ------------------------------------------------------------------ compiled training
+
+
+def cnn_block(lib, seed=0):
+    """A torchvision-style basic block: conv-BN-ReLU(inplace), conv-BN, `out += identity`,
+    ReLU(inplace), then pooling and a linear head."""
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+            self.conv1 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(8)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            x = self.stem(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += x
+            out = self.relu(out)
+            return self.fc(self.pool(out).flatten(1))
+
+    m = Block()
+    rng = np.random.default_rng(seed)
+    with lib.no_grad():
+        for p in m.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.3))
+    return m
+
+
+def test_conv_bn_relu_inplace_fused_step_matches_eager_and_torch():
+    rng = np.random.default_rng(5)
+    data = [(rng.standard_normal((4, 3, 8, 8)).astype(np.float32), rng.integers(0, 4, 4)) for _ in range(5)]
+    tm, em, fm = cnn_block(torch), cnn_block(lucid), cnn_block(lucid)
+    topt = torch.optim.SGD(tm.parameters(), lr=0.05, momentum=0.9)
+    eopt = lucid.optim.SGD(em.parameters(), lr=0.05, momentum=0.9)
+    step = lucid.compile.fused_step(fm, lucid.nn.functional.cross_entropy,
+                                    lucid.optim.SGD(fm.parameters(), lr=0.05, momentum=0.9), strict=True)
+    for x, y in data:
+        topt.zero_grad()
+        tl = torch.nn.functional.cross_entropy(tm(torch.tensor(x)), torch.tensor(y))
+        tl.backward()
+        topt.step()
+        eopt.zero_grad()
+        el = lucid.nn.functional.cross_entropy(em(lucid.tensor(x)), lucid.tensor(y))
+        el.backward()
+        eopt.step()
+        fl = step(lucid.tensor(x), lucid.tensor(y))
+        assert abs(float(el) - float(tl)) <= 1e-4 * max(1.0, abs(float(tl)))
+        assert abs(float(fl) - float(el)) <= 1e-5 * max(1.0, abs(float(el)))
+        for (name, t), e, f in zip(tm.state_dict().items(), em.state_dict().values(), fm.state_dict().values()):
+            if name.endswith("num_batches_tracked"):
+                continue
+            np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=2e-4, atol=2e-5, err_msg=f"eager vs torch: {name}")
+            np.testing.assert_allclose(f.numpy(), e.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"fused vs eager: {name}")
+    info = step.cache_info()
+    assert info["entries"] >= 1 and not info["eager_only"] and info["hits"] >= 1

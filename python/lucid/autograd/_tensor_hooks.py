@@ -10,10 +10,27 @@ hook) and what lucid.compile needs to stay correct around tensor hooks:
   to a parameter after compiling re-keys the call and is honoured (by falling back) instead of
   being skipped by the cached executable.
 """
+import contextlib
+import threading
+
 from lucid import _C
 from lucid._C import Tensor
 
 _register = Tensor.register_hook
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def speculative_backward():
+    """A backward run only to be recorded (compile's joint graph of a forward, whose real
+    backward runs later): hooks that would run are noted as a fallback reason and skipped, so
+    their side effects happen once per real backward, not once more at the trace."""
+    prev = getattr(_local, "speculative", False)
+    _local.speculative = True
+    try:
+        yield
+    finally:
+        _local.speculative = prev
 
 
 class RemovableHandle:
@@ -47,6 +64,8 @@ def register_hook(self, hook):
         if not handle.live:
             return None
         _C._note_untraced_callback("a hook registered with Tensor.register_hook")
+        if getattr(_local, "speculative", False):
+            return None
         return hook(grad)
 
     _register(self, run)

@@ -478,8 +478,9 @@ class CompiledModule(_C._CompiledCore):
             else:
                 for g in gys:
                     tr.add_input(g)
-            grads = lucid.autograd.grad([leaves[k] for k in grad_outs], wrt, grad_outputs=gys,
-                                        retain_graph=True, allow_unused=True)
+            with _tensor_hooks.speculative_backward():
+                grads = lucid.autograd.grad([leaves[k] for k in grad_outs], wrt, grad_outputs=gys,
+                                            retain_graph=True, allow_unused=True)
         finally:
             tr.stop()
         if not tr.ok:

@@ -17,6 +17,7 @@ class _Identity(Function):
     @staticmethod
     def forward(ctx, side, *tensors):
         ctx.side = side
+        ctx.set_materialize_grads(False)  # the hooks see None where no gradient arrived, as torch's
         ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
         return tensors
 
