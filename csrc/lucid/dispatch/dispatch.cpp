@@ -331,6 +331,12 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
         m.requires_grad = true;
         m.grad_fn = r.grad_fn();
         m.output_nr = r.impl()->autograd ? r.impl()->autograd->output_nr : 0;
+        // The node saved its out-of-place result; as PyTorch's, it saves dst itself (at its new
+        // version), so a later in-place write to dst (relu_ then add_) raises at backward.
+        Node* n = r.grad_fn().get();
+        if (n && r.dtype() == dst.dtype() && m.output_nr < n->saved_outputs.size() &&
+            n->saved_outputs[m.output_nr].data.defined())
+          n->saved_outputs[m.output_nr] = SavedTensor::save(dst, true);
       }
     }
   } else if (metas[0].dtype == dst.dtype()) {
