@@ -68,12 +68,6 @@ class FunctionCtx:
         self._materialize_grads = bool(value)
 
 
-class _FunctionMeta(type):
-    def __init__(cls, name, bases, attrs):
-        super().__init__(name, bases, attrs)
-        cls._backward_name = name + "Backward"
-
-
 def _has_setup_context(cls):
     return cls.setup_context is not Function.setup_context
 
@@ -89,7 +83,7 @@ def _expandable(shape, to):
     return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
 
 
-class Function(metaclass=_FunctionMeta):
+class Function:
     """Subclass with static `forward(ctx, *args, **kwargs)` and `backward(ctx, *grads)` and call
     `YourFunction.apply(*args, **kwargs)` (see the module docstring)."""
 
@@ -166,13 +160,15 @@ def _attach(cls, ctx, args, out):
     name = cls.__name__
     ctx._to_save = ()
 
+    user_backward = cls.vjp if cls.backward is Function.backward else cls.backward  # torch's alias
+
     def backward(grads, saved_now):
         if ctx._materialize_grads:
             grads = [lucid.zeros(m[0], dtype=m[1]) if g is None and m is not None else g
                      for g, m in zip(grads, metas)]
         ctx._saved = tuple(saved_now)
         try:
-            r = cls.backward(ctx, *grads)
+            r = user_backward(ctx, *grads)
         finally:
             ctx._saved = None
         r = r if isinstance(r, tuple) else (r,)
