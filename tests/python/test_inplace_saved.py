@@ -144,6 +144,8 @@ INPLACE = {
     "clamp_": lambda lib, y: y.clamp_(-0.5, 0.5),
     "masked_fill_": lambda lib, y: y.masked_fill_(y > 0.3, 0.0),
     "zero_": lambda lib, y: y.zero_(),
+    "gt_": lambda lib, y: y.gt_(0.1),  # no VJP: the old value gets a zero gradient
+    "uniform_": lambda lib, y: y.uniform_(),
     "copy_": lambda lib, y: y.copy_(lib.ones_like(y)),
     "leaky_relu_": lambda lib, y: lib.nn.functional.leaky_relu(y, 0.2, inplace=True),
     "hardtanh_": lambda lib, y: lib.nn.functional.hardtanh(y, inplace=True),
