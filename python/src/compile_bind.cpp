@@ -678,14 +678,8 @@ PyObject* core_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     return nb::inst_ptr<CompiledCore>(self)->call(args, kwargs).release().ptr();
   } catch (nb::python_error& e) {
     e.restore();
-  } catch (const TypeError& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
-  } catch (const ValueError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const IndexError& e) {
-    PyErr_SetString(PyExc_IndexError, e.what());
-  } catch (const NotImplementedError& e) {
-    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const Error&) {
+    set_python_error(std::current_exception());
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
