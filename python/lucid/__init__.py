@@ -16,4 +16,7 @@ from lucid import nn, optim, cuda  # noqa: E402  (pylib)
 from lucid.serialization import save, load  # noqa: E402  (pylib)
 from lucid import compile  # noqa: E402,A004  (callable namespace: lucid.compile(model))
 
+from lucid._missing import NotImplementedYetError, module_getattr as _module_getattr  # noqa: E402
+
 __version__ = "0.1.0"
+__getattr__ = _module_getattr("torch", "lucid")  # a PyTorch name lucid lacks says so (lucid/_missing.py)

@@ -6,6 +6,7 @@ import numpy as np
 from lucid import _C
 from lucid._C import Tensor
 from lucid import _device
+from lucid._missing import missing
 from lucid.autograd import grad_mode
 
 
@@ -151,6 +152,11 @@ def _format(self, spec):
     return object.__format__(self, spec)
 
 
+def _getattr(self, name):
+    """Only failed lookups get here: a torch Tensor method lucid lacks says so (lucid/_missing.py)."""
+    raise missing("Tensor", "Tensor", name, self)
+
+
 def _size(self, dim=None):
     return self.shape if dim is None else self.shape[dim]
 
@@ -188,6 +194,7 @@ Tensor.element_size = lambda self: self.dtype.itemsize
 Tensor.cpu = lambda self: self
 Tensor.expand_as = lambda self, other: self.expand(other.shape)
 Tensor.__hash__ = object.__hash__
+Tensor.__getattr__ = _getattr
 
 
 

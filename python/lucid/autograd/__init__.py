@@ -24,3 +24,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     return tuple(_C._grad(outputs, inputs, grads, retain_graph, create_graph, allow_unused))
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("autograd", "lucid.autograd")  # a PyTorch name lucid lacks says so

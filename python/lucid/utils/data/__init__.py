@@ -156,3 +156,7 @@ class DataLoader:
 
     def __len__(self):
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("utils.data", "lucid.utils.data")  # a PyTorch name lucid lacks says so
