@@ -119,15 +119,19 @@ def _scalar(self, what):
     return self.item()
 
 
+# Each conversion tells a trace which one read the value (the fallback reason names it).
 def _float(self):
+    _C._host_read(self, "float")
     return float(_scalar(self, "float(Tensor)"))
 
 
 def _int(self):
+    _C._host_read(self, "int")
     return int(_scalar(self, "int(Tensor)"))
 
 
 def _bool(self):
+    _C._host_read(self, "bool")
     n = self.numel()
     if n != 1:
         raise RuntimeError("Boolean value of Tensor with " + ("no values" if n == 0 else "more than one value")
@@ -137,6 +141,7 @@ def _bool(self):
 
 def _index(self):
     """Integer (or bool) one-element tensors are usable as indices: `range(t)`, `seq[t]`."""
+    _C._host_read(self, "__index__")
     if self.dtype.is_floating_point or self.numel() != 1:
         raise TypeError("only integer tensors of a single element can be converted to an index (got dtype "
                         f"{self.dtype}, {self.numel()} elements)")
@@ -148,6 +153,7 @@ def _format(self, spec):
     only the empty spec (its str), and a non-empty spec raises TypeError. (torch also refuses a spec
     on a 0-d Parameter, a side effect of its subclass check; lucid formats it like any 0-d tensor.)"""
     if self.ndim == 0:
+        _C._host_read(self, "format")
         return format(self.item(), spec)
     return object.__format__(self, spec)
 

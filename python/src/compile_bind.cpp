@@ -703,6 +703,20 @@ LUCID_BINDER(compile) {
   m.def("_compile_epoch", [] { return g_epoch.load(); });
   m.def("_compile_epoch_bump", [] { g_epoch.fetch_add(1); });
   m.def("_trace_active", [] { return current_trace_hook() != nullptr; });
+  // fn() -> str: where a host read during a trace happened (lucid.compile._source.host_read_site)
+  // (the callable is kept for the life of the process: no decref after the interpreter is gone)
+  m.def("_set_host_read_locator", [](nb::object fn) {
+    PyObject* f = fn.release().ptr();
+    set_host_read_locator([f]() -> std::string {
+      nb::gil_scoped_acquire gil;
+      try {
+        return nb::cast<std::string>(nb::handle(f)());
+      } catch (nb::python_error& e) {
+        e.discard_as_unraisable("lucid.compile host-read locator");
+        return {};
+      }
+    });
+  });
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
   // Whether a captured global or cell value is keyed by value (see signature()).
   m.def("_is_primitive", [](nb::handle v) { return is_primitive(v.ptr(), 0); }, nb::arg("v").none());
