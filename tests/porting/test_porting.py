@@ -1,10 +1,10 @@
 """tests/porting: realistic PyTorch programs (programs/*.py), each run under PyTorch and under lucid
-after the import swap of harness.py, eagerly, with lucid.compile and with fused_step; results
-agree within 1e-5 relative (deterministic mode: see harness.py). The (program, mode) pairs in
+after the import swap of porting_harness.py, eagerly, with lucid.compile and with fused_step; results
+agree within 1e-5 relative (deterministic mode: see porting_harness.py). The (program, mode) pairs in
 harness.PENDING wait for features other branches add; their PyTorch side still runs here."""
 import pytest
 
-import harness
+import porting_harness as harness
 
 
 @pytest.mark.parametrize("name", harness.PROGRAMS)
