@@ -12,6 +12,8 @@ Deterministic mode, the same for both runs:
 - float64 default dtype (torch.set_default_dtype / lucid.set_default_dtype), so that the
   frameworks' different summation orders (MKL vs oneDNN) stay far below the 1e-5 tolerance over
   a few training steps; programs make float tensors in the default dtype;
+- one thread in both frameworks (a fixed reduction order; and on a small shared machine torch's
+  spinning worker threads make these tiny programs tens of times slower);
 - identical initial weights: the program's `build()` makes the model, and the harness copies the
   torch model's initial state_dict into the lucid one (so the key names must match as well);
 - data and every random choice (augmentation, shuffling, dropout masks are avoided) come from
@@ -133,8 +135,9 @@ def run(name, framework, mode=None, init_state=None):
     A lucid run in a compiled mode must have run compiled code (cache hits) and fallen back
     nowhere: a program that silently ran eagerly would match eager for the wrong reason."""
     fw = importlib.import_module(framework)
-    old = fw.get_default_dtype()
+    old, old_threads = fw.get_default_dtype(), fw.get_num_threads()
     fw.set_default_dtype(fw.float64)
+    fw.set_num_threads(1)
     try:
         ns = _load(name, framework, mode)
         model = ns["build"]()
@@ -152,6 +155,7 @@ def run(name, framework, mode=None, init_state=None):
         return results, state
     finally:
         fw.set_default_dtype(old)
+        fw.set_num_threads(old_threads)
 
 
 def compare(want, got, path="result"):
