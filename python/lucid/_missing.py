@@ -8,6 +8,7 @@ Only failed lookups get here (a module's __getattr__, Tensor.__getattr__), so a 
 by an op family or by a newer build, is found as usual."""
 import json
 import os
+import sys
 
 __all__ = ["NotImplementedYetError", "missing", "module_getattr"]
 
@@ -43,8 +44,6 @@ def missing(ns, where, name, obj=None):
 
 def module_getattr(ns, module_name):
     """A module-level __getattr__ for lucid module `module_name`, the counterpart of torch's `ns`."""
-    import sys
-
     def __getattr__(name):
         raise missing(ns, module_name, name, sys.modules.get(module_name))
     return __getattr__
