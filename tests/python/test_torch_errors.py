@@ -79,6 +79,18 @@ def test_shape_errors_are_runtime_errors_as_in_torch(case):
     assert isinstance(ei.value, ValueError) and isinstance(ei.value, lucid.ArgumentError)
 
 
+@pytest.mark.parametrize("case", ["fliplr", "flipud", "prelu", "glu_odd", "glu_scalar"])
+def test_python_level_shape_errors_are_runtime_errors_where_torch_raises_one(case):
+    calls = {"fliplr": lambda m: m.fliplr(m.ones(2)), "flipud": lambda m: m.flipud(m.ones(())),
+             "prelu": lambda m: m.nn.functional.prelu(m.ones(2, 3), m.ones(2)),
+             "glu_odd": lambda m: m.nn.functional.glu(m.ones(3)),
+             "glu_scalar": lambda m: m.nn.functional.glu(m.ones(()))}
+    with pytest.raises(RuntimeError):
+        calls[case](torch)
+    with pytest.raises(lucid.ArgumentError):
+        calls[case](lucid)
+
+
 def test_argument_error_from_a_compiled_call_is_the_same_type():
     f = lucid.compile(lambda a, b: a @ b)
     f(lucid.zeros(2, 3), lucid.zeros(3, 4))
