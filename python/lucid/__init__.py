@@ -6,9 +6,10 @@ from lucid._C import Tensor, dtype, set_num_threads, get_num_threads, get_defaul
 from lucid._dtypes import (bool_ as bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64,  # noqa: A001
                            half, float, double, long, int)  # noqa: A001
 from lucid._device import device  # noqa: F401
+from lucid._numeric_info import finfo, iinfo  # noqa: F401
 from lucid import _tensor  # noqa: F401  (attaches Python-level Tensor methods)
 from lucid import _pickling  # noqa: F401  (copy.deepcopy and pickle of tensors and engine functions)
-from lucid.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from lucid.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode
 from lucid._creation import tensor, as_tensor, from_dlpack, from_numpy
 from lucid._ops import *  # noqa: F401,F403
 from lucid import autograd  # noqa: E402

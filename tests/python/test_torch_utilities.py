@@ -1,0 +1,83 @@
+"""Small PyTorch utilities a port calls (core list of scripts/api_core_names.txt): finfo / iinfo,
+numel, is_tensor, Tensor.new_tensor and inference_mode, each compared with torch."""
+import pytest
+import torch
+
+import lucid
+
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+INTS = ["uint8", "int8", "int32", "int64"]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_finfo_matches_torch(dt):
+    lf, tf = lucid.finfo(getattr(lucid, dt)), torch.finfo(getattr(torch, dt))
+    for k in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(lf, k) == getattr(tf, k), k
+    assert lf.dtype == getattr(lucid, dt)
+    assert repr(lf) == repr(tf)
+
+
+def test_finfo_default_dtype_and_bad_type():
+    assert lucid.finfo().eps == torch.finfo().eps
+    with pytest.raises(TypeError, match="finfo.*floating"):
+        lucid.finfo(lucid.int32)
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_iinfo_matches_torch(dt):
+    li, ti = lucid.iinfo(getattr(lucid, dt)), torch.iinfo(getattr(torch, dt))
+    assert (li.bits, li.min, li.max) == (ti.bits, ti.min, ti.max)
+    assert repr(li) == repr(ti)
+
+
+@pytest.mark.parametrize("dt", ["bool", "float32"])
+def test_iinfo_rejects_what_torch_rejects(dt):
+    with pytest.raises(TypeError):
+        torch.iinfo(getattr(torch, dt))
+    with pytest.raises(TypeError, match="iinfo"):
+        lucid.iinfo(getattr(lucid, dt))
+
+
+def test_numel_and_is_tensor():
+    assert lucid.numel(lucid.ones(2, 3, 4)) == torch.numel(torch.ones(2, 3, 4)) == 24
+    assert lucid.numel(lucid.ones(())) == 1
+    assert lucid.is_tensor(lucid.ones(1)) and lucid.is_tensor(lucid.nn.Parameter(lucid.ones(1)))
+    assert not lucid.is_tensor([1.0]) and not lucid.is_tensor(torch.ones(1))
+
+
+@pytest.mark.parametrize("data,dtype", [([1, 2], None), ([1.5, 2.0], None), ([1, 2], "int64"), ([[1.0]], "float16")])
+@pytest.mark.parametrize("base", ["float64", "int32"])
+def test_new_tensor_dtype_as_torch(data, dtype, base):
+    t = torch.ones(2, dtype=getattr(torch, base)).new_tensor(data, dtype=dtype and getattr(torch, dtype))
+    l = lucid.ones(2, dtype=getattr(lucid, base)).new_tensor(data, dtype=dtype and getattr(lucid, dtype))
+    assert str(l.dtype).replace("lucid", "torch") == str(t.dtype)
+    assert l.tolist() == t.tolist()
+
+
+def test_new_tensor_copies_and_can_require_grad():
+    src = lucid.ones(3)
+    out = src.new_tensor(src, requires_grad=True)
+    src.add_(1)
+    assert out.tolist() == [1.0, 1.0, 1.0] and out.requires_grad and out.grad_fn is None
+
+
+def test_inference_mode_as_torch():
+    for mod in (torch, lucid):
+        with mod.inference_mode():
+            assert not mod.is_grad_enabled()
+        with mod.inference_mode(False):
+            assert mod.is_grad_enabled()
+        assert mod.is_grad_enabled()
+
+        @mod.inference_mode()
+        def f():
+            return mod.is_grad_enabled()
+
+        @mod.inference_mode
+        def g():
+            return mod.is_grad_enabled()
+        assert f() is False and g() is False and mod.is_grad_enabled()
+    with lucid.inference_mode():
+        y = lucid.ones(2, requires_grad=True) * 2
+    assert not y.requires_grad
