@@ -7,6 +7,7 @@ from lucid._ops_creation import *  # noqa: F401,F403
 from lucid._ops_movement import *  # noqa: F401,F403
 from lucid._ops_linalg import *  # noqa: F401,F403
 from lucid._ops_nn import *  # noqa: F401,F403
+from lucid._ops_composites import *  # noqa: F401,F403
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001

@@ -81,3 +81,34 @@ def test_inference_mode_as_torch():
     with lucid.inference_mode():
         y = lucid.ones(2, requires_grad=True) * 2
     assert not y.requires_grad
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (7, 3), (4, 4), (3, 3, 3)])
+@pytest.mark.parametrize("wrap", [False, True])
+def test_fill_diagonal_in_place_as_torch(shape, wrap):
+    import numpy as np
+    x = np.random.default_rng(0).random(shape)
+    lt, tt = lucid.tensor(x), torch.tensor(x)
+    out = lt.fill_diagonal_(-2.5, wrap=wrap)
+    tt.fill_diagonal_(-2.5, wrap=wrap)
+    assert out is lt and np.array_equal(lt.numpy(), tt.numpy())
+
+
+def test_composite_bad_input_names_the_op_and_argument():
+    with pytest.raises(lucid.ArgumentError, match="fill_diagonal_: all dimensions"):
+        lucid.ones(2, 3, 4).fill_diagonal_(1.0)
+    with pytest.raises(lucid.ArgumentError, match="outer: expected 1-D"):
+        lucid.outer(lucid.ones(2, 2), lucid.ones(2))
+    with pytest.raises(lucid.ArgumentError, match="baddbmm: argument 'input'"):
+        lucid.baddbmm(lucid.ones(4, 4), lucid.ones(2, 3, 4), lucid.ones(2, 4, 5))
+    with pytest.raises(lucid.ArgumentError, match="sum_to_size: size \\[5\\]"):
+        lucid.ones(2, 3).sum_to_size(5)
+    with pytest.raises(lucid.ArgumentError, match="meshgrid: indexing"):
+        lucid.meshgrid(lucid.ones(2), indexing="yx")
+
+
+def test_baddbmm_beta_zero_ignores_nan_input_as_torch():
+    nan = float("nan")
+    t = torch.baddbmm(torch.full((2, 2, 2), nan), torch.ones(2, 2, 3), torch.ones(2, 3, 2), beta=0)
+    l = lucid.baddbmm(lucid.full((2, 2, 2), nan), lucid.ones(2, 2, 3), lucid.ones(2, 3, 2), beta=0)
+    assert l.tolist() == t.tolist()
