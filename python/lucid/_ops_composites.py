@@ -67,7 +67,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 
 def _sum_to_size(self, *size):
-    """Sum self down to `size` (which self must broadcast from), as torch.Tensor.sum_to_size."""
+    """Sum self down to `size` (which must broadcast to self's shape), as torch.Tensor.sum_to_size."""
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         size = tuple(size[0])
     size = tuple(size)
@@ -75,8 +75,9 @@ def _sum_to_size(self, *size):
     if lead < 0 or any(s != 1 and s != d for s, d in zip(size, self.shape[lead:])):
         raise _C.ArgumentError(f"sum_to_size: size {list(size)} is not expandable to size {list(self.shape)}")
     dims = list(range(lead)) + [lead + i for i, s in enumerate(size) if s == 1 and self.shape[lead + i] != 1]
-    out = self.sum(dim=dims, keepdim=True) if dims else self
-    return out.reshape(*size) if size else out.reshape(())
+    if not dims:
+        return self  # already that size: self itself, as torch
+    return self.sum(dim=dims, keepdim=True).reshape(*size) if size else self.sum()
 
 
 def _fill_diagonal_(self, fill_value, wrap=False):

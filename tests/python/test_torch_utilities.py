@@ -112,3 +112,9 @@ def test_baddbmm_beta_zero_ignores_nan_input_as_torch():
     t = torch.baddbmm(torch.full((2, 2, 2), nan), torch.ones(2, 2, 3), torch.ones(2, 3, 2), beta=0)
     l = lucid.baddbmm(lucid.full((2, 2, 2), nan), lucid.ones(2, 2, 3), lucid.ones(2, 3, 2), beta=0)
     assert l.tolist() == t.tolist()
+
+
+def test_sum_to_size_of_its_own_size_is_itself_as_torch():
+    t, l = torch.ones(2, 3), lucid.ones(2, 3)
+    assert t.sum_to_size(2, 3) is t
+    assert l.sum_to_size(2, 3) is l
