@@ -118,3 +118,38 @@ def test_sum_to_size_of_its_own_size_is_itself_as_torch():
     t, l = torch.ones(2, 3), lucid.ones(2, 3)
     assert t.sum_to_size(2, 3) is t
     assert l.sum_to_size(2, 3) is l
+
+
+def _stream(mod, data):
+    class Stream(data.IterableDataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            for i in range(self.n):
+                yield mod.tensor([float(i), 2.0 * i]), i
+
+        def __len__(self):
+            return self.n
+    return Stream
+
+
+@pytest.mark.parametrize("kw", [{"batch_size": 3}, {"batch_size": 3, "drop_last": True}, {"batch_size": None}, {}])
+def test_iterable_dataset_loader_as_torch(kw):
+    import lucid.utils.data as ldata
+    import torch.utils.data as tdata
+
+    def batches(mod, data):
+        dl = data.DataLoader(_stream(mod, data)(7), **kw)
+        return len(dl), [(b[0].tolist(), b[1].tolist() if hasattr(b[1], "tolist") else b[1]) for b in dl]
+    assert batches(lucid, ldata) == batches(torch, tdata)
+
+
+@pytest.mark.parametrize("kw", [{"shuffle": True}, {"sampler": [0, 1]}])
+def test_iterable_dataset_refuses_sampling_as_torch(kw):
+    import lucid.utils.data as ldata
+    import torch.utils.data as tdata
+    with pytest.raises(ValueError, match="IterableDataset"):
+        tdata.DataLoader(_stream(torch, tdata)(3), **kw)
+    with pytest.raises(ValueError, match="IterableDataset: expected unspecified"):
+        ldata.DataLoader(_stream(lucid, ldata)(3), **kw)
