@@ -11,7 +11,8 @@ from lucid.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, A
 from lucid.nn.modules.activation import (ReLU, ReLU6, LeakyReLU, ELU, SELU, CELU, GELU, SiLU, Mish, Hardswish,
                                          Hardsigmoid, Hardtanh, Softplus, Softsign, Sigmoid, Tanh, LogSigmoid,
                                          Softmax, LogSoftmax, Softmin, GLU, PReLU, MultiheadAttention)
-from lucid.nn.modules.transformer import TransformerEncoderLayer, TransformerEncoder
+from lucid.nn.modules.transformer import (TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer,
+                                          TransformerDecoder, Transformer)
 from lucid.nn.modules.rnn import RNNBase, RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell
 from lucid.nn.modules.loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, CrossEntropyLoss, NLLLoss, BCELoss,
                                    BCEWithLogitsLoss, KLDivLoss)
