@@ -1,11 +1,26 @@
 """Ops that torch itself defines as compositions of others (CompositeImplicitAutograd or Python):
-outer, baddbmm, meshgrid, nan_to_num, Tensor.sum_to_size and Tensor.fill_diagonal_. Each is a
+outer, baddbmm, meshgrid, nan_to_num, equal, cdist, Tensor.sum_to_size and Tensor.fill_diagonal_;
+and lucid.Size, torch.Size's tuple. Each is a
 few lucid ops, so autograd, the tracer and lucid.compile see only ops they already know."""
 import lucid
 from lucid import _C
 from lucid._C import Tensor
 
-__all__ = ["outer", "ger", "baddbmm", "meshgrid", "nan_to_num"]
+__all__ = ["outer", "ger", "baddbmm", "meshgrid", "nan_to_num", "equal", "cdist", "Size"]
+
+
+class Size(tuple):
+    """torch.Size: a tuple of dimension sizes with numel(). (Tensor.shape is a plain tuple in lucid,
+    so it compares equal to a Size but is not an instance of it.)"""
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"lucid.Size({list(self)})"
 
 
 def outer(input, vec2):
@@ -64,6 +79,35 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     out = lucid.where(input.isnan(), lucid.full_like(input, nan), input)
     out = lucid.where(input == float("inf"), lucid.full_like(input, posinf), out)
     return lucid.where(input == float("-inf"), lucid.full_like(input, neginf), out)
+
+
+def equal(input, other):
+    """True when both have the same shape and equal elements (after type promotion; NaN is not
+    equal to itself), as torch.equal."""
+    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """Pairwise p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M], as
+    torch.cdist. A zero distance has a zero gradient, as in torch (sqrt and |.|^(1/p) are not
+    differentiable there)."""
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise _C.ArgumentError(f"cdist: expected tensors with 2 or more dims, got {x1.ndim}-D and {x2.ndim}-D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise _C.ArgumentError(f"cdist: X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                               f"X2: {x2.shape[-1]}")
+    if p < 0:
+        raise _C.ArgumentError(f"cdist: argument 'p' expected a non-negative value, got {p}")
+    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()  # [..., P, R, M]
+    if p == float("inf"):
+        return diff.amax(dim=-1)
+    if p == 0:
+        return (diff != 0).to(diff.dtype).sum(dim=-1)
+    if p == 1:
+        return diff.sum(dim=-1)
+    s = (diff ** p).sum(dim=-1)
+    pos = s > 0
+    return lucid.where(pos, lucid.where(pos, s, lucid.ones_like(s)) ** (1.0 / p), lucid.zeros_like(s))
 
 
 def _sum_to_size(self, *size):

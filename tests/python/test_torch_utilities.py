@@ -153,3 +153,22 @@ def test_iterable_dataset_refuses_sampling_as_torch(kw):
         tdata.DataLoader(_stream(torch, tdata)(3), **kw)
     with pytest.raises(ValueError, match="IterableDataset: expected unspecified"):
         ldata.DataLoader(_stream(lucid, ldata)(3), **kw)
+
+
+def test_cdist_zero_distance_has_zero_gradient_as_torch():
+    import numpy as np
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    for p in (2.0, 3.0):
+        tx, lx = torch.tensor(x, requires_grad=True), lucid.tensor(x).requires_grad_()
+        torch.cdist(tx, tx, p=p).sum().backward()
+        lucid.cdist(lx, lx, p=p).sum().backward()
+        np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-9)
+    with pytest.raises(lucid.ArgumentError, match="cdist: X1 and X2 must have the same number of columns"):
+        lucid.cdist(lucid.ones(3, 4), lucid.ones(5, 3))
+
+
+def test_size_as_torch():
+    t, l = torch.Size([2, 3, 4]), lucid.Size([2, 3, 4])
+    assert l.numel() == t.numel() == 24 and l == t == (2, 3, 4) and isinstance(l, tuple)
+    assert repr(l) == repr(t).replace("torch", "lucid")
+    assert lucid.ones(2, 3, 4).shape == l

@@ -1,5 +1,5 @@
 """Spec rows for the composites of lucid/_ops_composites.py (outer, baddbmm, meshgrid,
-nan_to_num, Tensor.sum_to_size): no OpDef of their own (`ops` is empty), checked against torch
+nan_to_num, cdist, equal, Tensor.sum_to_size): no OpDef of their own (`ops` is empty), checked against torch
 forward and backward like every other row."""
 import numpy as np
 
@@ -50,4 +50,23 @@ SPECS = [
            _nan_to_num, dtypes=FLOATS, grad=False),
     OpSpec("sum_to_size", [], lambda m, x, s: x.sum_to_size(s), lambda m, x, s: x.sum_to_size(s), _sum_to_size,
            dtypes=FLOATS),
+]
+
+
+def _cdist(rng, dt):
+    a, b = arr(rng, (4, 3), dt), arr(rng, (5, 3), dt)
+    return [Sample([a, b]), Sample([a, b], {"p": 1.0}), Sample([a, b], {"p": 3.0}), Sample([a, b], {"p": float("inf")}),
+            Sample([arr(rng, (2, 4, 3), dt), arr(rng, (2, 5, 3), dt)])]
+
+
+def _equal(rng, dt):
+    x = arr(rng, (3, 4), dt)
+    return [Sample([x, x.copy()]), Sample([x, x + 1]), Sample([x, x[:2]])]
+
+
+SPECS += [
+    OpSpec("cdist", [], lambda m, a, b, **k: m.cdist(a, b, **k), lambda m, a, b, **k: m.cdist(a, b, **k), _cdist,
+           dtypes=FLOATS),
+    OpSpec("equal", [], lambda m, a, b: m.tensor(m.equal(a, b)), lambda m, a, b: m.tensor(m.equal(a, b)), _equal,
+           dtypes=FLOATS, grad=False),
 ]
