@@ -7,6 +7,7 @@
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/core/mem_overlap.h"
+#include "lucid/ops/elementwise.h"
 #include "lucid/ops/movement.h"
 #include "lucid/ops/movement_util.h"
 
@@ -360,6 +361,19 @@ Region basic_region(const Tensor& x, const ParsedIndex& P) {
 
 void setitem(const Tensor& x, nb::handle index, nb::handle value) {
   Tensor v = to_tensor(value, "index_put", "value");
+  // x[mask] = v with a bool mask over x's leading dims and a one-element v is masked_fill:
+  // a where() of x's shape, so no nonzero() and no data-dependent shape (it compiles).
+  if (is_tensor(index)) {
+    Tensor mask = nb::cast<Tensor>(index);
+    int64_t k = mask.ndim();
+    if (mask.dtype() == DType::Bool && v.numel() == 1 && v.ndim() <= 1 && k > 0 && k <= x.ndim() &&
+        std::equal(mask.shape().begin(), mask.shape().end(), x.shape().begin())) {
+      Shape ms = mask.shape();
+      ms.resize(static_cast<size_t>(x.ndim()), 1);
+      copy_(x, where(reshape(mask, ms), reshape(cast(v, x.dtype()), {}), x));
+      return;
+    }
+  }
   ParsedIndex P = parse_index(x, index);
   if (P.adv.empty()) {
     // x[basic] = v: one SliceScatter on x itself. PyTorch's overlap errors concern the region

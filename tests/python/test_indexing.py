@@ -477,3 +477,51 @@ def test_iteration_yields_views_of_rows():
     assert float(a0) == 0.0 and float(b0) == 1.0
     with pytest.raises(TypeError, match="0-d"):
         iter(lucid.tensor(np.ones(2))[0])
+
+
+# x[mask] = v with a bool mask over x's leading dims and a one-element v runs as a where() of x's
+# shape (no nonzero(), so it compiles): values, dtypes and gradients must still be torch's.
+@pytest.mark.parametrize("xdtype,value", [("float64", 2.5), ("float64", "t0"), ("float64", "t1"), ("int64", 3.7),
+                                          ("float32", float("-inf")), ("float64", "grad")])
+@pytest.mark.parametrize("mshape", [(2, 3, 4, 5), (2, 3), (2,), (0,)])
+def test_setitem_bool_mask_fill_matches_torch(xdtype, value, mshape):
+    rng = np.random.default_rng(0)
+    base = A if mshape != (0,) else np.zeros((0, 3))
+    mask = rng.random(mshape) > 0.5
+    outs = []
+    for lib in (torch, lucid):
+        x = lib.tensor(base.astype(xdtype), requires_grad=xdtype == "float64")
+        v = {"t0": lib.tensor(-1.0, dtype=lib.float64), "t1": lib.tensor([4.0], dtype=lib.float64),
+             "grad": lib.tensor(7.0, dtype=lib.float64, requires_grad=True)}.get(value, value)
+        y = x * 1 if x.requires_grad else x.clone()
+        y[lib.tensor(mask)] = v
+        grads = None
+        if y.requires_grad:
+            w = lib.tensor(np.arange(y.numel(), dtype=np.float64).reshape(tuple(y.shape)))
+            inputs = [x] + ([v] if value == "grad" else [])
+            grads = lib.autograd.grad([(y * w).sum()], inputs)
+        outs.append((y, grads))
+    (ty, tg), (ly, lg) = outs
+    assert str(ly.dtype).split(".")[-1] == str(ty.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ly.detach().numpy(), ty.detach().numpy())
+    if tg is not None:
+        for a, b in zip(lg, tg):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_setitem_bool_mask_fill_compiles_and_keeps_rejecting_leaves():
+    a = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+
+    def mask_logits(x, thresh):
+        y = x * 1
+        y[y < thresh] = float("-inf")  # nanoGPT's top-k sampling idiom
+        return y.softmax(-1)
+
+    f = lucid.compile(mask_logits, strict=True)
+    for t in (0.0, 0.5):
+        got = f(lucid.tensor(a), lucid.tensor(t))
+        want = mask_logits(torch.tensor(a), torch.tensor(t))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+    leaf = lucid.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        leaf[leaf > 0] = 0.0

@@ -219,6 +219,7 @@ LUCID_REGISTER_OP(Where, [] {
   };
   d.nondiff_inputs = {0};
   d.save = kSaveInputs;
+  d.unsaved_inputs = {1, 2};  // as PyTorch: only the condition (so x[mask] = v, written as where, is in place)
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &cond = c.inputs[0];
     TensorList r(3);
