@@ -50,10 +50,11 @@ RTOL = 1e-5
 PENDING = {
     **{("cnn_augment", m): "nn.ReLU(inplace=True) / `out +=` after BatchNorm2d: backward raises 'modified by an "
                            "in-place operation' (issue 10 item 1: the saved-tensor audit)" for m in MODES},
-    **{("nanogpt", m): "torch.topk and torch.multinomial (issue 10 item 2)" for m in MODES},
-    **{("moe", m): "torch.topk, torch.einsum, torch.sort, torch.argsort (issue 10 item 2)" for m in MODES},
-    **{("rnn_packed", m): "torch.nn.utils.rnn: pad_sequence, pack_padded_sequence, pad_packed_sequence and LSTM/GRU "
-                          "taking a PackedSequence (issue 10 item 5)" for m in MODES},
+    **{("moe", m): "torch.einsum (issue 10 item 2, the linalg branch)" for m in MODES},
+    **{("rnn_packed", m): "a PackedSequence built inside forward around an argument's batch_sizes "
+                          "(PackedSequence(embed(p.data), p.batch_sizes, ...)) reads batch_sizes on the host, so "
+                          "compiled calls fall back (tolist() in LSTM): the constructor could carry the host-known "
+                          "sizes of the PackedSequence the batch_sizes came from" for m in ("compile", "fused")},
     **{("dann", m): "torch.autograd.Function and Module.register_full_backward_hook (issue 10 item 8); compiled: "
                     "forward hooks and Tensor.register_hook under lucid.compile/fused_step (items 8, 9)" for m in MODES},
 }
