@@ -119,10 +119,10 @@ def prelu(input, weight):
     """x if x > 0 else weight * x, weight broadcast along dim 1 (channels), as torch."""
     if weight.numel() != 1:
         if input.ndim < 2 and input.ndim != 1:
-            raise ValueError("prelu: input must have a channel dimension when weight has more than one element")
+            raise _C.ArgumentError("prelu: input must have a channel dimension when weight has more than one element")
         channels = input.shape[1] if input.ndim >= 2 else input.shape[0]
         if weight.numel() != channels:
-            raise ValueError(f"prelu: weight has {weight.numel()} elements, expected 1 or the number of channels "
+            raise _C.ArgumentError(f"prelu: weight has {weight.numel()} elements, expected 1 or the number of channels "
                              f"({channels})")
         if input.ndim >= 2:
             weight = weight.reshape([channels] + [1] * (input.ndim - 2))
@@ -132,10 +132,10 @@ def prelu(input, weight):
 def glu(input, dim=-1):
     """First half of `input` along dim times sigmoid of the second half (torch.nn.functional.glu)."""
     if input.ndim == 0:
-        raise ValueError("glu: does not support scalars because halving size must be even")
+        raise _C.ArgumentError("glu: does not support scalars because halving size must be even")
     size = input.shape[dim]
     if size % 2:
-        raise ValueError(f"glu: halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
+        raise _C.ArgumentError(f"glu: halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
     a, b = input.chunk(2, dim)
     return a * _C.sigmoid(b)
 

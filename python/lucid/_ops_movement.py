@@ -38,13 +38,13 @@ def vstack(tensors):
 
 def fliplr(input):
     if input.ndim < 2:
-        raise ValueError(f"fliplr: input must be >= 2-d, got {input.ndim}-d")
+        raise _C.ArgumentError(f"fliplr: input must be >= 2-d, got {input.ndim}-d")
     return flip(input, (1,))
 
 
 def flipud(input):
     if input.ndim < 1:
-        raise ValueError("flipud: input must be >= 1-d, got 0-d")
+        raise _C.ArgumentError("flipud: input must be >= 1-d, got 0-d")
     return flip(input, (0,))
 
 

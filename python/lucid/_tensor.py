@@ -6,6 +6,7 @@ import numpy as np
 from lucid import _C
 from lucid._C import Tensor
 from lucid import _device
+from lucid._missing import missing
 from lucid.autograd import grad_mode
 
 
@@ -117,15 +118,19 @@ def _scalar(self, what):
     return self.item()
 
 
+# Each conversion tells a trace which one read the value (the fallback reason names it).
 def _float(self):
+    _C._host_read(self, "float")
     return float(_scalar(self, "float(Tensor)"))
 
 
 def _int(self):
+    _C._host_read(self, "int")
     return int(_scalar(self, "int(Tensor)"))
 
 
 def _bool(self):
+    _C._host_read(self, "bool")
     n = self.numel()
     if n != 1:
         raise RuntimeError("Boolean value of Tensor with " + ("no values" if n == 0 else "more than one value")
@@ -135,6 +140,7 @@ def _bool(self):
 
 def _index(self):
     """Integer (or bool) one-element tensors are usable as indices: `range(t)`, `seq[t]`."""
+    _C._host_read(self, "__index__")
     if self.dtype.is_floating_point or self.numel() != 1:
         raise TypeError("only integer tensors of a single element can be converted to an index (got dtype "
                         f"{self.dtype}, {self.numel()} elements)")
@@ -146,8 +152,23 @@ def _format(self, spec):
     only the empty spec (its str), and a non-empty spec raises TypeError. (torch also refuses a spec
     on a 0-d Parameter, a side effect of its subclass check; lucid formats it like any 0-d tensor.)"""
     if self.ndim == 0:
+        _C._host_read(self, "format")
         return format(self.item(), spec)
     return object.__format__(self, spec)
+
+
+def _getattr(self, name):
+    """Only failed lookups get here: a torch Tensor method lucid lacks says so (lucid/_missing.py)."""
+    raise missing("Tensor", "Tensor", name, self)
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    """A new tensor from data (copied), in self's dtype unless given, as torch.Tensor.new_tensor."""
+    from lucid._creation import tensor
+    if device is not None:
+        _device.check(device, "Tensor.new_tensor")
+    src = data.detach().numpy() if isinstance(data, Tensor) else data
+    return tensor(src, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad)
 
 
 def _size(self, dim=None):
@@ -166,6 +187,7 @@ Tensor.get_device = lambda self: -1  # torch's answer for a CPU tensor
 Tensor.cuda = _cuda
 Tensor.data = property(_data_get, _data_set)
 Tensor.type_as = _type_as
+Tensor.new_tensor = _new_tensor
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.__len__ = lambda self: self.shape[0] if self.ndim else (_ for _ in ()).throw(TypeError("len() of a 0-d tensor"))
 Tensor.__float__ = _float
@@ -187,6 +209,7 @@ Tensor.element_size = lambda self: self.dtype.itemsize
 Tensor.cpu = lambda self: self
 Tensor.expand_as = lambda self, other: self.expand(other.shape)
 Tensor.__hash__ = object.__hash__
+Tensor.__getattr__ = _getattr
 
 
 

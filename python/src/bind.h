@@ -29,6 +29,13 @@ void run_binders(nb::module_& m);
   static ::lucid::py::BinderRegistrar lucid_binder_reg_##name(#name, &lucid_bind_##name);   \
   static void lucid_bind_##name(nb::module_& m)
 
+// The C++ error in flight as its Python exception (lucid::ValueError -> _C.ArgumentError, a
+// ValueError and RuntimeError; TypeError, IndexError, NotImplementedError; other lucid::Error ->
+// RuntimeError). False, with nothing set, for an exception that is not a lucid::Error.
+bool set_python_error(const std::exception_ptr& p);
+PyObject* argument_error_type();
+PyObject* linalg_error_type();
+
 // Python int (or __index__) to int64; TypeError naming op, argument and value when it does not fit.
 int64_t to_int64(nb::handle h, const char* op, const char* arg);
 // Python operand to tensor: Tensor as is; bool/int/float as a 0-d wrapped number.

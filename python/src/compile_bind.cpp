@@ -13,7 +13,6 @@
 
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/core/linalg_error.h"
 #include "lucid/autograd/node.h"
 #include "lucid/ops/core.h"
 #include "lucid/compile/ir/interpret.h"
@@ -683,16 +682,8 @@ PyObject* core_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     return nb::inst_ptr<CompiledCore>(self)->call(args, kwargs).release().ptr();
   } catch (nb::python_error& e) {
     e.restore();
-  } catch (const TypeError& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
-  } catch (const ValueError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const IndexError& e) {
-    PyErr_SetString(PyExc_IndexError, e.what());
-  } catch (const NotImplementedError& e) {
-    PyErr_SetString(PyExc_NotImplementedError, e.what());
-  } catch (const LinAlgError& e) {  // lucid._C.LinAlgError (linalg_decomp_bind.cpp)
-    PyErr_SetString(nb::module_::import_("lucid._C").attr("LinAlgError").ptr(), e.what());
+  } catch (const Error&) {
+    set_python_error(std::current_exception());
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
@@ -716,6 +707,20 @@ LUCID_BINDER(compile) {
   m.def("_compile_epoch", [] { return g_epoch.load(); });
   m.def("_compile_epoch_bump", [] { g_epoch.fetch_add(1); });
   m.def("_trace_active", [] { return current_trace_hook() != nullptr; });
+  // fn() -> str: where a host read during a trace happened (lucid.compile._source.host_read_site)
+  // (the callable is kept for the life of the process: no decref after the interpreter is gone)
+  m.def("_set_host_read_locator", [](nb::object fn) {
+    PyObject* f = fn.release().ptr();
+    set_host_read_locator([f]() -> std::string {
+      nb::gil_scoped_acquire gil;
+      try {
+        return nb::cast<std::string>(nb::handle(f)());
+      } catch (nb::python_error& e) {
+        e.discard_as_unraisable("lucid.compile host-read locator");
+        return {};
+      }
+    });
+  });
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
   // Whether a captured global or cell value is keyed by value (see signature()).
   m.def("_is_primitive", [](nb::handle v) { return is_primitive(v.ptr(), 0); }, nb::arg("v").none());

@@ -1,14 +1,12 @@
-// Bindings of lucid.linalg's decompositions and solvers (csrc/lucid/ops/linalg_decomp.cpp) and
-// of LinAlgError, the RuntimeError subclass their numerical failures raise (torch.linalg's
-// LinAlgError). python/lucid/linalg wraps these with torch's signatures and namedtuples.
+// Bindings of lucid.linalg's decompositions and solvers (csrc/lucid/ops/linalg_decomp.cpp). Their
+// numerical failures raise _C.LinAlgError (translated in module.cpp). python/lucid/linalg wraps
+// these with torch's signatures and namedtuples.
 #include "bind.h"
-#include "lucid/core/linalg_error.h"
 #include "lucid/ops/linalg.h"
 
 namespace lucid::py {
 
 LUCID_BINDER(linalg_decomp) {
-  nb::exception<LinAlgError>(m, "LinAlgError", PyExc_RuntimeError);
   m.def("_linalg_solve", &linalg_solve, nb::arg("A"), nb::arg("B"), nb::arg("left"));
   m.def("_linalg_solve_triangular", &linalg_solve_triangular, nb::arg("A"), nb::arg("B"), nb::arg("upper"),
         nb::arg("left"), nb::arg("unitriangular"));

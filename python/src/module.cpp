@@ -1,5 +1,11 @@
 // The _C extension module: exception translation, then every registered binder in order.
+// lucid::ValueError (a bad argument or shape) becomes _C.ArgumentError, a subclass of both
+// ValueError and RuntimeError: torch raises RuntimeError for shape errors, and code written for
+// lucid catches ValueError. lucid::LinAlgError (a singular or non-positive-definite matrix)
+// becomes _C.LinAlgError, a RuntimeError as torch.linalg.LinAlgError. One translation,
+// set_python_error, serves ordinary calls and the compiled call path alike.
 #include "bind.h"
+#include "lucid/core/linalg_error.h"
 
 #include <algorithm>
 #include <vector>
@@ -28,23 +34,57 @@ void run_binders(nb::module_& m) {
   for (auto& b : v) b.fn(m);
 }
 
+PyObject* argument_error_type() {
+  static PyObject* type = [] {
+    PyObject* bases = PyTuple_Pack(2, PyExc_ValueError, PyExc_RuntimeError);
+    PyObject* t = PyErr_NewExceptionWithDoc(
+        "lucid.ArgumentError",
+        "A bad argument or shape (op, argument, expected, got). Both a ValueError and a RuntimeError, the type torch "
+        "raises for shape errors.",
+        bases, nullptr);
+    Py_DECREF(bases);
+    return t;
+  }();
+  return type;
+}
+
+PyObject* linalg_error_type() {
+  static PyObject* type = PyErr_NewExceptionWithDoc(
+      "lucid.linalg.LinAlgError",
+      "A numerical failure of a linalg routine (singular matrix, not positive-definite, no convergence); a "
+      "RuntimeError, as torch.linalg.LinAlgError.",
+      PyExc_RuntimeError, nullptr);
+  return type;
+}
+
+bool set_python_error(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const lucid::TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const lucid::ValueError& e) {
+    PyErr_SetString(argument_error_type(), e.what());
+  } catch (const lucid::IndexError& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const lucid::NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const lucid::LinAlgError& e) {
+    PyErr_SetString(linalg_error_type(), e.what());
+  } catch (const lucid::Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace lucid::py
 
 NB_MODULE(_C, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const lucid::TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
-    } catch (const lucid::ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const lucid::IndexError& e) {
-      PyErr_SetString(PyExc_IndexError, e.what());
-    } catch (const lucid::NotImplementedError& e) {
-      PyErr_SetString(PyExc_NotImplementedError, e.what());
-    } catch (const lucid::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
+    if (!lucid::py::set_python_error(p)) std::rethrow_exception(p);  // nanobind's own translators
   });
+  m.attr("ArgumentError") = nb::handle(lucid::py::argument_error_type());
+  m.attr("LinAlgError") = nb::handle(lucid::py::linalg_error_type());
   lucid::py::run_binders(m);
 }

@@ -28,9 +28,12 @@ SPECS = all_specs()
 HOST_READ = {
     "masked_select": "nonzero()",
     "getitem_index": "nonzero()",   # its samples include x[bool_mask]
-    "gaussian_nll_loss": "item()",  # raises for a negative var, as torch
-    "unique": "unique()", "unique_method_nan": "unique()", "unique_consecutive": "unique_consecutive()",
+    "gaussian_nll_loss": "bool()",  # raises for a negative var, as torch
+    "equal": "bool()",              # returns a Python bool, as torch.equal
     "allclose": "allclose()",       # returns a Python bool
+    "unique": "unique()",           # the output shape depends on the data
+    "unique_method_nan": "unique()",
+    "unique_consecutive": "unique_consecutive()",
 }
 # ulps-level tolerance on values scaled by the output's magnitude (see harness.scaled_err)
 TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-6, "float64": 1e-13}

@@ -52,13 +52,18 @@ void check_input(const TensorList& in, const char* op, bool allow_prob) {
     LUCID_CHECK(in[2].shape() == (Shape{L.C}), ValueError, op, ": argument 'weight' expected shape [", L.C,
                 "] (one weight per class), got ", shape_str(in[2].shape()));
   }
-  if (allow_prob && is_floating(t.dtype())) {
-    LUCID_CHECK(t.shape() == x.shape(), ValueError, op, ": probability targets must have the input's shape ",
-                shape_str(x.shape()), ", got ", shape_str(t.shape()));
+  // As torch: a target of the input's shape holds class probabilities (floating); any other target
+  // holds class indices, of dtype int64 or uint8 (torch rejects int32, floats and bool there too).
+  if (allow_prob && t.shape() == x.shape()) {
+    LUCID_CHECK(is_floating(t.dtype()), TypeError, op, ": argument 'target' has the input's shape ", shape_str(x.shape()),
+                ", so it holds class probabilities and must be floating point, got ", dtype_name(t.dtype()));
     return;
   }
-  LUCID_CHECK(is_integral(t.dtype()), TypeError, op, ": argument 'target' expected class indices of an integer dtype (int64)",
-              allow_prob ? " or class probabilities of a floating dtype" : "", ", got ", dtype_name(t.dtype()));
+  LUCID_CHECK(!(allow_prob && is_floating(t.dtype()) && t.ndim() == x.ndim()), ValueError, op,
+              ": probability targets must have the input's shape ", shape_str(x.shape()), ", got ", shape_str(t.shape()));
+  LUCID_CHECK(t.dtype() == DType::Int64 || t.dtype() == DType::UInt8, TypeError, op,
+              ": argument 'target' expected class indices of dtype int64 (or uint8), as torch, got ", dtype_name(t.dtype()),
+              allow_prob && is_floating(t.dtype()) ? " (class probabilities need the input's shape)" : "");
   LUCID_CHECK(t.shape() == target_shape_of(x.shape()), ValueError, op, ": expected target of shape ",
               shape_str(target_shape_of(x.shape())), " for input of shape ", shape_str(x.shape()), ", got ",
               shape_str(t.shape()));

@@ -361,6 +361,16 @@ Tensor pointwise(OpId id, const char* op, const Tensor& x, const Tensor& t, Tens
   return dispatch1(id, in, {{"reduction", red}, {"beta", beta}});
 }
 
+// As torch: these losses take a floating-point target and do not convert an integer or bool one
+// (binary_cross_entropy not even another floating dtype); mse/l1/smooth_l1/huber promote it.
+void check_float_target(const char* op, const Tensor& x, const Tensor& t, bool same_dtype) {
+  if (same_dtype && is_floating(x.dtype()))
+    LUCID_CHECK(t.dtype() == x.dtype(), TypeError, op, ": argument 'target' expected dtype ", dtype_name(x.dtype()),
+                " (the input's), got ", dtype_name(t.dtype()), "; convert it with target.to(input.dtype)");
+  LUCID_CHECK(is_floating(t.dtype()), TypeError, op, ": argument 'target' expected a floating-point tensor, got ",
+              dtype_name(t.dtype()), "; convert it with target.float()");
+}
+
 }  // namespace
 
 Tensor mse_loss(const Tensor& x, const Tensor& t, const std::string& r) { return pointwise(OpId::MseLoss, "mse_loss", x, t, {}, r, 1.0, false); }
@@ -374,12 +384,15 @@ Tensor huber_loss(const Tensor& x, const Tensor& t, const std::string& r, double
   return pointwise(OpId::HuberLoss, "huber_loss", x, t, {}, r, delta, false);
 }
 Tensor kl_div(const Tensor& x, const Tensor& t, const std::string& r, bool log_target) {
+  check_float_target("kl_div", x, t, false);
   return pointwise(OpId::KlDiv, "kl_div", x, t, {}, r, log_target ? 1.0 : 0.0, false);
 }
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const Tensor& w, const std::string& r) {
+  check_float_target("binary_cross_entropy", x, t, true);
   return pointwise(OpId::BinaryCrossEntropy, "binary_cross_entropy", x, t, {w}, r, 1.0, true);
 }
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t, const Tensor& w, const Tensor& pw, const std::string& r) {
+  check_float_target("binary_cross_entropy_with_logits", x, t, false);
   return pointwise(OpId::BinaryCrossEntropyWithLogits, "binary_cross_entropy_with_logits", x, t, {w, pw}, r, 1.0, true);
 }
 

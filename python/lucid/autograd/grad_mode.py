@@ -34,6 +34,35 @@ class enable_grad(_GradMode):
     _enabled = True
 
 
+class inference_mode(_GradMode):
+    """torch.inference_mode(mode=True): lucid has no separate inference tensors, so it is no_grad
+    (mode=False: grad mode left as it is). Usable as a context manager and as a decorator, with
+    or without the call: @inference_mode and @inference_mode()."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # @inference_mode without parentheses
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        self._prev = _C.is_grad_enabled()
+        if self._mode:
+            _C._set_grad_enabled(False)
+        return self
+
+    def __call__(self, fn):
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
 class set_grad_enabled:
     def __init__(self, mode: bool):
         self._prev = _C.is_grad_enabled()

@@ -12,6 +12,7 @@ import sys
 import types
 
 from lucid import _C
+from lucid.compile import _source  # noqa: F401  (installs the tracer's host-read locator)
 from lucid.compile._compiled import CompiledModule
 from lucid.compile._diagnose import DiagnosisReport, OpInfo, diagnose
 from lucid.compile._errors import CompileError, CompileWarning

@@ -18,7 +18,9 @@ import lucid
 from lucid import _C
 from lucid._C import Tensor
 from lucid.autograd import _tensor_hooks
+from lucid.compile._advice import advice
 from lucid.compile._errors import CompileError, CompileWarning
+from lucid.compile._source import user_stacklevel
 from lucid.nn.modules import module as _module_mod
 
 __all__ = ["CompiledModule"]
@@ -143,7 +145,7 @@ def _module_writes(rec):
     return list(first.values())
 
 
-def _describe(flat, args, kwargs):
+def _describe_call(flat, args, kwargs):
     parts = []
     for t in flat:
         dt = str(t.dtype).replace("lucid.", "")
@@ -159,7 +161,9 @@ def _describe(flat, args, kwargs):
 class CompiledModule(_C._CompiledCore):
     """`lucid.compile(target)`: calls `target` through cached executables, one per signature."""
 
-    def __init__(self, target, *, dynamic=False, strict=False, _step=False):
+    def __init__(self, target, *, dynamic=False, strict=False, _step=False, _name=None, _describe=None):
+        # _name, _describe: how warnings and cache_info name the target and describe a call
+        # (fused_step names the user's model and loss, and describes the step's own arguments)
         if dynamic:
             raise NotImplementedError(
                 "lucid.compile(dynamic=True): a symbolic batch dimension is not implemented yet; "
@@ -181,6 +185,10 @@ class CompiledModule(_C._CompiledCore):
         self._order = 0
         self._capacity = _C._executable_cache_capacity()
         self._pinned = {}         # impl id -> Tensor object the function captures (returned as itself)
+        self._name = _name or (type(target).__name__ if isinstance(target, lucid.nn.Module) else
+                               getattr(target, "__qualname__", None) or getattr(target, "__name__", "fn"))
+        self._describe = _describe or _describe_call
+        self._fell_back = {}      # descr -> reason of entries dropped by _invalidate (cache_info's eager_only)
         if isinstance(target, lucid.nn.Module):
             self._watch(target.modules())
         else:
@@ -336,20 +344,21 @@ class CompiledModule(_C._CompiledCore):
         # states: the trace's bound tensors, so calls whose arguments overlap them key apart
         self._insert(key, None, list(states), 0, None, guards, True)
         self._info[key] = {"descr": descr, "reason": reason, "compile_ms": 0.0, "names": None}
-        name = type(self.model).__name__ if isinstance(self.model, lucid.nn.Module) else getattr(self.model, "__name__", "fn")
+        name = self._name
         log.info("eager fallback for %s %s: %s", name, descr, reason)
         if self.strict:
-            raise CompileError(f"lucid.compile(strict=True): {name} {descr}: {reason}")
+            raise CompileError(f"lucid.compile(strict=True): {name} {descr}: {reason}. To compile it: {advice(reason)}")
         if reason not in self._warned:
             self._warned.add(reason)
-            warnings.warn(f"lucid.compile: {name} {descr} runs eagerly: {reason}", CompileWarning, stacklevel=5)
+            warnings.warn(f"lucid.compile: {name} {descr} runs eagerly: {reason}. To compile it: {advice(reason)}",
+                          CompileWarning, stacklevel=user_stacklevel())
         return out
 
     def _trace(self, args, kwargs, flat, guards):
         # the entry's key is computed after the trace, with the bound tensors it found (_key_of)
         fn = self._fn
         self._misses += 1
-        descr = _describe(flat, args, kwargs) + (" grad" if lucid.is_grad_enabled() else "")
+        descr = self._describe(flat, args, kwargs) + (" grad" if lucid.is_grad_enabled() else "")
         t0 = time.perf_counter()
         tr = _C._Tracer()
         for t in flat:
@@ -532,8 +541,8 @@ class CompiledModule(_C._CompiledCore):
         return {
             "entries": len(keys),
             "keys": [self._info[k]["descr"] for k in keys if k in self._info],
-            "eager_only": {self._info[k]["descr"]: self._info[k]["reason"]
-                           for k in keys if k in self._info and self._info[k]["reason"]},
+            "eager_only": {**self._fell_back, **{self._info[k]["descr"]: self._info[k]["reason"]
+                                                 for k in keys if k in self._info and self._info[k]["reason"]}},
             "n_calls": n_calls,
             "hits": n_calls - self._misses,
             "misses": self._misses,
@@ -553,7 +562,18 @@ class CompiledModule(_C._CompiledCore):
             self._clear()
             self._info.clear()
             self._warned.clear()
+            self._fell_back.clear()
         _C._trim_executable_cache()  # the dropped executables' arenas, if nothing else runs them
+
+    def _invalidate(self):
+        """Drop every entry, as clear_cache, when the caller's own keying changed (fused_step's
+        optimizer signatures): the signatures that fell back stay in cache_info's eager_only and
+        their reasons are not warned again."""
+        with self._lock:
+            self._fell_back.update((i["descr"], i["reason"]) for i in self._info.values() if i["reason"])
+            self._clear()
+            self._info.clear()
+        _C._trim_executable_cache()
 
     def ir(self, key=None):
         """The optimised IR of one compiled entry as text (key: a cache_info() key; default: the latest)."""

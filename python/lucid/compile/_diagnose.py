@@ -5,6 +5,7 @@ import dataclasses
 
 from lucid import _C
 from lucid._C import Tensor
+from lucid.compile._advice import advice
 from lucid.compile._compiled import _recording
 
 __all__ = ["diagnose", "DiagnosisReport", "OpInfo"]
@@ -26,6 +27,7 @@ class DiagnosisReport:
     uncovered: list         # OpInfo for every op with no VJP
     not_lowered: list       # reasons the compiled path would fall back to eager
     recommendation: str
+    suggestions: list = dataclasses.field(default_factory=list)  # what to change, one per reason in not_lowered
 
     def __str__(self):
         lines = [f"lucid.compile.diagnose: {self.total_ops} ops traced",
@@ -39,7 +41,8 @@ class DiagnosisReport:
             lines.append("  without a VJP: none")
         if self.not_lowered:
             lines.append("  would run eagerly:")
-            lines += [f"    {r}" for r in self.not_lowered]
+            for r, fix in zip(self.not_lowered, self.suggestions):
+                lines += [f"    {r}", f"      to compile it: {fix}"]
         else:
             lines.append("  would run eagerly: nothing (every op lowers)")
         lines.append(f"  recommendation: {self.recommendation}")
@@ -91,12 +94,14 @@ def diagnose(fn, *example_inputs):
     if not tr.ok:
         not_lowered.append(tr.reason)
     missing = [o.name for o in uncovered if o.name not in sinks]
+    suggestions = [advice(r) for r in not_lowered]
     if not_lowered:
-        rec_text = "this signature would run eagerly: " + "; ".join(not_lowered)
+        rec_text = "this signature would run eagerly: " + "; ".join(
+            f"{r}. To compile it: {fix}" for r, fix in zip(not_lowered, suggestions))
     elif missing:
         rec_text = f"compiles; backward would fail through {', '.join(missing)} (no VJP)"
     else:
         rec_text = "compiles as one executable" + (
             f"; gradients stop at {', '.join(sinks)} by design" if sinks else "")
     return DiagnosisReport(sum(counts.values()), sorted(registered), sorted(sinks),
-                           sorted(uncovered, key=lambda o: o.name), not_lowered, rec_text)
+                           sorted(uncovered, key=lambda o: o.name), not_lowered, rec_text, suggestions)

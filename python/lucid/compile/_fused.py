@@ -9,7 +9,7 @@ to `.grad` after each call (keep_grads). Random ops (dropout) draw fresh numbers
 """
 import lucid
 from lucid import _C
-from lucid.compile._compiled import CompiledModule
+from lucid.compile._compiled import CompiledModule, _describe_call
 from lucid.compile._optim import CompiledOptimizer
 
 __all__ = ["fused_step", "FusedStep"]
@@ -33,7 +33,8 @@ class FusedStep:
         self.keep_grads = keep_grads
         self._copt = CompiledOptimizer(optimizer)  # hyper-parameter and structure bookkeeping
         self.optimizer = optimizer
-        self._cm = CompiledModule(self._traced, strict=strict)
+        self._cm = CompiledModule(self._traced, strict=strict, _name=f"fused_step({_name(model)}, {_name(loss_fn)})",
+                                  _describe=_describe_step)
         self._extra_key, self._extra_candidates = None, []
         if isinstance(model, lucid.nn.Module):
             self._cm._watch(model.modules())
@@ -82,8 +83,8 @@ class FusedStep:
         sid = self._copt._signature_id((struct, extra_key), outcomes, names, baked)
         with lucid.no_grad():
             out = self._cm(args, values, sid)
-        if self._copt._n_tests() != n_tests:
-            self._cm.clear_cache()
+        if self._copt._n_tests() != n_tests:  # new hyper-parameter tests: every signature re-keys
+            self._cm._invalidate()
         if self.keep_grads:
             _C._set_grads(wrt, out[:1 + len(wrt)] if extra else out, 1)
         if extra:
@@ -137,6 +138,25 @@ class FusedStep:
         with lucid.no_grad(), self._copt._substituted(values, names, baked):
             type(self.optimizer).step(self.optimizer)
         return (loss.detach(), *grads, *extra_grads)  # flat: the cached call returns a plain tuple
+
+
+def _name(f):
+    return type(f).__name__ if isinstance(f, lucid.nn.Module) else getattr(f, "__qualname__", type(f).__name__)
+
+
+def _describe_step(flat, args, kwargs):
+    """A step's call described by the user's arguments (args[0] of _traced), not by the optimizer's
+    hyper-parameter inputs and signature id that _traced also takes."""
+    step_args, tensors = args[0], []
+
+    def collect(o):
+        if isinstance(o, lucid.Tensor):
+            tensors.append(o)
+        elif isinstance(o, (tuple, list)):
+            for v in o:
+                collect(v)
+    collect(step_args)
+    return _describe_call(tensors, step_args, {})
 
 
 def _accumulate(params, grads):

@@ -174,3 +174,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     """Dot products of x and y along dim (broadcasting)."""
     _no_out("vecdot", out)
     return (x * y).sum(dim)
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("linalg", "lucid.linalg")  # a PyTorch name lucid lacks says so

@@ -6,8 +6,10 @@ and are re-exported here by name. Only functions that are Python composites in t
 written here (multi_head_attention_forward).
 """
 import math
+import sys
 
 import lucid
+from lucid._missing import missing
 from lucid import _ops_nn, _ops_nn_extra, _ops_nn_spatial, _ops_linalg, _ops_elementwise, _ops_movement
 
 _F_NAMES = [
@@ -63,12 +65,10 @@ for _name in _F_NAMES:
 
 def __getattr__(name):
     # Late lookup, so ops bound after this module was imported are still found.
-    if name in _F_NAMES:
-        fn = _lookup(name)
-        if fn is not None:
-            return fn
-        raise NotImplementedError(f"lucid.nn.functional.{name}: this op is not available in this build of lucid")
-    raise AttributeError(f"module 'lucid.nn.functional' has no attribute '{name}'")
+    fn = _lookup(name) if name in _F_NAMES else None
+    if fn is not None:
+        return fn
+    raise missing("nn.functional", __name__, name, sys.modules[__name__])  # a torch name says it is not implemented
 
 
 # ---------------------------------------------------------------- composites

@@ -196,3 +196,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     with lucid.no_grad():
         tensor.copy_(lucid.tensor(np.ascontiguousarray(q * gain)).reshape(tensor.shape))
     return tensor
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("nn.init", "lucid.nn.init")  # a PyTorch name lucid lacks says so

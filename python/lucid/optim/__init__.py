@@ -13,3 +13,7 @@ from lucid.optim import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS",
            "lr_scheduler"]
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("optim", "lucid.optim")  # a PyTorch name lucid lacks says so

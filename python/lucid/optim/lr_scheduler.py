@@ -742,3 +742,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         for param_group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             param_group["lr"] = lr
         self._last_lr = _group_lrs(self.optimizer)
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("optim.lr_scheduler", "lucid.optim.lr_scheduler")  # a PyTorch name lucid lacks says so

@@ -180,11 +180,23 @@ void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, co
   add_view_of_root(dst, root_new);
 }
 
+namespace {
+HostReadLocator& host_read_locator() {
+  static HostReadLocator f;
+  return f;
+}
+}  // namespace
+
+void set_host_read_locator(HostReadLocator f) { host_read_locator() = std::move(f); }
+
 void Tracer::on_host_read(const Tensor& t, const char* what) {
   // Any tensor's value read on the host during the trace may steer Python control flow, and a
-  // bound tensor's value may change between calls: either way the graph would freeze it.
-  if (!t.impl()->is_wrapped_number)
-    fallback(str(what, "() read a tensor's value on the host during the trace: Python control flow may depend on data"));
+  // bound tensor's value may change between calls: either way the graph would freeze it. Only
+  // the first reason is kept, so only the first read is located.
+  if (t.impl()->is_wrapped_number || !ok()) return;
+  std::string where = host_read_locator() ? host_read_locator()() : std::string();
+  fallback(str(what, "() read a tensor's value on the host during the trace (Python control flow may depend on data)",
+               where.empty() ? "" : ", at ", where));
 }
 
 void Tracer::on_untraced_callback(const std::string& what) {

@@ -11,6 +11,7 @@
 // or bound tensor whose memory overlaps another one (a view of it passed separately): the graph
 // holds them as independent values, so the other would read stale data.
 #pragma once
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -18,6 +19,11 @@
 #include "lucid/compile/trace/trace_hook.h"
 
 namespace lucid {
+
+// Where the host read happened, in the caller's terms (the Python bindings install one that names
+// the user's source line); empty when none is installed. Called only while a trace is recording.
+using HostReadLocator = std::function<std::string()>;
+void set_host_read_locator(HostReadLocator f);
 
 class Tracer : public TraceHook {
  public:

@@ -11,21 +11,47 @@ cat, stack) whose gradients are torch's. A PackedSequence keeps its batch sizes 
 too, so the recurrent modules never read `batch_sizes` back from a tensor, and under
 `lucid.compile` a PackedSequence argument joins the call signature by those values
 (`__lucid_compile_key__`): a call with other lengths traces again instead of reusing a trace.
-Lengths given as a tensor inside a compiled function are a host read, so that signature runs
-eagerly, with the reason recorded.
+A PackedSequence built directly around the `batch_sizes` tensor of one whose sizes are known
+(`PackedSequence(embed(p.data), p.batch_sizes, ...)`, a common idiom) takes those sizes from a
+small registry keyed by that tensor object (held, so its identity can't be reused, and checked
+against its version counter, so an in-place edit reads the values again). Lengths given as a
+new tensor inside a compiled function are a host read, so that signature runs eagerly, with the
+reason recorded.
 
 Differences from torch: `enforce_sorted=False` orders equal lengths stably (torch's CPU sort
 leaves the order of ties unspecified, so `data` may list tied sequences in another order; every
 padded output and final hidden state is the same). Lengths longer than the padded dimension
 raise (torch reads past the tensor).
 """
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 
 import lucid
+from lucid import _C
 from lucid._C import Tensor
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
+# batch_sizes tensors whose values are known on the host: impl id -> (tensor, version, sizes).
+# The entry holds the tensor, so the id is not reused while it is here; bounded, oldest dropped.
+_KNOWN_SIZES = OrderedDict()
+_KNOWN_SIZES_CAP = 256
+
+
+def _remember_sizes(batch_sizes, sizes):
+    key = _C._impl_id(batch_sizes)
+    _KNOWN_SIZES[key] = (batch_sizes, batch_sizes._version, sizes)
+    _KNOWN_SIZES.move_to_end(key)
+    while len(_KNOWN_SIZES) > _KNOWN_SIZES_CAP:
+        _KNOWN_SIZES.popitem(last=False)
+
+
+def _known_sizes(batch_sizes):
+    e = _KNOWN_SIZES.get(_C._impl_id(batch_sizes))
+    if e is not None and e[0] is batch_sizes and e[1] == batch_sizes._version:
+        return e[2]
+    return None
+
 
 _PackedSequenceBase = namedtuple("PackedSequence_", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
 
@@ -49,13 +75,18 @@ class PackedSequence(_PackedSequenceBase):
                             f"{type(batch_sizes).__name__}")
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
-        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+        p = super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+        sizes = _known_sizes(batch_sizes)
+        if sizes is not None:
+            p.__dict__["_sizes"] = sizes
+        return p
 
     @classmethod
     def _of(cls, data, sizes, sorted_indices, unsorted_indices):
         """A PackedSequence whose batch sizes are known on the host (no read of batch_sizes)."""
         p = super().__new__(cls, data, lucid.tensor(list(sizes), dtype=lucid.int64), sorted_indices, unsorted_indices)
         p.__dict__["_sizes"] = tuple(sizes)
+        _remember_sizes(p.batch_sizes, p._sizes)
         return p
 
     def _with_data(self, data):
@@ -69,6 +100,7 @@ class PackedSequence(_PackedSequenceBase):
         d = self.__dict__
         if "_sizes" not in d:
             d["_sizes"] = tuple(int(b) for b in self.batch_sizes.tolist())
+            _remember_sizes(self.batch_sizes, d["_sizes"])
         return d["_sizes"]
 
     def __lucid_compile_key__(self):

@@ -1,4 +1,4 @@
-"""lucid.utils.data: Dataset, TensorDataset, Subset, random_split, default_collate and a
+"""lucid.utils.data: Dataset, IterableDataset, TensorDataset, Subset, random_split, default_collate and a
 single-process DataLoader with torch's batching semantics (batch_size, shuffle, sampler,
 batch_sampler, drop_last, collate_fn). Shuffling and splitting draw from lucid's default generator
 (seeded by lucid.manual_seed) or from a `generator=` lucid.Generator (see sampler.py)."""
@@ -8,8 +8,9 @@ from lucid.utils.data.sampler import (Sampler, SequentialSampler, RandomSampler,
                                       WeightedRandomSampler,
                                       check_generator)
 
-__all__ = ["Dataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "default_collate", "DataLoader",
-           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "default_collate",
+           "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler"]
 
 
 class Dataset:
@@ -18,6 +19,17 @@ class Dataset:
 
     def __add__(self, other):
         return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset that is a stream (subclasses define __iter__); the DataLoader batches consecutive
+    items and takes no sampler or shuffle, as torch's."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+    def __add__(self, other):
+        raise TypeError("IterableDataset does not support '+' (torch's ChainDataset is not implemented)")
 
 
 class TensorDataset(Dataset):
@@ -132,28 +144,58 @@ class DataLoader:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         self.dataset = dataset
         self.generator = check_generator(generator, "DataLoader")
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable and (shuffle or sampler is not None or batch_sampler is not None):
+            what = "shuffle" if shuffle else "sampler" if sampler is not None else "batch_sampler"
+            raise ValueError(f"DataLoader with IterableDataset: expected unspecified {what} option, but got "
+                             f"{what}={shuffle if shuffle else 'a sampler'}")
         if batch_sampler is not None:
             batch_size, drop_last = None, False
         elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
-        if sampler is None:
+        if sampler is None and not self._iterable:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_size is not None and batch_sampler is None:
+        if batch_size is not None and batch_sampler is None and not self._iterable:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn if collate_fn is not None else (
-            default_collate if batch_sampler is not None else (lambda x: x))
+            default_collate if batch_sampler is not None or (self._iterable and batch_size is not None) else (lambda x: x))
 
     def __iter__(self):
-        if self.batch_sampler is None:
+        if self._iterable:
+            yield from self._iter_stream()
+        elif self.batch_sampler is None:
             for i in self.sampler:
                 yield self.collate_fn(self.dataset[i])
         else:
             for b in self.batch_sampler:
                 yield self.collate_fn([self.dataset[i] for i in b])
 
+    def _iter_stream(self):
+        if self.batch_size is None:
+            for item in self.dataset:
+                yield self.collate_fn(item)
+            return
+        batch = []
+        for item in self.dataset:
+            batch.append(item)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)
+
     def __len__(self):
+        if self._iterable:  # the stream's length, when it has one, in batches (torch's estimate)
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+
+from lucid._missing import module_getattr as _module_getattr  # noqa: E402
+__getattr__ = _module_getattr("utils.data", "lucid.utils.data")  # a PyTorch name lucid lacks says so
