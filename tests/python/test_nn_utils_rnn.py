@@ -317,3 +317,27 @@ def test_fused_step_on_packed_input_matches_eager_training():
     for a, b in zip(pc, pe):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     assert step.cache_info()["entries"] >= 1 and not step.cache_info()["eager_only"], step.cache_info()
+
+
+def test_packed_sequence_rebuilt_around_known_batch_sizes_keeps_them():
+    # PackedSequence(f(p.data), p.batch_sizes, ...) inside a compiled forward must not read
+    # batch_sizes on the host; an in-place edit of that tensor makes the values be read again.
+    from lucid.nn.utils.rnn import PackedSequence, pack_sequence
+    p = pack_sequence([lucid.tensor([1.0, 2.0, 3.0]), lucid.tensor([4.0])])
+    q = PackedSequence(p.data * 2, p.batch_sizes, p.sorted_indices, p.unsorted_indices)
+    assert q.__dict__.get("_sizes") == (2, 1, 1)
+    bs = p.batch_sizes.clone()
+    r = PackedSequence(p.data, bs)  # a new tensor: nothing known, read on demand
+    assert "_sizes" not in r.__dict__ and r._sizes == (2, 1, 1)
+    bs[1] = 2
+    assert "_sizes" not in PackedSequence(p.data, bs).__dict__
+    assert PackedSequence(p.data, bs)._sizes == (2, 2, 1)
+    lstm = lucid.nn.LSTM(1, 2)
+
+    def f(packed):
+        inner = PackedSequence(packed.data * 1, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        return lstm(inner)[1][0]
+
+    cf = lucid.compile(f, strict=True)
+    x = pack_sequence([lucid.randn(3, 1), lucid.randn(1, 1)])
+    np.testing.assert_allclose(cf(x).detach().numpy(), f(x).detach().numpy(), rtol=1e-6, atol=1e-7)
