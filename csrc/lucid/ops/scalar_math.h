@@ -546,4 +546,44 @@ struct Threshold {
   template <class C> C apply(C x) const { return x <= static_cast<C>(threshold) ? static_cast<C>(value) : x; }
 };
 
+// ---- more unary math (elementwise_math.cpp) ----
+struct Tan { template <class C> static C apply(C a) { return std::tan(a); } };
+struct Asin { template <class C> static C apply(C a) { return std::asin(a); } };
+struct Acos { template <class C> static C apply(C a) { return std::acos(a); } };
+struct Atan { template <class C> static C apply(C a) { return std::atan(a); } };
+struct Sinh { template <class C> static C apply(C a) { return std::sinh(a); } };
+struct Cosh { template <class C> static C apply(C a) { return std::cosh(a); } };
+struct Asinh { template <class C> static C apply(C a) { return std::asinh(a); } };
+struct Acosh { template <class C> static C apply(C a) { return std::acosh(a); } };
+struct Atanh { template <class C> static C apply(C a) { return std::atanh(a); } };
+struct Erfc { template <class C> static C apply(C a) { return std::erfc(a); } };
+// Inverse error function: Giles' single-precision approximation ("Approximating the erfinv
+// function", GPU Gems 2012), then two Newton steps on erf (quadratic convergence: full double
+// precision). Out of [-1, 1] NaN; +-1 gives +-inf, as PyTorch.
+struct Erfinv {
+  template <class C> static C apply(C a) {
+    double x = static_cast<double>(a);
+    if (!(x >= -1.0 && x <= 1.0)) return static_cast<C>(std::numeric_limits<double>::quiet_NaN());
+    if (x == 1.0 || x == -1.0) return static_cast<C>(x * std::numeric_limits<double>::infinity());
+    double w = -std::log((1.0 - x) * (1.0 + x)), p;
+    if (w < 5.0) {
+      w -= 2.5;
+      p = 2.81022636e-08;
+      for (double k : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                       -0.00417768164, 0.246640727, 1.50140941})
+        p = k + p * w;
+    } else {
+      w = std::sqrt(w) - 3.0;
+      p = -0.000200214257;
+      for (double k : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                       0.00943887047, 1.00167406, 2.83297682})
+        p = k + p * w;
+    }
+    double y = p * x;
+    for (int i = 0; i < 2; ++i) y -= (std::erf(y) - x) / (1.1283791670955126 * std::exp(-y * y));
+    return static_cast<C>(y);
+  }
+};
+struct Atan2 { template <class C> static C apply(C a, C b) { return std::atan2(a, b); } };
+
 }  // namespace lucid::sm

@@ -1,0 +1,158 @@
+"""torch.* reductions and scans lucid builds from its ops: nansum/nanmean, count_nonzero, aminmax,
+cummax/cummin, logcumsumexp, diff, and the counting ops histc and bincount (whose output size
+depends on the data: they read it on the host, so a compiled function that calls them falls back
+to eager, as torch.compile graph-breaks on them). Differentiable where torch is."""
+import collections
+
+from lucid import _C
+from lucid._C import Tensor
+
+aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
+_cum_result = collections.namedtuple("cummax_cummin", ["values", "indices"])
+
+
+def _need(x, op, arg="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    _need(input, "nansum")
+    x = _C.where(_C.isnan(input), 0, input) if input.dtype.is_floating_point else input
+    return x.sum(dim=dim, keepdim=keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    _need(input, "nanmean")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"nanmean: expected a floating-point input, got {input.dtype}")
+    count = (~_C.isnan(input)).sum(dim=dim, keepdim=keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def count_nonzero(input, dim=None):
+    return (_need(input, "count_nonzero") != 0).sum(dim=dim)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    _need(input, "aminmax")
+    if input.numel() == 0 and dim is None:
+        raise ValueError("aminmax: cannot compute aminmax over an empty input without a dim")
+    if dim is None:
+        return aminmax_result(input.amin(), input.amax()) if not keepdim else aminmax_result(
+            input.amin().reshape([1] * input.ndim), input.amax().reshape([1] * input.ndim))
+    return aminmax_result(input.amin(dim, keepdim), input.amax(dim, keepdim))
+
+
+def _cum_extreme(input, dim, op, better):
+    """Running extreme along dim with the index of its last occurrence (NaN wins, as torch's kernel)."""
+    _need(input, op)
+    if input.ndim == 0:
+        return _cum_result(input.clone(), _C.zeros_like(input, dtype=_C.dtype.int64))
+    n = input.shape[dim]
+    if n == 0:
+        return _cum_result(input.clone(), _C.zeros_like(input, dtype=_C.dtype.int64))
+    slices = input.unbind(dim)
+    best, idx = slices[0], _C.zeros_like(slices[0], dtype=_C.dtype.int64)
+    vals, idxs = [best], [idx]
+    for i in range(1, n):
+        x = slices[i]
+        take = better(x, best)
+        if input.dtype.is_floating_point:
+            take = take | _C.isnan(x)  # x >= NaN is false, so a NaN best stays until the next NaN
+        best = _C.where(take, x, best)
+        idx = _C.where(take, i, idx)
+        vals.append(best)
+        idxs.append(idx)
+    return _cum_result(_C.stack(vals, dim), _C.stack(idxs, dim))
+
+
+def cummax(input, dim):
+    return _cum_extreme(input, dim, "cummax", lambda x, best: x >= best)
+
+
+def cummin(input, dim):
+    return _cum_extreme(input, dim, "cummin", lambda x, best: x <= best)
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along dim, stable for any range of values (a running logaddexp)."""
+    from lucid._ops_math import logaddexp
+    _need(input, "logcumsumexp")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"logcumsumexp: expected a floating-point input, got {input.dtype}")
+    if input.ndim == 0 or input.shape[dim] == 0:
+        return input.clone()
+    slices = input.unbind(dim)
+    acc = [slices[0]]
+    for x in slices[1:]:
+        acc.append(logaddexp(acc[-1], x))
+    return _C.stack(acc, dim)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along dim (boolean inputs: logical xor), with optional prepend/append."""
+    _need(input, "diff")
+    if input.ndim == 0:
+        raise ValueError("diff: expects input to be at least one-dimensional")
+    if n < 0:
+        raise ValueError(f"diff: order n must be non-negative but got {n}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = _C.cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        m = x.shape[dim]
+        if m == 0:
+            break
+        hi, lo = x.narrow(dim, 1, m - 1), x.narrow(dim, 0, m - 1)
+        x = (hi != lo) if x.dtype == _C.dtype.bool else hi - lo
+    return x
+
+
+def bincount(input, weights=None, minlength=0):
+    """Counts (or summed weights) of each value of a 1-D non-negative integer tensor."""
+    _need(input, "bincount")
+    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype == _C.dtype.bool:
+        raise ValueError(f"bincount: only 1-D integer tensors are supported, got {input.ndim}-D {input.dtype}")
+    if minlength < 0:
+        raise ValueError(f"bincount: minlength should be >= 0, got {minlength}")
+    if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
+        raise ValueError(f"bincount: weights should be 1-D and have the same length as input ({input.shape[0]}), "
+                         f"got shape {tuple(weights.shape)}")
+    if input.numel():
+        if int(input.amin().item()) < 0:
+            raise ValueError("bincount: input must contain only non-negative values")
+        size = max(int(input.amax().item()) + 1, minlength)
+    else:
+        size = minlength
+    idx = input.to_dtype(_C.dtype.int64)
+    if weights is None:
+        return _C.zeros(size, dtype=_C.dtype.int64).scatter_add(0, idx, _C.ones_like(idx))
+    w = weights if weights.dtype.is_floating_point else weights.to_dtype(_C.dtype.float64)
+    return _C.zeros(size, dtype=w.dtype).scatter_add(0, idx, w)
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """Histogram of input with equal-width bins over [min, max] (the data's range when both are 0);
+    elements outside are ignored, the last bin includes max."""
+    _need(input, "histc")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"histc: expected a floating-point input, got {input.dtype}")
+    if bins <= 0:
+        raise ValueError(f"histc: bins must be > 0, got {bins}")
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise ValueError(f"histc: max must be larger than min, got min={lo}, max={hi}")
+    x = input.detach().reshape(-1)
+    if lo == hi and x.numel():
+        lo, hi = float(x.amin().item()), float(x.amax().item())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    inside = (x >= lo) & (x <= hi)
+    pos = ((x.to_dtype(_C.dtype.float64) - lo) * (bins / (hi - lo))).floor()
+    pos = _C.where(inside, _C.clamp(pos, 0, bins - 1), 0).to_dtype(_C.dtype.int64)
+    return _C.zeros(bins, dtype=input.dtype).scatter_add(0, pos, inside.to_dtype(input.dtype))
+
+
+__all__ = ["nansum", "nanmean", "count_nonzero", "aminmax", "cummax", "cummin", "logcumsumexp", "diff", "bincount",
+           "histc"]
