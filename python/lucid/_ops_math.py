@@ -252,8 +252,90 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 trapz = trapezoid
 
+
+_BITS = {"bool": 1, "uint8": 8, "int8": 8, "int32": 32, "int64": 64}
+# Euclid's steps for the worst case (consecutive Fibonacci numbers) of each integer width
+_GCD_STEPS = {"bool": 2, "uint8": 13, "int8": 12, "int32": 47, "int64": 93}
+
+
+def _integer_pair(input, other, op):
+    a, b = _t(input, op, "input"), _t(other, op, "other")
+    dt = _C.result_type(a, b)
+    if dt.is_floating_point or dt == _C.dtype.bool:
+        raise TypeError(f"{op}: expected integer tensors, got {a.dtype} and {b.dtype}")
+    return a.to_dtype(dt), b.to_dtype(dt)
+
+
+def gcd(input, other):
+    """Greatest common divisor (non-negative), by a fixed number of Euclid steps (traceable)."""
+    a, b = _integer_pair(input, other, "gcd")
+    a, b = _C.abs(a), _C.abs(b)
+    a, b = _C.broadcast_tensors(a, b)
+    for _ in range(_GCD_STEPS[a.dtype.name]):
+        nz = b != 0
+        r = _C.remainder(a, _C.where(nz, b, 1))
+        a, b = _C.where(nz, b, a), _C.where(nz, r, 0)
+    return a
+
+
+def lcm(input, other):
+    a, b = _integer_pair(input, other, "lcm")
+    g = gcd(a, b)
+    return _C.where(g == 0, 0, _C.abs(_C.floor_divide(a, _C.where(g == 0, 1, g)) * b))
+
+
+def bitwise_left_shift(input, other):
+    """a << b for integers (0 once b reaches the width, as torch)."""
+    a, b = _integer_pair(input, other, "bitwise_left_shift")
+    bits = _BITS[a.dtype.name]
+    shifted = a * _C.pow(_C.full_like(b, 2), _C.clamp(b, 0, bits - 1))
+    return _C.where(b >= bits, 0, shifted)
+
+
+def bitwise_right_shift(input, other):
+    """a >> b for integers, arithmetic (floor division by 2**b); once b reaches the width only the
+    sign is left (-1 or 0), as torch."""
+    a, b = _integer_pair(input, other, "bitwise_right_shift")
+    cap = _BITS[a.dtype.name] - (1 if a.dtype.is_signed else 0)
+    shifted = _C.floor_divide(a, _C.pow(_C.full_like(b, 2), _C.clamp(b, 0, cap - 1)))
+    return _C.where(b >= cap, -(a < 0).to_dtype(a.dtype), shifted)
+
+
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent and 0.5 <= |mantissa| < 1
+    (0, inf and NaN give themselves and exponent 0); exponent is int32, as torch.frexp."""
+    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
+        raise TypeError(f"frexp: expected a floating-point tensor, got "
+                        f"{input.dtype if isinstance(input, Tensor) else type(input).__name__}")
+    x = input if input.dtype == _C.dtype.float64 else input.to_dtype(_C.dtype.float32)
+    ordinary = _C.isfinite(x) & (x != 0)
+    ax = _C.where(ordinary, _C.abs(x), 1.0)
+    e = _C.floor(_C.log(ax) / _LN2) + 1
+
+    def scaled(e):  # ax / 2**e in two halves, so that neither power overflows
+        h = _C.trunc(e / 2)
+        return ax * _C.pow(2.0, -h) * _C.pow(2.0, h - e)
+    m = scaled(e)
+    e = e + (m >= 1).to_dtype(e.dtype) - (m < 0.5).to_dtype(e.dtype)
+    m = _C.where(x < 0, -scaled(e), scaled(e))
+    return (_C.where(ordinary, m, x).to_dtype(input.dtype), _C.where(ordinary, e, 0.0).to_dtype(_C.dtype.int32))
+
+
+def mvlgamma(input, p):
+    """The multivariate log-gamma of dimension p: sum_j lgamma(x - j/2) + p(p-1)/4 log(pi)."""
+    if p < 1:
+        raise ValueError(f"mvlgamma: p has to be greater than or equal to 1, got {p}")
+    x = _float_of(input)
+    if x.numel() and not bool((x > (p - 1) / 2).all().item()):
+        raise ValueError(f"mvlgamma: all elements must be greater than (p-1)/2 = {(p - 1) / 2}")
+    out = _C.lgamma(x)
+    for j in range(1, p):
+        out = out + _C.lgamma(x - j / 2)
+    return out + p * (p - 1) / 4 * math.log(math.pi)
+
 __all__ = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "atan2",
            "arccos", "arcsin", "arctan", "arctan2", "arccosh", "arcsinh", "arctanh", "fix", "sgn", "exp2",
            "logaddexp", "logaddexp2", "xlogy", "hypot", "signbit", "copysign", "heaviside", "sinc", "logit",
            "deg2rad", "rad2deg", "frac", "float_power", "fmod", "ldexp", "fmax", "fmin", "nan_to_num", "positive",
-           "isposinf", "isneginf", "isreal", "isin", "rsub", "trapezoid", "trapz", "cumulative_trapezoid"]
+           "isposinf", "isneginf", "isreal", "isin", "rsub", "trapezoid", "trapz", "cumulative_trapezoid",
+           "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "frexp", "mvlgamma"]

@@ -292,6 +292,52 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     return _tri_indices(row, col, offset, False, dtype)
 
 
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (real tensors: the transpose), a view."""
+    if _need(input, "adjoint", "input").ndim < 2:
+        raise ValueError(f"adjoint: expected a tensor with at least 2 dims, got {input.ndim}-D")
+    return input.transpose(-2, -1)
+
+
+def cross(input, other, dim=None):
+    """The 3-vector cross product along dim (default: the first dim of size 3, as torch.cross)."""
+    _need(input, "cross", "input"), _need(other, "cross", "other")
+    a, b = _C.broadcast_tensors(input, other)
+    if dim is None:
+        dim = next((d for d, s in enumerate(a.shape) if s == 3), None)
+        if dim is None:
+            raise ValueError(f"cross: no dimension of size 3 in input of shape {tuple(a.shape)}")
+    if a.shape[dim] != 3:
+        raise ValueError(f"cross: inputs dimension {dim} must have length 3, got {a.shape[dim]}")
+    return (_C.roll(a, -1, dim) * _C.roll(b, -2, dim)) - (_C.roll(a, -2, dim) * _C.roll(b, -1, dim))
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other (p may be 0, inf or -inf), as torch.dist."""
+    _need(input, "dist", "input"), _need(other, "dist", "other")
+    d = _C.abs(input - other).reshape(-1)
+    if p == 0:
+        return (d != 0).sum().to_dtype(d.dtype)
+    if p == math.inf:
+        return d.amax()
+    if p == -math.inf:
+        return d.amin()
+    return _safe_root((d * d if p == 2 else d ** p).sum(), p)
+
+
+def pdist(input, p=2):
+    """Distances between each pair of rows i < j of a 2-D input, in row-major pair order."""
+    _need(input, "pdist", "input", 2)
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    diff = _C.abs(input.index_select(0, tensor(i.astype(np.int64))) - input.index_select(0, tensor(j.astype(np.int64))))
+    if p == 0:
+        return (diff != 0).sum(-1).to_dtype(diff.dtype)
+    if p == math.inf:
+        return diff.amax(-1)
+    return _safe_root((diff * diff if p == 2 else diff ** p).sum(-1), p)
+
 __all__ = ["outer", "ger", "inner", "vdot", "addmv", "addr", "baddbmm", "addbmm", "chain_matmul", "tensordot",
            "kron", "block_diag", "meshgrid", "cartesian_prod", "combinations", "trace", "cdist", "cov", "corrcoef",
-           "diagflat", "vander", "tril_indices", "triu_indices"]
+           "diagflat", "vander", "tril_indices", "triu_indices", "adjoint", "cross", "dist", "pdist"]

@@ -183,9 +183,22 @@ def unravel_index(indices, shape):
     return tuple(reversed(out))
 
 
+
+def constant_pad_nd(input, pad, value=0):
+    return _C._pad(input, list(pad), "constant", value)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero(input) cut or padded (with fill_value rows) to exactly `size` rows."""
+    nz = _C.nonzero(_need(input, "nonzero_static"))
+    n = nz.shape[0]
+    if n >= size:
+        return nz[:size]
+    return _C.cat([nz, _C.full([size - n, input.ndim], fill_value, dtype=nz.dtype)], 0)
+
 __all__ = ["row_stack", "unsafe_chunk", "unsafe_split", "hsplit", "vsplit", "dsplit", "split_with_sizes",
            "unsafe_split_with_sizes", "ravel", "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy",
            "expand_copy", "narrow_copy", "permute_copy", "select_copy", "slice_copy", "split_copy",
            "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
            "unsqueeze_copy", "view_copy", "diagonal_scatter", "index_copy", "masked_scatter", "put",
-           "unravel_index"]
+           "unravel_index", "constant_pad_nd", "nonzero_static"]

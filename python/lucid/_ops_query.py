@@ -13,6 +13,7 @@ import numpy as np
 from lucid import _C
 from lucid._creation import tensor
 from lucid._C import Tensor
+from lucid import _device
 
 _KIND = {"bool": 0, "uint8": 1, "int8": 1, "int32": 1, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 2,
          "float64": 2}
@@ -202,9 +203,98 @@ def get_float32_matmul_precision():
     return _matmul_precision[0]
 
 
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """obj as a tensor, sharing memory when it can (a tensor of the right dtype, a NumPy array)
+    unless copy=True; copy=False raises where a copy is needed."""
+    from lucid._creation import as_tensor, tensor as _tensor
+    if device is not None:
+        _device.check(device, "asarray")
+    if isinstance(obj, Tensor):
+        out = obj if dtype is None or dtype == obj.dtype else obj.to_dtype(dtype)
+        if copy and out is obj:
+            out = obj.clone()
+        elif copy is False and out is not obj:
+            raise ValueError(f"asarray: can't convert {obj.dtype} to {dtype} without a copy (copy=False)")
+    elif copy:
+        out = _tensor(obj, dtype=dtype)
+    else:
+        out = as_tensor(obj, dtype=dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+_NP_OF = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int32": np.int32, "int64": np.int64,
+          "float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over an object with the buffer protocol, sharing its memory (as torch.frombuffer)."""
+    from lucid._creation import from_numpy
+    if dtype.name not in _NP_OF:
+        raise TypeError(f"frombuffer: dtype {dtype} has no buffer layout NumPy can read")
+    out = from_numpy(np.frombuffer(buffer, dtype=_NP_OF[dtype.name], count=count, offset=offset))
+    return out.requires_grad_() if requires_grad else out
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of `size` laid out in memory in the dim order physical_layout."""
+    size, layout = list(size), list(physical_layout)
+    if sorted(layout) != list(builtins.range(len(size))):
+        raise ValueError(f"empty_permuted: physical_layout must be a permutation of range({len(size)}), got {layout}")
+    out = _C.empty([size[d] for d in layout], dtype=dtype or _C.get_default_dtype())
+    out = out.permute(*[layout.index(d) for d in builtins.range(len(size))])
+    return out.requires_grad_() if requires_grad else out
+
+
+def get_default_device():
+    return _device.CPU
+
+
+def set_default_device(device):
+    if device is not None:
+        _device.check(device, "set_default_device")
+
+
+def is_inference_mode_enabled():
+    return False  # lucid has no inference mode; no_grad is its equivalent
+
+
+def is_inference(input):
+    _need(input, "is_inference")
+    return False
+
+
+# Real tensors only (lucid has no complex dtypes): conjugation is the identity.
+def conj(input):
+    return _need(input, "conj")
+
+
+def resolve_conj(input):
+    return _need(input, "resolve_conj")
+
+
+def resolve_neg(input):
+    return _need(input, "resolve_neg")
+
+
+def conj_physical(input):
+    return _need(input, "conj_physical").clone()
+
+
+def is_conj(input):
+    _need(input, "is_conj")
+    return False
+
+
+def is_neg(input):
+    _need(input, "is_neg")
+    return False
+
 __all__ = ["is_tensor", "is_floating_point", "is_complex", "is_signed", "is_nonzero", "is_same_size", "equal",
            "numel", "can_cast", "typename", "clone", "detach", "fill", "scalar_tensor", "range", "logspace",
            "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "empty_strided",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
-           "get_float32_matmul_precision"]
+           "get_float32_matmul_precision", "asarray", "frombuffer", "empty_permuted", "get_default_device",
+           "set_default_device", "is_inference_mode_enabled", "is_inference", "conj", "resolve_conj", "resolve_neg",
+           "conj_physical", "is_conj", "is_neg"]

@@ -1,7 +1,8 @@
-"""torch.* reductions and scans lucid builds from its ops: nansum/nanmean, count_nonzero, aminmax,
-cummax/cummin, logcumsumexp, diff, and the counting ops histc and bincount (whose output size
-depends on the data: they read it on the host, so a compiled function that calls them falls back
-to eager, as torch.compile graph-breaks on them). Differentiable where torch is."""
+"""torch.* reductions, scans and counting lucid builds from its ops: nansum/nanmean, count_nonzero,
+aminmax, cummax/cummin, logcumsumexp, diff, renorm, searchsorted/bucketize (by comparison counts:
+O(values x boundaries), no sort kernel), and the histograms bincount, histc and histogram (whose
+output size or range may depend on the data: they read it on the host, so a compiled function that
+calls them falls back to eager, as torch.compile graph-breaks on them). Differentiable where torch is."""
 import collections
 
 from lucid import _C
@@ -154,5 +155,86 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     return _C.zeros(bins, dtype=input.dtype).scatter_add(0, pos, inside.to_dtype(input.dtype))
 
 
+
+def renorm(input, p, dim, maxnorm):
+    """Each slice along dim whose p-norm exceeds maxnorm scaled down to norm maxnorm (torch.renorm)."""
+    _need(input, "renorm")
+    if p <= 0:
+        raise ValueError(f"renorm: non-positive norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise ValueError(f"renorm: expected maxnorm to be >= 0, got {maxnorm}")
+    other = [d for d in range(input.ndim) if d != dim % input.ndim]
+    a = _C.abs(input)
+    norm = (a * a if p == 2 else a ** p).sum(other, keepdim=True) ** (1.0 / p) if other else a
+    factor = _C.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return input * factor
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """For each value, the index where it would be inserted in sorted_sequence (its innermost dim)
+    to keep it sorted: the count of elements < value (side 'left') or <= value ('right')."""
+    _need(sorted_sequence, "searchsorted", "sorted_sequence")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ValueError(f"searchsorted: side can only be 'left' or 'right', got {side!r}")
+        if right and side == "left":
+            raise ValueError("searchsorted: side and right can't be set to opposites, got side 'left' and right True")
+        right = side == "right"
+    seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter)
+    scalar = not isinstance(input, Tensor)
+    v = _C._wrapped_scalar(input).to_dtype(seq.dtype).reshape(1) if scalar else input
+    if seq.ndim > 1 and tuple(seq.shape[:-1]) != tuple(v.shape[:-1]):
+        raise ValueError(f"searchsorted: boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                         f"boundaries tensor and input value tensor must match, got {tuple(seq.shape)} and "
+                         f"{tuple(v.shape)}")
+    s = seq if seq.ndim == 1 else seq.unsqueeze(-2)
+    hit = (v.unsqueeze(-1) >= s) if right else (v.unsqueeze(-1) > s)
+    out = hit.sum(-1).to_dtype(_C.dtype.int32 if out_int32 else _C.dtype.int64)
+    return out.reshape(()) if scalar else out
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value: boundaries[i-1] < x <= boundaries[i] (right=False) or
+    boundaries[i-1] <= x < boundaries[i] (right=True)."""
+    if _need(boundaries, "bucketize", "boundaries").ndim != 1:
+        raise ValueError(f"bucketize: boundaries tensor must be 1 dimension, got {boundaries.ndim}-D")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+    """Counts (or summed weights) of input in bins: an int (equal widths over range or the data's
+    extent) or a 1-D tensor of increasing edges; the last bin includes its right edge."""
+    _need(input, "histogram")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"histogram: expected a floating-point input, got {input.dtype}")
+    x = input.detach().reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.to_dtype(input.dtype)
+    else:
+        if bins <= 0:
+            raise ValueError(f"histogram: bins must be > 0, got {bins}")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.numel():
+            lo, hi = float(x.amin().item()), float(x.amax().item())
+        else:
+            lo, hi = 0.0, 1.0
+        if lo > hi:
+            raise ValueError(f"histogram: min should not exceed max, got min={lo}, max={hi}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _C.linspace(lo, hi, bins + 1, dtype=_C.dtype.float64).to_dtype(input.dtype)
+    n = edges.shape[0] - 1
+    inside = (x >= edges[0]) & (x <= edges[-1])
+    idx = _C.clamp(searchsorted(edges, x, right=True) - 1, 0, n - 1)
+    w = inside.to_dtype(input.dtype) if weight is None else _C.where(inside, weight.reshape(-1).to_dtype(input.dtype), 0.0)
+    hist = _C.zeros(n, dtype=input.dtype).scatter_add(0, idx, w)
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return histogram_result(hist, edges)
+
 __all__ = ["nansum", "nanmean", "count_nonzero", "aminmax", "cummax", "cummin", "logcumsumexp", "diff", "bincount",
-           "histc"]
+           "histc", "renorm", "searchsorted", "bucketize", "histogram"]

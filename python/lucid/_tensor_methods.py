@@ -65,17 +65,30 @@ _float_power_inplace = inplace_form(M.float_power, "float_power_")
 _METHODS = {f.__name__: f for f in (
     M.exp2, M.logaddexp, M.logaddexp2, M.xlogy, M.hypot, M.signbit, M.copysign, M.heaviside, M.sinc, M.logit,
     M.deg2rad, M.rad2deg, M.frac, M.float_power, M.fmod, M.ldexp, M.fmax, M.fmin, M.nan_to_num, M.positive,
-    M.isposinf, M.isneginf, M.isreal,
+    M.isposinf, M.isneginf, M.isreal, M.gcd, M.lcm, M.bitwise_left_shift, M.bitwise_right_shift, M.frexp,
+    M.mvlgamma,
     X.outer, X.inner, X.vdot, X.addmv, X.addr, X.baddbmm, X.addbmm, X.kron, X.trace, X.cov, X.corrcoef,
-    X.diagflat,
+    X.diagflat, X.adjoint, X.cross, X.dist,
     R.nansum, R.nanmean, R.count_nonzero, R.aminmax, R.cummax, R.cummin, R.logcumsumexp, R.diff, R.bincount,
-    R.histc,
+    R.histc, R.renorm, R.histogram,
     V.hsplit, V.vsplit, V.dsplit, V.split_with_sizes, V.ravel, V.narrow_copy, V.diagonal_scatter, V.index_copy,
-    V.masked_scatter, V.put, V.reshape_as, V.sum_to_size,
-    Q.is_complex, Q.is_signed, Q.is_nonzero, Q.is_same_size, Q.equal,
+    V.masked_scatter, V.put, V.reshape_as, V.sum_to_size, V.nonzero_static,
+    Q.is_complex, Q.is_signed, Q.is_nonzero, Q.is_same_size, Q.equal, Q.is_inference, Q.conj, Q.resolve_conj,
+    Q.resolve_neg, Q.conj_physical, Q.is_conj, Q.is_neg,
     MV.slice_scatter, prelu)}
-_METHODS.update(ger=X.outer, unsafe_split_with_sizes=V.split_with_sizes, as_strided=_C.as_strided,
-                as_strided_scatter=_C.as_strided_scatter, select_scatter=_C.select_scatter)
+
+
+def _method_of(fn, name):
+    """An engine function (a nanobind function, which does not bind self) as a Tensor method."""
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+_METHODS.update(ger=X.outer, unsafe_split_with_sizes=V.split_with_sizes,
+                **{n: _method_of(getattr(_C, n), n) for n in ("as_strided", "as_strided_scatter", "select_scatter",
+                                                              "bernoulli")})
 
 # torch's method aliases: the same object as the method they name.
 _ALIASES = {"absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
@@ -87,7 +100,8 @@ _ALIASES = {"absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "at
 # In-place forms made from the out-of-place method (generic copy_ form).
 _INPLACE = ("exp2", "xlogy", "hypot", "copysign", "heaviside", "sinc", "logit", "deg2rad", "rad2deg", "frac",
             "fmod", "ldexp", "nan_to_num", "addmv", "addr", "baddbmm", "addbmm", "addmm", "index_copy",
-            "masked_scatter", "put", "cumsum", "logical_not")
+            "masked_scatter", "put", "cumsum", "logical_not", "gcd", "lcm", "bitwise_left_shift",
+            "bitwise_right_shift", "renorm", "mvlgamma", "conj_physical")
 
 # torch.<name>_(input, ...) functions: the Tensor method of that name.
 TORCH_INPLACE = (
@@ -96,7 +110,7 @@ TORCH_INPLACE = (
     "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_",
     "ldexp_", "log_", "log1p_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "round_",
     "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_",
-    "zero_", "index_put_")
+    "zero_", "index_put_", "gcd_", "lcm_", "conj_physical_")
 
 
 def _torch_inplace(name):
@@ -244,9 +258,18 @@ def _install():
     Tensor.nelement = lambda self: self.numel()
     Tensor.byte = lambda self: self.to_dtype(_C.dtype.uint8)
     Tensor.char = lambda self: self.to_dtype(_C.dtype.int8)
-    Tensor.is_inference = lambda self: False
     Tensor.is_pinned = lambda self: False
-    for flag in ("is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr"):
+    Tensor.is_shared = lambda self: False
+    Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to_dtype(dtype)
+    Tensor.dim_order = lambda self: tuple(sorted(range(self.ndim), key=lambda d: -self.stride()[d]))
+    Tensor.__lshift__ = M.bitwise_left_shift
+    Tensor.__rshift__ = M.bitwise_right_shift
+    Tensor.__rlshift__ = lambda self, other: M.bitwise_left_shift(other, self)
+    Tensor.__rrshift__ = lambda self, other: M.bitwise_right_shift(other, self)
+    Tensor.__ilshift__ = Tensor.bitwise_left_shift_
+    Tensor.__irshift__ = Tensor.bitwise_right_shift_
+    for flag in ("is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr", "is_xpu", "is_ipu",
+                 "is_maia", "is_mps", "is_mtia", "is_vulkan", "is_xla"):
         setattr(Tensor, flag, property(lambda self: False))
     Tensor.is_cpu = property(lambda self: True)
 

@@ -386,6 +386,11 @@ LUCID_BINDER(elementwise) {
   EW_UNARY_BIND(erfc, erfc, Erfc);
   EW_UNARY_BIND(erfinv, erfinv, Erfinv);
   EW_BINARY_BIND(atan2, atan2, Atan2);
+  EW_UNARY_BIND(lgamma, lgamma, Lgamma);
+  EW_UNARY_BIND(digamma, digamma, Digamma);
+  m.def("polygamma", [](int64_t n, const Tensor& x) { return polygamma(n, x); }, nb::arg("n"), nb::arg("input"));
+  redef(m, "polygamma", [](const Tensor& x, int64_t n) { return polygamma(n, x); }, nb::arg("n"));
+  redef(m, "polygamma_", [](H self, int64_t n) { return inplace(self, OpId::Polygamma, {}, {{"n", n}}); }, nb::arg("n"));
 }
 
 }  // namespace lucid::py

@@ -391,3 +391,103 @@ def test_erfinv_edges():
     x = [-1.0, 1.0, 1.5, 0.0]
     close(lucid.erfinv(L(x)), torch.erfinv(T(x)))
     assert math.isinf(lucid.erfinv(L([1.0])).item())
+
+
+# ---- second wave ----
+def test_nonzero_static():
+    x = np.array([[0, 1, 0], [2, 0, 3]])
+    for size in (2, 3, 5):
+        np.testing.assert_array_equal(lucid.nonzero_static(L(x), size=size).numpy(),
+                                      torch.nonzero_static(T(x), size=size).numpy())
+    np.testing.assert_array_equal(lucid.nonzero_static(L(x), size=4, fill_value=9).numpy(),
+                                  torch.nonzero_static(T(x), size=4, fill_value=9).numpy())
+
+
+def test_asarray_frombuffer_empty_permuted():
+    base = lucid.ones(3)
+    assert lucid.asarray(base) is base
+    assert lucid.asarray(base, copy=True) is not base
+    assert lucid.asarray(base, dtype=lucid.float64).dtype == lucid.float64
+    with pytest.raises(ValueError, match="asarray: can't convert"):
+        lucid.asarray(base, dtype=lucid.float64, copy=False)
+    arr = np.arange(4.0)
+    shared = lucid.asarray(arr)
+    arr[0] = 7.0
+    assert shared.tolist()[0] == 7.0  # shares the NumPy memory, as torch.asarray
+    buf = bytearray(np.arange(6, dtype=np.int32).tobytes())
+    lt = lucid.frombuffer(buf, dtype=lucid.int32, count=4, offset=4)
+    assert lt.tolist() == torch.frombuffer(bytearray(buf), dtype=torch.int32, count=4, offset=4).tolist()
+    e = lucid.empty_permuted((2, 3, 4), (0, 2, 1))
+    t = torch.empty_permuted((2, 3, 4), (0, 2, 1))
+    assert tuple(e.shape) == tuple(t.shape) and tuple(e.stride()) == tuple(t.stride())
+    with pytest.raises(ValueError, match="empty_permuted: physical_layout must be a permutation"):
+        lucid.empty_permuted((2, 3), (0, 0))
+
+
+def test_devices_and_modes():
+    assert lucid.get_default_device() == lucid.device("cpu")
+    lucid.set_default_device("cpu")
+    with pytest.raises(NotImplementedError, match="'cuda' requested"):
+        lucid.set_default_device("cuda")
+    assert not lucid.is_inference_mode_enabled() and not lucid.ones(1).is_inference()
+
+
+def test_real_conjugation_is_the_identity_and_flags():
+    x = L([1.0, -2.0])
+    assert lucid.conj(x) is x and x.conj() is x and x.resolve_conj() is x and lucid.resolve_neg(x) is x
+    assert not x.is_conj() and not lucid.is_neg(x)
+    c = x.conj_physical()
+    assert c is not x and c.tolist() == torch.tensor([1.0, -2.0]).conj_physical().tolist()
+    assert not (x.is_xpu or x.is_mps or x.is_xla or x.is_shared())
+    assert x.to_dense() is x
+    s = lucid.zeros(4)
+    np.testing.assert_array_equal(s.as_strided((2,), (2,)).numpy(), torch.zeros(4).as_strided((2,), (2,)).numpy())
+    np.testing.assert_array_equal(s.select_scatter(lucid.ones(()), 0, 1).numpy(),
+                                  torch.zeros(4).select_scatter(torch.ones(()), 0, 1).numpy())
+    t = lucid.ones(2, 3, 4).permute(2, 0, 1)
+    assert t.dim_order() == torch.ones(2, 3, 4).permute(2, 0, 1).dim_order()
+
+
+def test_bernoulli_method_and_integer_inplace():
+    lucid.manual_seed(0)
+    b = lucid.full((2000,), 0.3).bernoulli()
+    assert set(np.unique(b.numpy())) <= {0.0, 1.0} and abs(b.numpy().mean() - 0.3) < 0.05
+    x = L([12, 18, 7])
+    assert x.gcd_(L([8, 12, 0])) is x and x.tolist() == [4, 6, 7]
+    y = L([4, 6])
+    lucid.lcm_(y, L([6, 4]))
+    assert y.tolist() == [12, 12]
+    z = L([1, -8])
+    z <<= 2
+    assert z.tolist() == [4, -32]
+    z >>= L([1, 3])
+    assert z.tolist() == [2, -4]
+    with pytest.raises(TypeError, match="gcd: expected integer tensors"):
+        lucid.gcd(L([1.0]), L([2.0]))
+
+
+def test_search_and_cross_bad_input():
+    with pytest.raises(ValueError, match="searchsorted: side can only be 'left' or 'right'"):
+        lucid.searchsorted(L([1.0, 2.0]), L([1.0]), side="middle")
+    with pytest.raises(ValueError, match="searchsorted: boundaries tensor should be 1 dimension or"):
+        lucid.searchsorted(lucid.ones(2, 3), lucid.ones(3, 1))
+    with pytest.raises(ValueError, match="bucketize: boundaries tensor must be 1 dimension"):
+        lucid.bucketize(lucid.ones(2), lucid.ones(2, 2))
+    assert lucid.searchsorted(L([1.0, 3.0]), 2.0).tolist() == torch.searchsorted(T([1.0, 3.0]), 2.0).tolist()
+    with pytest.raises(ValueError, match="cross: inputs dimension 1 must have length 3"):
+        lucid.cross(lucid.ones(3, 4), lucid.ones(3, 4), dim=1)
+    with pytest.raises(ValueError, match="renorm: non-positive norm not supported"):
+        lucid.renorm(lucid.ones(2, 2), 0, 0, 1.0)
+    with pytest.raises(TypeError, match="frexp: expected a floating-point tensor"):
+        lucid.frexp(L([1, 2]))
+
+
+def test_histogram_from_the_data_range():
+    a = np.random.default_rng(1).normal(size=60).astype(np.float32)
+    lh, le = lucid.histogram(L(a), bins=7)
+    th, te = torch.histogram(T(a), bins=7)
+    np.testing.assert_allclose(le.numpy(), te.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(lh.numpy(), th.numpy())
+    lw = lucid.histogram(L(a), bins=3, weight=L(np.abs(a)))
+    tw = torch.histogram(T(a), bins=3, weight=T(np.abs(a)))
+    np.testing.assert_allclose(lw.hist.numpy(), tw.hist.numpy(), rtol=1e-5)

@@ -46,6 +46,9 @@ Tensor atanh(const Tensor& x);
 Tensor erfc(const Tensor& x);
 Tensor erfinv(const Tensor& x);
 Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor lgamma(const Tensor& x);
+Tensor digamma(const Tensor& x);
+Tensor polygamma(int64_t n, const Tensor& x);
 
 // Binary / ternary.
 Tensor pow(const Tensor& a, const Tensor& b);

@@ -1,9 +1,10 @@
-// More elementwise math: tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erfc, erfinv and
-// atan2 (torch.* names; the arc* aliases are bound to the same functions in Python). Each is one
+// More elementwise math: tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erfc, erfinv,
+// atan2, lgamma, digamma and polygamma (torch.* names; the arc* aliases are bound to the same functions in Python). Each is one
 // functor (scalar_math.h) + the elementwise_op builder + a VJP written with ops, so eager, the
 // fused interpreter and the compiled backward share them. Integer inputs promote to the default
 // float (EwDType::Float), as in PyTorch. Kept apart from elementwise_unary.cpp to stay small.
 #include "lucid/ops/elementwise.h"
+#include "lucid/ops/elementwise_attr.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/scalar_math.h"
 
@@ -75,6 +76,21 @@ LUCID_REGISTER_OP(Atan2, [] {
   return d;
 }());
 
+LUCID_REGISTER_OP(Lgamma, (unary<OpId::Lgamma, sm::Lgamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+  return digamma(x);
+})));
+LUCID_REGISTER_OP(Digamma, (unary<OpId::Digamma, sm::Digamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+  return polygamma(1, x);
+})));
+LUCID_REGISTER_OP(Polygamma, [] {
+  OpDef d = elementwise_attr_op<OpId::Polygamma, sm::Polygamma, 1, EwDType::Float, EwDomain::Floating>();
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) {
+    return TensorList{mul(c.grads[0], polygamma(c.attrs.i("n") + 1, c.inputs[0]))};
+  };
+  return d;
+}());
+
 Tensor tan(const Tensor& x) { return dispatch1(OpId::Tan, {x}); }
 Tensor asin(const Tensor& x) { return dispatch1(OpId::Asin, {x}); }
 Tensor acos(const Tensor& x) { return dispatch1(OpId::Acos, {x}); }
@@ -87,5 +103,8 @@ Tensor atanh(const Tensor& x) { return dispatch1(OpId::Atanh, {x}); }
 Tensor erfc(const Tensor& x) { return dispatch1(OpId::Erfc, {x}); }
 Tensor erfinv(const Tensor& x) { return dispatch1(OpId::Erfinv, {x}); }
 Tensor atan2(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Atan2, {a, b}); }
+Tensor lgamma(const Tensor& x) { return dispatch1(OpId::Lgamma, {x}); }
+Tensor digamma(const Tensor& x) { return dispatch1(OpId::Digamma, {x}); }
+Tensor polygamma(int64_t n, const Tensor& x) { return dispatch1(OpId::Polygamma, {x}, {{"n", n}}); }
 
 }  // namespace lucid

@@ -315,6 +315,79 @@ def _sum_to(rng, dt):
     return [Sample([arr(rng, (2, 3, 4), dt), (3, 1)]), Sample([arr(rng, (2, 3, 4), dt), (1, 3, 4)])]
 
 
+
+# ---- second wave: integer math, cross/dist, searching ----
+def _ints(rng, dt):
+    a = rng.integers(-30, 31, size=(3, 4)).astype(dt)
+    b = rng.integers(-12, 13, size=(3, 4)).astype(dt)
+    a[0, 0] = b[0, 0] = 0
+    return [Sample([a, b]), Sample([a, b[0]])]
+
+
+def _shifts(rng, dt):
+    a = rng.integers(-50, 51, size=(3, 4)).astype(dt)
+    b = rng.integers(0, 8, size=(3, 4)).astype(dt)
+    return [Sample([a, b]), Sample([a, 3])]
+
+
+def _frexp(rng, dt):
+    a = arr(rng, (3, 4), dt, -100, 100)
+    a[0, 0], a[0, 1], a[0, 2] = 0.0, 8.0, 0.5
+    return [Sample([a])]
+
+
+def _cross(rng, dt):
+    return [Sample([arr(rng, (4, 3), dt), arr(rng, (4, 3), dt)], {"dim": 1}),
+            Sample([arr(rng, (3, 5), dt), arr(rng, (3, 1), dt)]),
+            Sample([arr(rng, (2, 3, 4), dt), arr(rng, (2, 3, 4), dt)], {"dim": -2})]
+
+
+def _dist(p):
+    return lambda rng, dt: [Sample([arr(rng, (3, 4), dt), arr(rng, (3, 4), dt)], {"p": p}),
+                            Sample([arr(rng, (3, 4), dt), arr(rng, (4,), dt)], {"p": p})]
+
+
+def _pdist(rng, dt):
+    return [Sample([arr(rng, (5, 3), dt)]), Sample([arr(rng, (4, 2), dt)], {"p": 1.0}),
+            Sample([arr(rng, (4, 3), dt)], {"p": 3.0})]
+
+
+def _renorm(rng, dt):
+    return [Sample([arr(rng, (3, 4), dt), 2, 0, 1.0]), Sample([arr(rng, (3, 4, 2), dt), 1, 1, 1.5]),
+            Sample([arr(rng, (3, 4), dt), 3, -1, 0.8])]
+
+
+def _sorted(rng, dt, shape):
+    return np.sort(arr(rng, shape, dt, -3, 3), axis=-1)
+
+
+def _search(rng, dt):
+    seq = _sorted(rng, dt, (6,))
+    v = arr(rng, (3, 4), dt, -4, 4)
+    v[0, :2] = seq[1], seq[4]  # values equal to boundaries: left and right differ
+    batched = _sorted(rng, dt, (2, 5))
+    return [Sample([seq, v]), Sample([seq, v], {"right": True}), Sample([seq, v], {"side": "right"}),
+            Sample([batched, arr(rng, (2, 3), dt, -4, 4)]), Sample([seq, v], {"out_int32": True})]
+
+
+def _search_sorter(rng, dt):
+    seq = arr(rng, (6,), dt, -3, 3)
+    return [Sample([seq, arr(rng, (5,), dt, -4, 4), np.argsort(seq, kind="stable").astype(np.int64)])]
+
+
+def _bucketize(rng, dt):
+    b = _sorted(rng, dt, (5,))
+    v = arr(rng, (3, 4), dt, -4, 4)
+    v[1, 1] = b[2]
+    return [Sample([v, b]), Sample([v, b], {"right": True})]
+
+
+def _histogram(rng, dt):
+    edges = np.array([-2.0, -0.5, 0.0, 1.0, 2.5], dtype=np.float32)
+    return [Sample([arr(rng, (40,), dt)], {"bins": 5, "range": (-1.5, 1.5)}),
+            Sample([arr(rng, (40,), dt), edges]),
+            Sample([arr(rng, (40,), dt)], {"bins": 4, "range": (-2.0, 2.0), "density": True})]
+
 SPECS = [
     # elementwise composites
     T("exp2", _un(), FLOATS + INTS),
@@ -407,4 +480,28 @@ SPECS = [
     T("masked_scatter", _masked_scatter, F32_64 + INTS),
     T("put", _put, F32_64 + INTS),
     M("sum_to_size", _sum_to),
+    # second wave
+    T("gcd", _ints, INTS, grad=False),
+    T("lcm", _ints, INTS, grad=False),
+    T("bitwise_left_shift", _shifts, INTS, grad=False),
+    T("bitwise_right_shift", _shifts, INTS, grad=False),
+    R("shift_operators", lambda m, a, b: (a << b, a >> b), lambda m, a, b: (a << b, a >> b), _shifts, INTS,
+      grad=False),
+    T("frexp", _frexp, FLOATS, grad=False),
+    T("cross", _cross),
+    R("dist_p2", lambda m, a, b, **k: m.dist(a, b, **k), lambda m, a, b, **k: m.dist(a, b, **k), _dist(2)),
+    R("dist_p1", lambda m, a, b, **k: m.dist(a, b, **k), lambda m, a, b, **k: m.dist(a, b, **k), _dist(1)),
+    R("dist_p3", lambda m, a, b, **k: m.dist(a, b, **k), lambda m, a, b, **k: m.dist(a, b, **k), _dist(3.5)),
+    R("dist_pinf", lambda m, a, b, **k: m.dist(a, b, **k), lambda m, a, b, **k: m.dist(a, b, **k),
+      _dist(float("inf"))),
+    T("pdist", _pdist),
+    T("renorm", _renorm),
+    I("renorm", _renorm),
+    T("adjoint", lambda rng, dt: [Sample([arr(rng, (2, 3, 4), dt)])]),
+    T("constant_pad_nd", lambda rng, dt: [Sample([arr(rng, (2, 3), dt), [1, 2]]), Sample([arr(rng, (2, 3), dt), [0, 1, 2, 0], 1.5])]),
+    T("searchsorted", _search, F32_64 + INTS, grad=False),
+    R("searchsorted_sorter", lambda m, s, v, o: m.searchsorted(s, v, sorter=o),
+      lambda m, s, v, o: m.searchsorted(s, v, sorter=o), _search_sorter, grad=False),
+    T("bucketize", _bucketize, F32_64 + INTS, grad=False),
+    T("histogram", _histogram, F32_64, grad=False),
 ]
