@@ -1,8 +1,12 @@
 """torch.* splitting, stacking, scattering and copying functions lucid builds from its movement
 ops: hsplit/vsplit/dsplit, row_stack, ravel, split_with_sizes and the unsafe_* names, the *_copy
 forms of the views (a view's values in fresh storage), diagonal_scatter, index_copy,
-masked_scatter, put, unravel_index, reshape_as and sum_to_size. Differentiable through the ops
-they are written with, and traceable (no host reads)."""
+masked_scatter, put, scatter_reduce, unravel_index, reshape_as and sum_to_size. Differentiable
+through the ops they are written with, and traceable (no host reads)."""
+import math
+
+import numpy as np
+
 from lucid import _C
 from lucid._creation import tensor
 from lucid._C import Tensor
@@ -196,9 +200,73 @@ def nonzero_static(input, *, size, fill_value=-1):
         return nz[:size]
     return _C.cat([nz, _C.full([size - n, input.ndim], fill_value, dtype=nz.dtype)], 0)
 
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """input with src's elements reduced into the positions index names along dim ("sum", "prod",
+    "mean", "amax", "amin"), as torch.scatter_reduce. sum and mean are scatter_adds; prod, amax and
+    amin compare index against each output position along dim (memory index.numel() x
+    input.shape[dim]). Gradients follow the ops (amax/amin ties with self split in halves first,
+    where torch splits them evenly)."""
+    _need(input, "scatter_reduce"), _need(index, "scatter_reduce", "index"), _need(src, "scatter_reduce", "src")
+    if reduce not in _REDUCES:
+        raise ValueError(f"scatter_reduce: reduce argument must be one of {', '.join(_REDUCES)}, got {reduce!r}")
+    if index.dtype != _C.dtype.int64:
+        raise TypeError(f"scatter_reduce: argument 'index' expected an int64 tensor, got {index.dtype}")
+    if index.ndim != src.ndim or (input.ndim and index.ndim != input.ndim):
+        raise ValueError(f"scatter_reduce: index ({index.ndim}-D), src ({src.ndim}-D) and input ({input.ndim}-D) "
+                         "must have the same number of dimensions")
+    dim = dim % max(input.ndim, 1)
+    for d in range(index.ndim):
+        if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
+            raise ValueError(f"scatter_reduce: index shape {tuple(index.shape)} must not exceed src "
+                             f"{tuple(src.shape)} in any dim, nor input {tuple(input.shape)} outside dim {dim}")
+    for d in range(src.ndim):
+        if src.shape[d] != index.shape[d]:
+            src = src.narrow(d, 0, index.shape[d])
+    src = src.to_dtype(input.dtype)
+    hits = _C.zeros_like(input, dtype=_C.dtype.int64).scatter_add(dim, index, _C.ones_like(index))
+    hit = hits > 0
+    if reduce in ("sum", "mean"):
+        base = input if include_self else _C.where(hit, 0, input)
+        total = base.scatter_add(dim, index, src)
+        if reduce == "sum":
+            return total
+        count = hits + (1 if include_self else 0)
+        safe = _C.where(count > 0, count, 1).to_dtype(input.dtype)
+        mean = total / safe if input.dtype.is_floating_point else _C.div(total, safe, rounding_mode="floor")
+        return _C.where(hit, mean, input)
+    n = input.shape[dim]
+    onehot = index.unsqueeze(-1) == _C.arange(n)  # index.shape + [n]
+    if reduce == "prod":
+        red = _C.where(onehot, src.unsqueeze(-1), 1).prod(dim)
+    else:
+        if input.dtype.is_floating_point:
+            fill = -math.inf if reduce == "amax" else math.inf
+        else:
+            info = np.iinfo(_NP_INT[input.dtype.name])
+            fill = int(info.min if reduce == "amax" else info.max)
+        vals = _C.where(onehot, src.unsqueeze(-1), fill)
+        red = vals.amax(dim) if reduce == "amax" else vals.amin(dim)
+    red = red.movedim(-1, dim)  # index.shape with dim -> n
+    pad = []
+    for d in reversed(range(input.ndim)):
+        pad += [0, input.shape[d] - red.shape[d]]
+    if any(pad):
+        red = _C._pad(red, pad, "constant", None)
+    if include_self:
+        red = red * input if reduce == "prod" else (_C.maximum(red, input) if reduce == "amax"
+                                                   else _C.minimum(red, input))
+    return _C.where(hit, red, input)
+
+
+_NP_INT = {"uint8": np.uint8, "int8": np.int8, "int32": np.int32, "int64": np.int64, "bool": np.uint8}
+
 __all__ = ["row_stack", "unsafe_chunk", "unsafe_split", "hsplit", "vsplit", "dsplit", "split_with_sizes",
            "unsafe_split_with_sizes", "ravel", "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy",
            "expand_copy", "narrow_copy", "permute_copy", "select_copy", "slice_copy", "split_copy",
            "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
            "unsqueeze_copy", "view_copy", "diagonal_scatter", "index_copy", "masked_scatter", "put",
-           "unravel_index", "constant_pad_nd", "nonzero_static"]
+           "unravel_index", "constant_pad_nd", "nonzero_static", "scatter_reduce"]

@@ -72,7 +72,7 @@ _METHODS = {f.__name__: f for f in (
     R.nansum, R.nanmean, R.count_nonzero, R.aminmax, R.cummax, R.cummin, R.logcumsumexp, R.diff, R.bincount,
     R.histc, R.renorm, R.histogram,
     V.hsplit, V.vsplit, V.dsplit, V.split_with_sizes, V.ravel, V.narrow_copy, V.diagonal_scatter, V.index_copy,
-    V.masked_scatter, V.put, V.reshape_as, V.sum_to_size, V.nonzero_static,
+    V.masked_scatter, V.put, V.reshape_as, V.sum_to_size, V.nonzero_static, V.scatter_reduce,
     Q.is_complex, Q.is_signed, Q.is_nonzero, Q.is_same_size, Q.equal, Q.is_inference, Q.conj, Q.resolve_conj,
     Q.resolve_neg, Q.conj_physical, Q.is_conj, Q.is_neg,
     MV.slice_scatter, prelu)}
@@ -101,7 +101,7 @@ _ALIASES = {"absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "at
 _INPLACE = ("exp2", "xlogy", "hypot", "copysign", "heaviside", "sinc", "logit", "deg2rad", "rad2deg", "frac",
             "fmod", "ldexp", "nan_to_num", "addmv", "addr", "baddbmm", "addbmm", "addmm", "index_copy",
             "masked_scatter", "put", "cumsum", "logical_not", "gcd", "lcm", "bitwise_left_shift",
-            "bitwise_right_shift", "renorm", "mvlgamma", "conj_physical")
+            "bitwise_right_shift", "renorm", "mvlgamma", "conj_physical", "scatter_reduce")
 
 # torch.<name>_(input, ...) functions: the Tensor method of that name.
 TORCH_INPLACE = (

@@ -491,3 +491,15 @@ def test_histogram_from_the_data_range():
     lw = lucid.histogram(L(a), bins=3, weight=L(np.abs(a)))
     tw = torch.histogram(T(a), bins=3, weight=T(np.abs(a)))
     np.testing.assert_allclose(lw.hist.numpy(), tw.hist.numpy(), rtol=1e-5)
+
+
+def test_scatter_reduce_method_inplace_and_bad_input():
+    idx = np.array([0, 2, 0, 1])
+    src = np.array([1.0, 5.0, -3.0, 2.0])
+    lt = lucid.zeros(3).scatter_reduce_(0, L(idx), L(src), "amax", include_self=False)
+    tt = torch.zeros(3).scatter_reduce_(0, T(idx), T(src, dtype=torch.float32), "amax", include_self=False)
+    np.testing.assert_array_equal(lt.numpy(), tt.numpy())
+    with pytest.raises(ValueError, match="scatter_reduce: reduce argument must be one of"):
+        lucid.zeros(3).scatter_reduce(0, L(idx), L(src), "max")
+    with pytest.raises(TypeError, match="scatter_reduce: argument 'index' expected an int64 tensor"):
+        lucid.zeros(3).scatter_reduce(0, L(src), L(src), "sum")

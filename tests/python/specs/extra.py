@@ -388,6 +388,18 @@ def _histogram(rng, dt):
             Sample([arr(rng, (40,), dt), edges]),
             Sample([arr(rng, (40,), dt)], {"bins": 4, "range": (-2.0, 2.0), "density": True})]
 
+
+def _scatter_reduce(reduce):
+    def gen(rng, dt):
+        idx0 = rng.integers(0, 4, size=(5, 3)).astype(np.int64)
+        idx1 = rng.integers(0, 3, size=(4, 2)).astype(np.int64)
+        return [Sample([arr(rng, (4, 3), dt), 0, idx0, arr(rng, (5, 3), dt), reduce]),
+                Sample([arr(rng, (4, 3), dt), 0, idx0, arr(rng, (5, 3), dt), reduce], {"include_self": False}),
+                Sample([arr(rng, (5, 3), dt), 1, idx1, arr(rng, (4, 2), dt), reduce]),
+                # src larger than index (only its leading block is used): torch's backward fails here
+                Sample([arr(rng, (5, 3), dt), 1, idx1, arr(rng, (4, 4), dt), reduce], grad_args=[])]
+    return gen
+
 SPECS = [
     # elementwise composites
     T("exp2", _un(), FLOATS + INTS),
@@ -504,4 +516,14 @@ SPECS = [
       lambda m, s, v, o: m.searchsorted(s, v, sorter=o), _search_sorter, grad=False),
     T("bucketize", _bucketize, F32_64 + INTS, grad=False),
     T("histogram", _histogram, F32_64, grad=False),
+    R("scatter_reduce_sum", lambda m, *a, **k: m.scatter_reduce(*a, **k), lambda m, *a, **k: m.scatter_reduce(*a, **k),
+      _scatter_reduce("sum"), F32_64 + ("int64",)),
+    R("scatter_reduce_prod", lambda m, *a, **k: m.scatter_reduce(*a, **k), lambda m, *a, **k: m.scatter_reduce(*a, **k),
+      _scatter_reduce("prod"), F32_64 + ("int64",)),
+    R("scatter_reduce_mean", lambda m, *a, **k: m.scatter_reduce(*a, **k), lambda m, *a, **k: m.scatter_reduce(*a, **k),
+      _scatter_reduce("mean"), F32_64 + ("int64",)),
+    R("scatter_reduce_amax", lambda m, *a, **k: m.scatter_reduce(*a, **k), lambda m, *a, **k: m.scatter_reduce(*a, **k),
+      _scatter_reduce("amax"), F32_64 + ("int64",)),
+    R("scatter_reduce_amin", lambda m, *a, **k: m.scatter_reduce(*a, **k), lambda m, *a, **k: m.scatter_reduce(*a, **k),
+      _scatter_reduce("amin"), F32_64 + ("int64",)),
 ]
