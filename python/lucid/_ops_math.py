@@ -10,7 +10,8 @@ import numpy as np
 
 from lucid import _C
 from lucid._C import Tensor
-from lucid._C import tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erfc, erfinv, atan2  # noqa: F401
+from lucid._C import (tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erfc, erfinv, atan2, lgamma,  # noqa: F401
+                      digamma, polygamma)
 
 arccos = acos
 arcsin = asin
@@ -334,6 +335,7 @@ def mvlgamma(input, p):
     return out + p * (p - 1) / 4 * math.log(math.pi)
 
 __all__ = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "atan2",
+           "lgamma", "digamma", "polygamma",
            "arccos", "arcsin", "arctan", "arctan2", "arccosh", "arcsinh", "arctanh", "fix", "sgn", "exp2",
            "logaddexp", "logaddexp2", "xlogy", "hypot", "signbit", "copysign", "heaviside", "sinc", "logit",
            "deg2rad", "rad2deg", "frac", "float_power", "fmod", "ldexp", "fmax", "fmin", "nan_to_num", "positive",

@@ -1,11 +1,13 @@
 """lucid.special: the torch.special functions lucid has, under their torch.special names: most are
 the lucid functions themselves (expit is sigmoid, erfinv is lucid.erfinv, ...), and the few
 special-only ones (ndtr, ndtri, log_ndtr, entr, xlog1py) are composites of lucid ops, so they are
-differentiable and compile. The gamma family (gammaln, digamma, polygamma, i0, ...) is not here."""
+differentiable and compile. gammaln/digamma/psi/polygamma are the engine's ops; the Bessel and
+incomplete-gamma functions (i0, i1, gammainc, ...) are not here."""
 import math
 
 from lucid import _C
-from lucid._ops_math import erfc, erfinv, exp2, logit, sinc, xlogy, _floating_pair, log_times  # noqa: F401
+from lucid._ops_math import (erfc, erfinv, exp2, logit, sinc, xlogy, lgamma, digamma, polygamma, mvlgamma,  # noqa: F401
+                             _floating_pair, log_times)
 from lucid._ops_nn import softmax, log_softmax  # noqa: F401
 
 expit = _C.sigmoid
@@ -14,6 +16,9 @@ expm1 = _C.expm1
 log1p = _C.log1p
 logsumexp = _C.logsumexp
 round = _C.round  # noqa: A001
+gammaln = lgamma
+psi = digamma
+multigammaln = mvlgamma
 
 
 def ndtr(input):
@@ -45,4 +50,5 @@ def xlog1py(input, other):
 
 
 __all__ = ["expit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "logit", "logsumexp", "round", "sinc",
-           "xlogy", "softmax", "log_softmax", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py"]
+           "xlogy", "softmax", "log_softmax", "ndtr", "ndtri", "log_ndtr", "entr", "xlog1py", "gammaln", "digamma", "psi",
+           "polygamma", "multigammaln"]

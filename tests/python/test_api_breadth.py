@@ -503,3 +503,21 @@ def test_scatter_reduce_method_inplace_and_bad_input():
         lucid.zeros(3).scatter_reduce(0, L(idx), L(src), "max")
     with pytest.raises(TypeError, match="scatter_reduce: argument 'index' expected an int64 tensor"):
         lucid.zeros(3).scatter_reduce(0, L(src), L(src), "sum")
+
+
+def test_mvlgamma_and_special_gamma_names():
+    a = np.array([[1.5, 2.0], [3.25, 7.0]])
+    for p in (1, 3):
+        close(lucid.mvlgamma(L(a), p), torch.mvlgamma(T(a), p))
+        close(L(a).mvlgamma(p), T(a).mvlgamma(p))
+    with pytest.raises(ValueError, match=r"mvlgamma: all elements must be greater than \(p-1\)/2"):
+        lucid.mvlgamma(L(a), 5)
+    x = L(a, requires_grad=True)
+    tx = T(a, requires_grad=True)
+    lucid.special.multigammaln(x, 2).sum().backward()
+    torch.special.multigammaln(tx, 2).sum().backward()
+    close(x.grad, tx.grad)
+    assert lucid.special.gammaln is lucid.lgamma and lucid.special.psi is lucid.digamma
+    close(lucid.special.polygamma(1, L(a)), torch.special.polygamma(1, T(a)))
+    with pytest.raises(ValueError, match="polygamma: argument 'n' must be non-negative"):
+        lucid.polygamma(-1, L(a))

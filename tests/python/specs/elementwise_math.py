@@ -1,7 +1,9 @@
 """Spec rows for the elementwise math ops of elementwise_math.cpp (Tan, Asin, Acos, Atan, Sinh,
-Cosh, Asinh, Acosh, Atanh, Erfc, Erfinv, Atan2), each sampled inside its domain, plus the torch
+Cosh, Asinh, Acosh, Atanh, Erfc, Erfinv, Atan2, Lgamma, Digamma, Polygamma), each sampled inside its domain, plus the torch
 aliases (arccos ...) and the in-place methods, which must give the same values. Integer inputs
 promote to the default float."""
+import numpy as np
+
 from op_specs import OpSpec, Sample, arr
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
@@ -17,6 +19,19 @@ def _in(low, high, shapes=((3, 4), (5, 37), ())):
 def U(name, op, low=-2.0, high=2.0, dtypes=FLOATS, **kw):
     return OpSpec(name, [op], lambda l, a: getattr(l, name)(a), lambda t, a: getattr(t, name)(a), _in(low, high),
                   dtypes=dtypes, **kw)
+
+
+def _gamma(rng, dt):
+    neg = arr(rng, (12,), dt, -3.9, -0.1)
+    neg = neg[np.abs(neg - np.round(neg)) > 0.05]  # away from the poles
+    return [Sample([arr(rng, (3, 4), dt, 0.2, 6.0)]), Sample([arr(rng, (40,), dt, 6.0, 40.0)]),
+            Sample([neg], grad_args=[])]
+
+
+def _polygamma(n):
+    def gen(rng, dt):
+        return [Sample([n, arr(rng, (3, 4), dt, 0.3, 5.0)]), Sample([n, arr(rng, (20,), dt, 5.0, 30.0)])]
+    return gen
 
 
 def _atan2(rng, dt):
@@ -39,6 +54,13 @@ SPECS = [
     OpSpec("erfinv_tails", ["Erfinv"], lambda l, a: l.erfinv(a), lambda t, a: t.erfinv(a),
            lambda rng, dt: [Sample([arr(rng, (40,), dt, 0.99, 0.999999)]), Sample([arr(rng, (40,), dt, -1.0, -0.99)])],
            dtypes=("float32", "float64"), grad=False),
+    OpSpec("lgamma", ["Lgamma"], lambda l, a: l.lgamma(a), lambda t, a: t.lgamma(a), _gamma, dtypes=FLOATS + INTS),
+    OpSpec("digamma", ["Digamma"], lambda l, a: l.digamma(a), lambda t, a: t.digamma(a), _gamma,
+           dtypes=FLOATS + INTS),
+    *[OpSpec(f"polygamma_{n}", ["Polygamma"], lambda l, n, a: l.polygamma(n, a), lambda t, n, a: t.polygamma(n, a),
+             _polygamma(n), dtypes=("float32", "float64"), rtol=1e-5) for n in (0, 1, 2, 3)],
+    OpSpec("polygamma_method", ["Polygamma"], lambda l, a: a.polygamma(2), lambda t, a: a.polygamma(2),
+           _in(0.5, 4.0), dtypes=("float32", "float64")),
     OpSpec("atan2", ["Atan2"], lambda l, a, b: l.atan2(a, b), lambda t, a, b: t.atan2(a, b), _atan2,
            dtypes=FLOATS + INTS),
     OpSpec("arctan2_method", ["Atan2"], lambda l, a, b: a.arctan2(b), lambda t, a, b: a.arctan2(b), _atan2,
