@@ -2,8 +2,9 @@
 Python: is_tensor/is_floating_point/is_nonzero/..., equal, numel, can_cast, typename, clone and
 detach as functions, fill, scalar_tensor, range (torch's inclusive form), logspace, the signal
 windows (hann, hamming, blackman, bartlett, kaiser: functions of their length only, computed in
-float64 on the host), empty_strided, and the switches seed utilities call
-(use_deterministic_algorithms: lucid's CPU kernels are deterministic, so both modes hold;
+float64 on the host), empty_strided, asarray/frombuffer/empty_permuted, and the switches seed
+utilities call (use_deterministic_algorithms and the debug mode: lucid's CPU kernels are
+deterministic, so every mode holds;
 set_float32_matmul_precision: recorded, CPU GEMMs are always full float32, as torch's on CPU)."""
 import builtins
 import math
@@ -178,6 +179,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, layout=None, require
 
 
 _deterministic = {"mode": False, "warn_only": False}
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 _matmul_precision = ["highest"]
 
 
@@ -191,6 +193,21 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _deterministic["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode):
+    """0/'default', 1/'warn' or 2/'error', as torch: the same switch as use_deterministic_algorithms."""
+    mode = _DEBUG_MODES.get(debug_mode, debug_mode)
+    if mode not in (0, 1, 2):
+        raise ValueError(f"set_deterministic_debug_mode: expected 0, 1, 2, 'default', 'warn' or 'error', got "
+                         f"{debug_mode!r}")
+    use_deterministic_algorithms(mode != 0, warn_only=mode == 1)
+
+
+def get_deterministic_debug_mode():
+    if not _deterministic["mode"]:
+        return 0
+    return 1 if _deterministic["warn_only"] else 2
 
 
 def set_float32_matmul_precision(precision):
@@ -255,6 +272,16 @@ def set_default_device(device):
         _device.check(device, "set_default_device")
 
 
+def get_device(input):
+    _need(input, "get_device")
+    return -1  # torch's answer for a CPU tensor
+
+
+def to_dlpack(tensor):
+    """A DLPack capsule of the tensor (CPU, zero-copy), as torch.utils.dlpack.to_dlpack."""
+    return _need(tensor, "to_dlpack", "tensor").__dlpack__()
+
+
 def is_inference_mode_enabled():
     return False  # lucid has no inference mode; no_grad is its equivalent
 
@@ -295,6 +322,7 @@ __all__ = ["is_tensor", "is_floating_point", "is_complex", "is_signed", "is_nonz
            "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "empty_strided",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
-           "get_float32_matmul_precision", "asarray", "frombuffer", "empty_permuted", "get_default_device",
+           "get_float32_matmul_precision", "set_deterministic_debug_mode", "get_deterministic_debug_mode",
+           "get_device", "to_dlpack", "asarray", "frombuffer", "empty_permuted", "get_default_device",
            "set_default_device", "is_inference_mode_enabled", "is_inference", "conj", "resolve_conj", "resolve_neg",
            "conj_physical", "is_conj", "is_neg"]

@@ -259,6 +259,7 @@ def _install():
     Tensor.byte = lambda self: self.to_dtype(_C.dtype.uint8)
     Tensor.char = lambda self: self.to_dtype(_C.dtype.int8)
     Tensor.is_pinned = lambda self: False
+    Tensor.const_data_ptr = Tensor.data_ptr
     Tensor.is_shared = lambda self: False
     Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to_dtype(dtype)
     Tensor.dim_order = lambda self: tuple(sorted(range(self.ndim), key=lambda d: -self.stride()[d]))

@@ -287,11 +287,32 @@ def test_global_switches():
     assert lucid.are_deterministic_algorithms_enabled() and lucid.is_deterministic_algorithms_warn_only_enabled()
     lucid.use_deterministic_algorithms(False)
     assert not lucid.are_deterministic_algorithms_enabled()
+    for mode, want in [("warn", 1), ("error", 2), (0, 0)]:
+        lucid.set_deterministic_debug_mode(mode)
+        torch.set_deterministic_debug_mode(mode)
+        assert lucid.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == want
+    with pytest.raises(ValueError, match="set_deterministic_debug_mode"):
+        lucid.set_deterministic_debug_mode("loud")
+    x = lucid.ones(3)
+    assert lucid.get_device(x) == torch.get_device(torch.ones(3)) == -1 and x.const_data_ptr() == x.data_ptr()
+    np.testing.assert_array_equal(np.from_dlpack(_Capsule(lucid.to_dlpack(x))), np.ones(3))
     lucid.set_float32_matmul_precision("high")
     assert lucid.get_float32_matmul_precision() == "high"
     lucid.set_float32_matmul_precision("highest")
     with pytest.raises(ValueError, match="set_float32_matmul_precision"):
         lucid.set_float32_matmul_precision("fast")
+
+
+class _Capsule:
+    """A DLPack producer around a capsule (numpy.from_dlpack takes producers)."""
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
 
 
 # ---- counting ops (data-dependent sizes) and index helpers ----
