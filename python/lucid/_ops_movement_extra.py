@@ -1,7 +1,7 @@
 """torch.* splitting, stacking, scattering and copying functions lucid builds from its movement
 ops: hsplit/vsplit/dsplit, row_stack, ravel, split_with_sizes and the unsafe_* names, the *_copy
 forms of the views (a view's values in fresh storage), diagonal_scatter, index_copy,
-masked_scatter, put, scatter_reduce, unravel_index, reshape_as and sum_to_size. Differentiable
+masked_scatter, put, scatter_reduce/index_reduce, unravel_index, reshape_as and sum_to_size. Differentiable
 through the ops they are written with, and traceable (no host reads)."""
 import math
 
@@ -262,6 +262,17 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     return _C.where(hit, red, input)
 
 
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """scatter_reduce with a 1-D index along dim (prod, mean, amax, amin), as torch.index_reduce."""
+    _need(input, "index_reduce"), _need(index, "index_reduce", "index"), _need(source, "index_reduce", "source")
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise ValueError(f"index_reduce: reduce argument must be one of prod, mean, amax, amin, got {reduce!r}")
+    if index.ndim > 1 or (source.ndim and source.shape[dim] != index.numel()):
+        raise ValueError(f"index_reduce: index must be 1-D with source.shape[dim] ({source.shape[dim]}) elements, "
+                         f"got shape {tuple(index.shape)}")
+    return scatter_reduce(input, dim, _index_along(index, dim, source), source, reduce, include_self=include_self)
+
 _NP_INT = {"uint8": np.uint8, "int8": np.int8, "int32": np.int32, "int64": np.int64, "bool": np.uint8}
 
 __all__ = ["row_stack", "unsafe_chunk", "unsafe_split", "hsplit", "vsplit", "dsplit", "split_with_sizes",
@@ -269,4 +280,4 @@ __all__ = ["row_stack", "unsafe_chunk", "unsafe_split", "hsplit", "vsplit", "dsp
            "expand_copy", "narrow_copy", "permute_copy", "select_copy", "slice_copy", "split_copy",
            "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
            "unsqueeze_copy", "view_copy", "diagonal_scatter", "index_copy", "masked_scatter", "put",
-           "unravel_index", "constant_pad_nd", "nonzero_static", "scatter_reduce"]
+           "unravel_index", "constant_pad_nd", "nonzero_static", "scatter_reduce", "index_reduce"]

@@ -1,5 +1,5 @@
 """torch.* reductions, scans and counting lucid builds from its ops: nansum/nanmean, count_nonzero,
-aminmax, cummax/cummin, logcumsumexp, diff, renorm, searchsorted/bucketize (by comparison counts:
+aminmax, cummax/cummin, logcumsumexp, diff, gradient, renorm, searchsorted/bucketize (by comparison counts:
 O(values x boundaries), no sort kernel), and the histograms bincount, histc and histogram (whose
 output size or range may depend on the data: they read it on the host, so a compiled function that
 calls them falls back to eager, as torch.compile graph-breaks on them). Differentiable where torch is."""
@@ -236,5 +236,30 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
     return histogram_result(hist, edges)
 
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimated derivative along each dim (or the dims given): central differences inside, one-sided
+    first-order differences at the edges, over uniform spacing (a number, or one per dim)."""
+    _need(input, "gradient")
+    if edge_order != 1:
+        raise NotImplementedError(f"gradient: only edge_order=1 is implemented in lucid, got {edge_order}")
+    dims = list(range(input.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    steps = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(steps) != len(dims):
+        raise ValueError(f"gradient: expected spacing to be a number or {len(dims)} numbers, got {len(steps)}")
+    if any(isinstance(h, Tensor) for h in steps):
+        raise NotImplementedError("gradient: coordinate tensors as spacing are not implemented in lucid; pass numbers")
+    x = input if input.dtype.is_floating_point else input.to_dtype(_C.get_default_dtype())
+    out = []
+    for d, h in zip(dims, steps):
+        n = x.shape[d]
+        if n < 2:
+            raise ValueError(f"gradient: each dimension needs at least edge_order + 1 = 2 samples, dim {d} has {n}")
+        first = (x.narrow(d, 1, 1) - x.narrow(d, 0, 1)) / h
+        last = (x.narrow(d, n - 1, 1) - x.narrow(d, n - 2, 1)) / h
+        inner = [(x.narrow(d, 2, n - 2) - x.narrow(d, 0, n - 2)) / (2 * h)] if n > 2 else []
+        out.append(_C.cat([first, *inner, last], d))
+    return tuple(out)
+
 __all__ = ["nansum", "nanmean", "count_nonzero", "aminmax", "cummax", "cummin", "logcumsumexp", "diff", "bincount",
-           "histc", "renorm", "searchsorted", "bucketize", "histogram"]
+           "histc", "renorm", "searchsorted", "bucketize", "histogram", "gradient"]

@@ -73,6 +73,7 @@ _METHODS = {f.__name__: f for f in (
     R.histc, R.renorm, R.histogram,
     V.hsplit, V.vsplit, V.dsplit, V.split_with_sizes, V.ravel, V.narrow_copy, V.diagonal_scatter, V.index_copy,
     V.masked_scatter, V.put, V.reshape_as, V.sum_to_size, V.nonzero_static, V.scatter_reduce,
+    V.index_reduce,
     Q.is_complex, Q.is_signed, Q.is_nonzero, Q.is_same_size, Q.equal, Q.is_inference, Q.conj, Q.resolve_conj,
     Q.resolve_neg, Q.conj_physical, Q.is_conj, Q.is_neg,
     MV.slice_scatter, prelu)}
@@ -101,7 +102,7 @@ _ALIASES = {"absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "at
 _INPLACE = ("exp2", "xlogy", "hypot", "copysign", "heaviside", "sinc", "logit", "deg2rad", "rad2deg", "frac",
             "fmod", "ldexp", "nan_to_num", "addmv", "addr", "baddbmm", "addbmm", "addmm", "index_copy",
             "masked_scatter", "put", "cumsum", "logical_not", "gcd", "lcm", "bitwise_left_shift",
-            "bitwise_right_shift", "renorm", "mvlgamma", "conj_physical", "scatter_reduce")
+            "bitwise_right_shift", "renorm", "mvlgamma", "conj_physical", "scatter_reduce", "index_reduce")
 
 # torch.<name>_(input, ...) functions: the Tensor method of that name.
 TORCH_INPLACE = (
@@ -184,6 +185,15 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return out.requires_grad_() if requires_grad else out
 
 
+def _new(self, *args, dtype=None, device=None):
+    """The legacy Tensor.new: x.new(sizes...) is new_empty, x.new(data) is new_tensor (x's dtype)."""
+    if not args:
+        return self.new_empty(0, dtype=dtype or self.dtype)
+    if len(args) == 1 and not isinstance(args[0], int):
+        return _new_tensor(self, args[0], dtype=dtype)
+    return self.new_empty(*args, dtype=dtype or self.dtype)
+
+
 def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
     return Q.empty_strided(size, stride, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
@@ -247,6 +257,7 @@ def _install():
     Tensor.random_ = _random_
     Tensor.new_tensor = _new_tensor
     Tensor.new_empty_strided = _new_empty_strided
+    Tensor.new = _new
     Tensor.fill_diagonal_ = _fill_diagonal_
     Tensor.apply_ = _apply_
     Tensor.map_ = _map_

@@ -542,3 +542,23 @@ def test_mvlgamma_and_special_gamma_names():
     close(lucid.special.polygamma(1, L(a)), torch.special.polygamma(1, T(a)))
     with pytest.raises(ValueError, match="polygamma: argument 'n' must be non-negative"):
         lucid.polygamma(-1, L(a))
+
+
+def test_legacy_new_index_reduce_and_gradient():
+    x = lucid.zeros(2, dtype=lucid.float64)
+    assert tuple(x.new(2, 3).shape) == (2, 3) and x.new(2, 3).dtype == lucid.float64
+    assert x.new([1, 2]).tolist() == torch.zeros(2).new([1, 2]).tolist() and tuple(x.new().shape) == (0,)
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            a, s = np.arange(12.0).reshape(4, 3) - 5, np.arange(6.0).reshape(2, 3) * 1.5 - 2
+            got = L(a).index_reduce(0, L([3, 1]), L(s), reduce, include_self=include_self)
+            want = T(a).index_reduce(0, T([3, 1]), T(s), reduce, include_self=include_self)
+            np.testing.assert_allclose(got.numpy(), want.numpy())
+    y = L(a).index_reduce_(1, L([0, 0, 2]), L(np.ones((4, 3)) * 2), "prod")
+    np.testing.assert_allclose(y.numpy(), T(a).index_reduce_(1, T([0, 0, 2]), T(np.ones((4, 3)) * 2), "prod").numpy())
+    f = np.random.default_rng(0).normal(size=(4, 5))
+    for kw in ({}, {"spacing": 2.0}, {"dim": 1}, {"spacing": [0.5, 3.0]}):
+        for g, w in zip(lucid.gradient(L(f), **kw), torch.gradient(T(f), **kw)):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="gradient: only edge_order=1"):
+        lucid.gradient(L(f), edge_order=2)

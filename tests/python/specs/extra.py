@@ -400,6 +400,19 @@ def _scatter_reduce(reduce):
                 Sample([arr(rng, (5, 3), dt), 1, idx1, arr(rng, (4, 4), dt), reduce], grad_args=[])]
     return gen
 
+
+def _index_reduce(reduce):
+    def gen(rng, dt):
+        return [Sample([arr(rng, (4, 3), dt), 0, np.array([3, 1, 3]), arr(rng, (3, 3), dt), reduce]),
+                Sample([arr(rng, (4, 3), dt), 1, np.array([0, 2]), arr(rng, (4, 2), dt), reduce],
+                       {"include_self": False})]
+    return gen
+
+
+def _gradient(rng, dt):
+    return [Sample([arr(rng, (4, 5), dt)]), Sample([arr(rng, (4, 5), dt)], {"spacing": 2.0, "dim": 1}),
+            Sample([arr(rng, (6,), dt)], {"spacing": [0.5]})]
+
 SPECS = [
     # elementwise composites
     T("exp2", _un(), FLOATS + INTS),
@@ -526,4 +539,13 @@ SPECS = [
       _scatter_reduce("amax"), F32_64 + ("int64",)),
     R("scatter_reduce_amin", lambda m, *a, **k: m.scatter_reduce(*a, **k), lambda m, *a, **k: m.scatter_reduce(*a, **k),
       _scatter_reduce("amin"), F32_64 + ("int64",)),
+    R("index_reduce_prod", lambda m, x, *a, **k: x.index_reduce(*a, **k), lambda m, x, *a, **k: x.index_reduce(*a, **k),
+      _index_reduce("prod")),
+    R("index_reduce_mean", lambda m, x, *a, **k: x.index_reduce(*a, **k), lambda m, x, *a, **k: x.index_reduce(*a, **k),
+      _index_reduce("mean")),
+    R("index_reduce_amax", lambda m, x, *a, **k: x.index_reduce(*a, **k), lambda m, x, *a, **k: x.index_reduce(*a, **k),
+      _index_reduce("amax")),
+    R("index_reduce_amin", lambda m, x, *a, **k: x.index_reduce(*a, **k), lambda m, x, *a, **k: x.index_reduce(*a, **k),
+      _index_reduce("amin")),
+    T("gradient", _gradient),
 ]
