@@ -12,15 +12,8 @@ import numpy as np
 from lucid import _C
 from lucid._creation import tensor
 from lucid._C import Tensor
+from lucid._ops_query import need_tensor as _need
 from lucid._ops_math import zero_grad_edge
-
-
-def _need(x, op, arg, ndim=None):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(x).__name__}")
-    if ndim is not None and x.ndim != ndim:
-        raise ValueError(f"{op}: argument '{arg}' expected a {ndim}-D tensor, got {x.ndim}-D with shape {tuple(x.shape)}")
-    return x
 
 
 def _beta_alpha(input, prod, beta, alpha):

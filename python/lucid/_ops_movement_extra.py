@@ -10,17 +10,12 @@ import numpy as np
 from lucid import _C
 from lucid._creation import tensor
 from lucid._C import Tensor
+from lucid._ops_query import need_tensor as _need
 from lucid._ops_movement import vstack
 
 row_stack = vstack
 unsafe_chunk = _C.chunk
 unsafe_split = _C.split
-
-
-def _need(x, op, arg="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(x).__name__}")
-    return x
 
 
 def _split_along(input, sections, dim, op, min_ndim):

@@ -22,9 +22,13 @@ _TYPENAME = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int32": "Int", "i
              "bfloat16": "BFloat16", "float32": "Float", "float64": "Double"}
 
 
-def _need(x, op, arg="input"):
+def need_tensor(x, op, arg="input", ndim=None):
+    """x, checked to be a Tensor (of ndim dims when given); TypeError/ValueError naming op and arg.
+    The argument check of every breadth module."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{op}: argument '{arg}' expected a {ndim}-D tensor, got {x.ndim}-D with shape {tuple(x.shape)}")
     return x
 
 
@@ -33,20 +37,20 @@ def is_tensor(obj):
 
 
 def is_floating_point(input):
-    return _need(input, "is_floating_point").dtype.is_floating_point
+    return need_tensor(input, "is_floating_point").dtype.is_floating_point
 
 
 def is_complex(input):
-    _need(input, "is_complex")
+    need_tensor(input, "is_complex")
     return False  # lucid has no complex dtypes
 
 
 def is_signed(input):
-    return _need(input, "is_signed").dtype.is_signed
+    return need_tensor(input, "is_signed").dtype.is_signed
 
 
 def is_nonzero(input):
-    n = _need(input, "is_nonzero").numel()
+    n = need_tensor(input, "is_nonzero").numel()
     if n != 1:
         raise RuntimeError("Boolean value of Tensor with " + ("no values" if n == 0 else "more than one value")
                            + " is ambiguous")
@@ -54,19 +58,19 @@ def is_nonzero(input):
 
 
 def is_same_size(input, other):
-    return tuple(_need(input, "is_same_size").shape) == tuple(_need(other, "is_same_size", "other").shape)
+    return tuple(need_tensor(input, "is_same_size").shape) == tuple(need_tensor(other, "is_same_size", "other").shape)
 
 
 def equal(input, other):
     """True when both tensors have the same shape and the same values."""
-    _need(input, "equal"), _need(other, "equal", "other")
+    need_tensor(input, "equal"), need_tensor(other, "equal", "other")
     if tuple(input.shape) != tuple(other.shape):
         return False
     return builtins.bool((input == other).all().item())
 
 
 def numel(input):
-    return _need(input, "numel").numel()
+    return need_tensor(input, "numel").numel()
 
 
 def can_cast(from_, to):
@@ -83,15 +87,15 @@ def typename(obj):
 
 
 def clone(input, *, memory_format=None):
-    return _need(input, "clone").clone()
+    return need_tensor(input, "clone").clone()
 
 
 def detach(input):
-    return _need(input, "detach").detach()
+    return need_tensor(input, "detach").detach()
 
 
 def fill(input, value):
-    return _C.full_like(_need(input, "fill"), value)
+    return _C.full_like(need_tensor(input, "fill"), value)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
@@ -273,13 +277,13 @@ def set_default_device(device):
 
 
 def get_device(input):
-    _need(input, "get_device")
+    need_tensor(input, "get_device")
     return -1  # torch's answer for a CPU tensor
 
 
 def to_dlpack(tensor):
     """A DLPack capsule of the tensor (CPU, zero-copy), as torch.utils.dlpack.to_dlpack."""
-    return _need(tensor, "to_dlpack", "tensor").__dlpack__()
+    return need_tensor(tensor, "to_dlpack", "tensor").__dlpack__()
 
 
 def is_inference_mode_enabled():
@@ -287,34 +291,34 @@ def is_inference_mode_enabled():
 
 
 def is_inference(input):
-    _need(input, "is_inference")
+    need_tensor(input, "is_inference")
     return False
 
 
 # Real tensors only (lucid has no complex dtypes): conjugation is the identity.
 def conj(input):
-    return _need(input, "conj")
+    return need_tensor(input, "conj")
 
 
 def resolve_conj(input):
-    return _need(input, "resolve_conj")
+    return need_tensor(input, "resolve_conj")
 
 
 def resolve_neg(input):
-    return _need(input, "resolve_neg")
+    return need_tensor(input, "resolve_neg")
 
 
 def conj_physical(input):
-    return _need(input, "conj_physical").clone()
+    return need_tensor(input, "conj_physical").clone()
 
 
 def is_conj(input):
-    _need(input, "is_conj")
+    need_tensor(input, "is_conj")
     return False
 
 
 def is_neg(input):
-    _need(input, "is_neg")
+    need_tensor(input, "is_neg")
     return False
 
 __all__ = ["is_tensor", "is_floating_point", "is_complex", "is_signed", "is_nonzero", "is_same_size", "equal",

@@ -7,15 +7,10 @@ import collections
 
 from lucid import _C
 from lucid._C import Tensor
+from lucid._ops_query import need_tensor as _need
 
 aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
 _cum_result = collections.namedtuple("cummax_cummin", ["values", "indices"])
-
-
-def _need(x, op, arg="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(x).__name__}")
-    return x
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
