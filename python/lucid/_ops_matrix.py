@@ -38,7 +38,8 @@ def inner(input, other):
     if input.ndim == 0 or other.ndim == 0:
         return input * other
     if input.shape[-1] != other.shape[-1]:
-        raise ValueError(f"inner: the last dims must match, got input {tuple(input.shape)} and other {tuple(other.shape)}")
+        raise ValueError(f"inner: the last dims must match, got input {tuple(input.shape)} and other "
+                         f"{tuple(other.shape)}")
     k = input.shape[-1]
     out = _C.matmul(input.reshape(-1, k), other.reshape(-1, k).t())
     return out.reshape(list(input.shape[:-1]) + list(other.shape[:-1]))
@@ -187,7 +188,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if x1.ndim < 2 or x2.ndim < 2:
         raise ValueError(f"cdist: x1 and x2 must be at least 2-D, got {x1.ndim}-D and {x2.ndim}-D")
     if x1.shape[-1] != x2.shape[-1]:
-        raise ValueError(f"cdist: x1 and x2 must have the same number of columns, got {x1.shape[-1]} and {x2.shape[-1]}")
+        raise ValueError(f"cdist: x1 and x2 must have the same number of columns, got {x1.shape[-1]} and "
+                         f"{x2.shape[-1]}")
     if p < 0:
         raise ValueError(f"cdist: argument 'p' must be non-negative, got {p}")
     diff = _C.abs(x1.unsqueeze(-2) - x2.unsqueeze(-3))
@@ -204,7 +206,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows of input (variables) over its columns (observations), as torch.cov."""
     _need(input, "cov", "input")
     if input.ndim > 2:
-        raise ValueError(f"cov: expected input to have two or fewer dimensions but got an input with {input.ndim} dimensions")
+        raise ValueError(f"cov: expected input to have two or fewer dimensions but got an input with {input.ndim} "
+                         "dimensions")
     x = input.reshape(1, -1) if input.ndim < 2 else input
     if not x.dtype.is_floating_point:
         x = x.to_dtype(_C.get_default_dtype())

@@ -28,7 +28,8 @@ def need_tensor(x, op, arg="input", ndim=None):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: argument '{arg}' expected a Tensor, got {type(x).__name__}")
     if ndim is not None and x.ndim != ndim:
-        raise ValueError(f"{op}: argument '{arg}' expected a {ndim}-D tensor, got {x.ndim}-D with shape {tuple(x.shape)}")
+        raise ValueError(f"{op}: argument '{arg}' expected a {ndim}-D tensor, got {x.ndim}-D with shape "
+                         f"{tuple(x.shape)}")
     return x
 
 

@@ -225,7 +225,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     n = edges.shape[0] - 1
     inside = (x >= edges[0]) & (x <= edges[-1])
     idx = _C.clamp(searchsorted(edges, x, right=True) - 1, 0, n - 1)
-    w = inside.to_dtype(input.dtype) if weight is None else _C.where(inside, weight.reshape(-1).to_dtype(input.dtype), 0.0)
+    w = (inside.to_dtype(input.dtype) if weight is None
+         else _C.where(inside, weight.reshape(-1).to_dtype(input.dtype), 0.0))
     hist = _C.zeros(n, dtype=input.dtype).scatter_add(0, idx, w)
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))

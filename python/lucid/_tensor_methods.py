@@ -17,18 +17,18 @@ import numpy as np
 from lucid import _C
 from lucid._C import Tensor
 from lucid._creation import tensor as _tensor_of
-from lucid import _ops_math as M
-from lucid import _ops_matrix as X
-from lucid import _ops_movement as MV
-from lucid import _ops_movement_extra as V
-from lucid import _ops_query as Q
-from lucid import _ops_reduce_extra as R
+from lucid import _ops_math as math_ops
+from lucid import _ops_matrix as matrix_ops
+from lucid import _ops_movement as movement_ops
+from lucid import _ops_movement_extra as movement_extra
+from lucid import _ops_query as query_ops
+from lucid import _ops_reduce_extra as reduce_extra
 from lucid._ops_elementwise import prelu
 from lucid.autograd import grad_mode
 
 
 def _check_inplace(self, name, result):
-    if not Q.can_cast(result.dtype, self.dtype):
+    if not query_ops.can_cast(result.dtype, self.dtype):
         raise TypeError(f"{name}: result type {result.dtype.name} can't be cast to the desired output type "
                         f"{self.dtype.name}")
     if tuple(result.shape) != tuple(self.shape):
@@ -59,24 +59,30 @@ def _float_power_(self, exponent):
     return _float_power_inplace(self, exponent)
 
 
-_float_power_inplace = inplace_form(M.float_power, "float_power_")
+_float_power_inplace = inplace_form(math_ops.float_power, "float_power_")
 
 # Functions that are also Tensor methods in torch (the function's first argument is self).
 _METHODS = {f.__name__: f for f in (
-    M.exp2, M.logaddexp, M.logaddexp2, M.xlogy, M.hypot, M.signbit, M.copysign, M.heaviside, M.sinc, M.logit,
-    M.deg2rad, M.rad2deg, M.frac, M.float_power, M.fmod, M.ldexp, M.fmax, M.fmin, M.nan_to_num, M.positive,
-    M.isposinf, M.isneginf, M.isreal, M.gcd, M.lcm, M.bitwise_left_shift, M.bitwise_right_shift, M.frexp,
-    M.mvlgamma,
-    X.outer, X.inner, X.vdot, X.addmv, X.addr, X.baddbmm, X.addbmm, X.kron, X.trace, X.cov, X.corrcoef,
-    X.diagflat, X.adjoint, X.cross, X.dist,
-    R.nansum, R.nanmean, R.count_nonzero, R.aminmax, R.cummax, R.cummin, R.logcumsumexp, R.diff, R.bincount,
-    R.histc, R.renorm, R.histogram,
-    V.hsplit, V.vsplit, V.dsplit, V.split_with_sizes, V.ravel, V.narrow_copy, V.diagonal_scatter, V.index_copy,
-    V.masked_scatter, V.put, V.reshape_as, V.sum_to_size, V.nonzero_static, V.scatter_reduce,
-    V.index_reduce,
-    Q.is_complex, Q.is_signed, Q.is_nonzero, Q.is_same_size, Q.equal, Q.is_inference, Q.conj, Q.resolve_conj,
-    Q.resolve_neg, Q.conj_physical, Q.is_conj, Q.is_neg,
-    MV.slice_scatter, prelu)}
+    math_ops.exp2, math_ops.logaddexp, math_ops.logaddexp2, math_ops.xlogy, math_ops.hypot, math_ops.signbit,
+    math_ops.copysign, math_ops.heaviside, math_ops.sinc, math_ops.logit, math_ops.deg2rad, math_ops.rad2deg,
+    math_ops.frac, math_ops.float_power, math_ops.fmod, math_ops.ldexp, math_ops.fmax, math_ops.fmin,
+    math_ops.nan_to_num, math_ops.positive, math_ops.isposinf, math_ops.isneginf, math_ops.isreal, math_ops.gcd,
+    math_ops.lcm, math_ops.bitwise_left_shift, math_ops.bitwise_right_shift, math_ops.frexp, math_ops.mvlgamma,
+    matrix_ops.outer, matrix_ops.inner, matrix_ops.vdot, matrix_ops.addmv, matrix_ops.addr, matrix_ops.baddbmm,
+    matrix_ops.addbmm, matrix_ops.kron, matrix_ops.trace, matrix_ops.cov, matrix_ops.corrcoef, matrix_ops.diagflat,
+    matrix_ops.adjoint, matrix_ops.cross, matrix_ops.dist,
+    reduce_extra.nansum, reduce_extra.nanmean, reduce_extra.count_nonzero, reduce_extra.aminmax,
+    reduce_extra.cummax, reduce_extra.cummin, reduce_extra.logcumsumexp, reduce_extra.diff, reduce_extra.bincount,
+    reduce_extra.histc, reduce_extra.renorm, reduce_extra.histogram,
+    movement_extra.hsplit, movement_extra.vsplit, movement_extra.dsplit, movement_extra.split_with_sizes,
+    movement_extra.ravel, movement_extra.narrow_copy, movement_extra.diagonal_scatter, movement_extra.index_copy,
+    movement_extra.masked_scatter, movement_extra.put, movement_extra.reshape_as, movement_extra.sum_to_size,
+    movement_extra.nonzero_static, movement_extra.scatter_reduce, movement_extra.index_reduce,
+    query_ops.is_complex, query_ops.is_signed, query_ops.is_nonzero, query_ops.is_same_size, query_ops.equal,
+    query_ops.is_inference, query_ops.conj, query_ops.resolve_conj, query_ops.resolve_neg, query_ops.conj_physical,
+    query_ops.is_conj, query_ops.is_neg,
+    movement_ops.slice_scatter,
+    prelu)}
 
 
 def _method_of(fn, name):
@@ -87,7 +93,7 @@ def _method_of(fn, name):
     return method
 
 
-_METHODS.update(ger=X.outer, unsafe_split_with_sizes=V.split_with_sizes,
+_METHODS.update(ger=matrix_ops.outer, unsafe_split_with_sizes=movement_extra.split_with_sizes,
                 **{n: _method_of(getattr(_C, n), n) for n in ("as_strided", "as_strided_scatter", "select_scatter",
                                                               "bernoulli")})
 
@@ -163,7 +169,8 @@ def _geometric_(self, p, *, generator=None):
 
 
 # exclusive tops of random_(): floats up to 2**mantissa inclusive, integers up to their maximum
-_RANDOM_TOP = {"float16": 2 ** 11 + 1, "bfloat16": 2 ** 8 + 1, "float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1, "bool": 2,
+_RANDOM_TOP = {"float16": 2 ** 11 + 1, "bfloat16": 2 ** 8 + 1, "float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1,
+               "bool": 2,
                "uint8": 2 ** 8, "int8": 2 ** 7, "int32": 2 ** 31, "int64": 2 ** 63 - 1}
 
 
@@ -195,7 +202,7 @@ def _new(self, *args, dtype=None, device=None):
 
 
 def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
-    return Q.empty_strided(size, stride, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return query_ops.empty_strided(size, stride, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def _H(self):
@@ -274,10 +281,10 @@ def _install():
     Tensor.is_shared = lambda self: False
     Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to_dtype(dtype)
     Tensor.dim_order = lambda self: tuple(sorted(range(self.ndim), key=lambda d: -self.stride()[d]))
-    Tensor.__lshift__ = M.bitwise_left_shift
-    Tensor.__rshift__ = M.bitwise_right_shift
-    Tensor.__rlshift__ = lambda self, other: M.bitwise_left_shift(other, self)
-    Tensor.__rrshift__ = lambda self, other: M.bitwise_right_shift(other, self)
+    Tensor.__lshift__ = math_ops.bitwise_left_shift
+    Tensor.__rshift__ = math_ops.bitwise_right_shift
+    Tensor.__rlshift__ = lambda self, other: math_ops.bitwise_left_shift(other, self)
+    Tensor.__rrshift__ = lambda self, other: math_ops.bitwise_right_shift(other, self)
     Tensor.__ilshift__ = Tensor.bitwise_left_shift_
     Tensor.__irshift__ = Tensor.bitwise_right_shift_
     for flag in ("is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr", "is_xpu", "is_ipu",
