@@ -2,6 +2,7 @@
 from lucid._C import add, mul, neg, empty, full, cast, as_strided, as_strided_scatter  # noqa: F401
 from lucid._ops_elementwise import *  # noqa: F401,F403
 from lucid._ops_reduce import *  # noqa: F401,F403
+from lucid._ops_sort import *  # noqa: F401,F403
 from lucid._ops_creation import *  # noqa: F401,F403
 from lucid._ops_movement import *  # noqa: F401,F403
 from lucid._ops_linalg import *  # noqa: F401,F403

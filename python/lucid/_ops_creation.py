@@ -23,6 +23,7 @@ randint_like = _C.randint_like
 randperm = _C.randperm
 normal = _C.normal
 bernoulli = _C.bernoulli
+multinomial = _C.multinomial
 Generator = _C.Generator
 default_generator = _C.default_generator
 manual_seed = _C.manual_seed
@@ -32,5 +33,5 @@ get_rng_state = _C.get_rng_state
 set_rng_state = _C.set_rng_state
 
 __all__ = ["zeros", "ones", "empty", "full", "arange", "linspace", "eye", "zeros_like", "ones_like", "empty_like",
-           "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal", "bernoulli",
+           "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal", "bernoulli", "multinomial",
            "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]

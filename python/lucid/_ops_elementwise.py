@@ -6,15 +6,15 @@ re-export them as they are.
 """
 from lucid import _C
 from lucid._C import (  # noqa: F401
-    abs, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin, cos, tanh, sigmoid, erf, sign, floor, ceil,
+    abs, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin, cos, tanh, sigmoid, erf, sign, floor, ceil,
     round, trunc, isnan, isinf, isfinite, logical_not, bitwise_not, maximum, minimum, remainder, floor_divide, eq, ne,
     lt, le, gt, ge, logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, pow, add, sub, div,
     where, clamp, clamp_min, clamp_max, masked_fill, lerp, addcmul, addcdiv, gelu, softplus, softsign, logsigmoid,
-    tanhshrink, softshrink, hardshrink,
+    tanhshrink, softshrink, hardshrink, isclose, allclose,
 )
 
 __all__ = [
-    "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tanh", "sigmoid",
+    "abs", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tanh", "sigmoid",
     "erf", "sign", "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite", "logical_not", "bitwise_not",
     "maximum", "minimum", "remainder", "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
     "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "pow", "add", "sub", "div", "where",
@@ -22,7 +22,7 @@ __all__ = [
     "leaky_relu", "elu", "gelu", "silu", "hardswish", "hardsigmoid", "hardtanh", "softplus", "multiply", "subtract",
     "divide", "true_divide", "absolute", "negative", "greater", "greater_equal", "less", "less_equal", "not_equal",
     "relu_", "leaky_relu_", "elu_", "hardtanh_", "selu", "celu", "mish", "softsign", "logsigmoid", "tanhshrink",
-    "softshrink", "hardshrink", "threshold", "threshold_", "prelu", "selu_", "celu_", "glu", "softmin",
+    "softshrink", "hardshrink", "isclose", "allclose", "threshold", "threshold_", "prelu", "selu_", "celu_", "glu", "softmin",
 ]
 
 clip = clamp

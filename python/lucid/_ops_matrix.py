@@ -322,18 +322,6 @@ def dist(input, other, p=2):
     return _safe_root((d * d if p == 2 else d ** p).sum(), p)
 
 
-def pdist(input, p=2):
-    """Distances between each pair of rows i < j of a 2-D input, in row-major pair order."""
-    _need(input, "pdist", "input", 2)
-    n = input.shape[0]
-    i, j = np.triu_indices(n, 1)
-    diff = _C.abs(input.index_select(0, tensor(i.astype(np.int64))) - input.index_select(0, tensor(j.astype(np.int64))))
-    if p == 0:
-        return (diff != 0).sum(-1).to_dtype(diff.dtype)
-    if p == math.inf:
-        return diff.amax(-1)
-    return _safe_root((diff * diff if p == 2 else diff ** p).sum(-1), p)
-
 __all__ = ["outer", "ger", "inner", "vdot", "addmv", "addr", "baddbmm", "addbmm", "chain_matmul", "tensordot",
            "kron", "block_diag", "meshgrid", "cartesian_prod", "combinations", "trace", "cdist", "cov", "corrcoef",
-           "diagflat", "vander", "tril_indices", "triu_indices", "adjoint", "cross", "dist", "pdist"]
+           "diagflat", "vander", "tril_indices", "triu_indices", "adjoint", "cross", "dist"]

@@ -101,12 +101,26 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-05):
-    """Per-sample, per-channel normalisation: group_norm with one group per channel."""
-    if not use_input_stats or running_mean is not None or running_var is not None:
-        raise NotImplementedError("instance_norm: running statistics (track_running_stats) are not supported")
+    """Per-sample, per-channel normalisation: group_norm with one group per channel; with running
+    statistics, batch_norm over the (1, N*C, *) view with the statistics repeated per sample and
+    averaged back, as torch does."""
     if input.ndim < 3:
         raise ValueError(f"instance_norm: expected input with 3 or more dims (N, C, *), got {input.ndim}-D")
-    return _C._nn_group_norm(input, int(input.shape[1]), weight, bias, float(eps))
+    if use_input_stats and running_mean is None and running_var is None:
+        return _C._nn_group_norm(input, int(input.shape[1]), weight, bias, float(eps))
+    if running_mean is None or running_var is None:
+        raise ValueError("instance_norm: expected running_mean and running_var to be both defined when "
+                         "use_input_stats is False")
+    b, c = int(input.shape[0]), int(input.shape[1])
+    rm, rv = running_mean.repeat(b), running_var.repeat(b)
+    out = _C._nn_batch_norm(input.reshape(1, b * c, *input.shape[2:]), rm, rv,
+                            None if weight is None else weight.repeat(b), None if bias is None else bias.repeat(b),
+                            bool(use_input_stats), float(momentum), float(eps))
+    if use_input_stats:
+        with lucid.no_grad():
+            running_mean.copy_(rm.reshape(b, c).mean(0))
+            running_var.copy_(rv.reshape(b, c).mean(0))
+    return out.reshape(tuple(input.shape))
 
 
 # ---- embedding, attention, resampling -----------------------------------------------------

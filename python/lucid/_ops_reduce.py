@@ -10,6 +10,7 @@ std_mean = _C.std_mean
 prod = _C.prod
 logsumexp = _C.logsumexp
 cumsum = _C.cumsum
+cumprod = _C.cumprod
 amax = _C.amax
 amin = _C.amin
 max = _C.max  # noqa: A001
@@ -19,5 +20,5 @@ argmin = _C.argmin
 all = _C.all  # noqa: A001
 any = _C.any  # noqa: A001
 
-__all__ = ["mean", "var", "std", "var_mean", "std_mean", "prod", "logsumexp", "cumsum", "amax", "amin", "max", "min", "argmax", "argmin",
+__all__ = ["mean", "var", "std", "var_mean", "std_mean", "prod", "logsumexp", "cumsum", "cumprod", "amax", "amin", "max", "min", "argmax", "argmin",
            "all", "any"]

@@ -3,14 +3,11 @@ aminmax, cummax/cummin, logcumsumexp, diff, gradient, renorm, searchsorted/bucke
 O(values x boundaries), no sort kernel), and the histograms bincount, histc and histogram (whose
 output size or range may depend on the data: they read it on the host, so a compiled function that
 calls them falls back to eager, as torch.compile graph-breaks on them). Differentiable where torch is."""
-import collections
-
 from lucid import _C
+from lucid import return_types
 from lucid._C import Tensor
 from lucid._ops_query import need_tensor as _need
 
-aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
-_cum_result = collections.namedtuple("cummax_cummin", ["values", "indices"])
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -36,19 +33,20 @@ def aminmax(input, *, dim=None, keepdim=False):
     if input.numel() == 0 and dim is None:
         raise ValueError("aminmax: cannot compute aminmax over an empty input without a dim")
     if dim is None:
-        return aminmax_result(input.amin(), input.amax()) if not keepdim else aminmax_result(
+        return return_types.aminmax(input.amin(), input.amax()) if not keepdim else return_types.aminmax(
             input.amin().reshape([1] * input.ndim), input.amax().reshape([1] * input.ndim))
-    return aminmax_result(input.amin(dim, keepdim), input.amax(dim, keepdim))
+    return return_types.aminmax(input.amin(dim, keepdim), input.amax(dim, keepdim))
 
 
 def _cum_extreme(input, dim, op, better):
+    result = getattr(return_types, op)
     """Running extreme along dim with the index of its last occurrence (NaN wins, as torch's kernel)."""
     _need(input, op)
     if input.ndim == 0:
-        return _cum_result(input.clone(), _C.zeros_like(input, dtype=_C.dtype.int64))
+        return result(input.clone(), _C.zeros_like(input, dtype=_C.dtype.int64))
     n = input.shape[dim]
     if n == 0:
-        return _cum_result(input.clone(), _C.zeros_like(input, dtype=_C.dtype.int64))
+        return result(input.clone(), _C.zeros_like(input, dtype=_C.dtype.int64))
     slices = input.unbind(dim)
     best, idx = slices[0], _C.zeros_like(slices[0], dtype=_C.dtype.int64)
     vals, idxs = [best], [idx]
@@ -61,7 +59,7 @@ def _cum_extreme(input, dim, op, better):
         idx = _C.where(take, i, idx)
         vals.append(best)
         idxs.append(idx)
-    return _cum_result(_C.stack(vals, dim), _C.stack(idxs, dim))
+    return result(_C.stack(vals, dim), _C.stack(idxs, dim))
 
 
 def cummax(input, dim):
@@ -196,9 +194,6 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
-
-
 def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """Counts (or summed weights) of input in bins: an int (equal widths over range or the data's
     extent) or a 1-D tensor of increasing edges; the last bin includes its right edge."""
@@ -230,7 +225,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     hist = _C.zeros(n, dtype=input.dtype).scatter_add(0, idx, w)
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
-    return histogram_result(hist, edges)
+    return return_types.histogram(hist, edges)
 
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):

@@ -93,16 +93,15 @@ def _data_get(self):
 
 
 def _data_set(self, value):
-    """`t.data = v` replaces t's contents with v's, keeping t's identity and requires_grad. torch
-    rebinds t to v's storage; lucid copies v into t's storage, so shape and dtype must match."""
+    """`t.data = v`, as torch: t keeps its identity, requires_grad and autograd metadata and now
+    shares v's storage, with v's shape, strides and dtype (so optimizers holding t update v's
+    memory). A tensor that requires grad takes floating-point data only."""
     if not isinstance(value, Tensor):
         raise TypeError(f"Tensor.data: expected a Tensor, got {type(value).__name__}")
-    if value.shape != self.shape or value.dtype != self.dtype:
-        raise NotImplementedError(f"Tensor.data: assigning a tensor of shape {value.shape} and dtype {value.dtype} to "
-                                  f"one of shape {self.shape} and dtype {self.dtype}; lucid copies into the existing "
-                                  "storage, so shape and dtype must match")
-    with grad_mode.no_grad():
-        self.copy_(value)
+    if self.requires_grad and not value.dtype.is_floating_point:
+        raise RuntimeError(f"Tensor.data: data set to a tensor that requires gradients must be floating point, "
+                           f"got dtype {value.dtype}")
+    self._set_data(value)
 
 
 def _type_as(self, other):

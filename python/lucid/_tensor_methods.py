@@ -107,7 +107,7 @@ _ALIASES = {"absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "at
 # In-place forms made from the out-of-place method (generic copy_ form).
 _INPLACE = ("exp2", "xlogy", "hypot", "copysign", "heaviside", "sinc", "logit", "deg2rad", "rad2deg", "frac",
             "fmod", "ldexp", "nan_to_num", "addmv", "addr", "baddbmm", "addbmm", "addmm", "index_copy",
-            "masked_scatter", "put", "cumsum", "logical_not", "gcd", "lcm", "bitwise_left_shift",
+            "masked_scatter", "put", "logical_not", "gcd", "lcm", "bitwise_left_shift",
             "bitwise_right_shift", "renorm", "mvlgamma", "conj_physical", "scatter_reduce", "index_reduce")
 
 # torch.<name>_(input, ...) functions: the Tensor method of that name.

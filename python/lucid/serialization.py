@@ -1,4 +1,5 @@
-"""lucid.save / lucid.load in the safetensors format (no pickle).
+"""lucid.save / lucid.load in the safetensors format (no pickle); lucid.load also reads PyTorch
+checkpoints (torch.save files, detected by content) through lucid._torch_checkpoint.
 
 File layout (https://github.com/huggingface/safetensors): an 8-byte little-endian header length N,
 a JSON header of N bytes ({name: {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}),
@@ -34,9 +35,11 @@ import numpy as np
 
 import lucid
 from lucid._C import Tensor
+from lucid import _device
 from lucid._safetensors_header import SafetensorsError, Invalid, parse, strict_json
+from lucid._torch_checkpoint import UnpicklingError, is_torch_checkpoint, load_torch_checkpoint
 
-__all__ = ["save", "load", "load_metadata", "SafetensorsError"]
+__all__ = ["save", "load", "load_metadata", "SafetensorsError", "UnpicklingError"]
 
 _DTYPE_TO_ST = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int32": "I32", "int64": "I64", "float16": "F16",
                 "bfloat16": "BF16", "float32": "F32", "float64": "F64"}
@@ -270,12 +273,31 @@ def _read(f, op):
     return data, _name_of(f)
 
 
+def _check_map_location(map_location):
+    """torch's forms (a device, a str, a dict of location -> location, a callable) are accepted;
+    every storage loads on the CPU, lucid's only device, so a device lucid lacks raises."""
+    if map_location is None or callable(map_location):
+        return
+    targets = map_location.values() if isinstance(map_location, dict) else [map_location]
+    for t in targets:
+        _device.check(t, "lucid.load: map_location")
+
+
 def load(f, map_location=None, weights_only=True, mmap=None):
-    """Load what `save` wrote (or any safetensors file, as an OrderedDict name -> tensor, in data order).
-    Raises SafetensorsError for anything that is not a valid safetensors file (see the module docstring)."""
-    if map_location is not None and str(map_location) not in ("cpu",):
-        lucid._C._parse_device(str(map_location))
+    """Load a file, its format told by its content: what `save` wrote (or any safetensors file, as an
+    OrderedDict name -> tensor, in data order), or a PyTorch checkpoint written by torch.save, read
+    with a restricted unpickler (lucid._torch_checkpoint: tensors, containers and primitive values
+    only, as torch.load(weights_only=True)). weights_only=False is refused for a PyTorch checkpoint:
+    lucid never runs arbitrary pickled code. Raises SafetensorsError for an invalid safetensors file
+    and UnpicklingError for a PyTorch checkpoint it refuses (see the module docstrings)."""
+    _check_map_location(map_location)
     data, where = _read(f, "lucid.load")
+    if is_torch_checkpoint(data):
+        if weights_only is False:
+            raise UnpicklingError(f"lucid.load({where}): weights_only=False is not supported: lucid reads PyTorch "
+                                  "checkpoints with a restricted unpickler only (tensors, containers and primitive "
+                                  "values), never arbitrary pickled objects; pass weights_only=True")
+        return load_torch_checkpoint(data, where)
     try:
         n, metadata, entries = parse(data)
         body = memoryview(data)[8 + n:]

@@ -133,6 +133,10 @@ struct SigWalk {
     if (PyTuple_Check(p) || PyList_Check(p)) {
       s.mix(PyTuple_Check(p) ? 7 : 8);
       s.mix(reinterpret_cast<uintptr_t>(Py_TYPE(p)));  // namedtuples differ from tuples
+      // A subclass may name structure its tensors hold (PackedSequence: its batch sizes), keyed by value.
+      if (!PyTuple_CheckExact(p) && !PyList_CheckExact(p) &&
+          nb::hasattr(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))), "__lucid_compile_key__"))
+        walk(o.attr("__lucid_compile_key__")(), depth + 1);
       Py_ssize_t n = PySequence_Fast_GET_SIZE(p);
       s.mix(static_cast<uint64_t>(n));
       for (Py_ssize_t i = 0; i < n; ++i) walk(PySequence_Fast_GET_ITEM(p, i), depth + 1);

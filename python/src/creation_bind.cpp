@@ -308,6 +308,13 @@ LUCID_BINDER(creation) {
 
   // ---- Tensor methods ----
   auto gen_of = [](nb::handle g) -> Generator* { return g.is_none() ? nullptr : nb::cast<Generator*>(g); };
+  auto multinomial_f = [gen_of](const Tensor& x, nb::handle n, bool replacement, nb::handle g) {
+    return multinomial(x, to_int64(n, "multinomial", "num_samples"), replacement, gen_of(g));
+  };
+  m.def("multinomial", multinomial_f, nb::arg("input"), nb::arg("num_samples"), nb::arg("replacement") = false,
+        nb::kw_only(), nb::arg("generator").none() = nb::none());
+  def_method(m, "multinomial", multinomial_f, nb::arg("num_samples"), nb::arg("replacement") = false, nb::kw_only(),
+             nb::arg("generator").none() = nb::none());
   def_method(m, "normal_", [gen_of](Tensor& x, double mean, double std, nb::handle g) {
     normal_(x, mean, std, gen_of(g));
     return x;

@@ -155,6 +155,8 @@ LUCID_BINDER(elementwise) {
   EW_UNARY_BIND(exp, exp, Exp);
   EW_UNARY_BIND(log, log, Log);
   EW_UNARY_BIND(log1p, log1p, Log1p);
+  EW_UNARY_BIND(log2, log2, Log2);
+  EW_UNARY_BIND(log10, log10, Log10);
   EW_UNARY_BIND(expm1, expm1, Expm1);
   EW_UNARY_BIND(sqrt, sqrt, Sqrt);
   EW_UNARY_BIND(rsqrt, rsqrt, Rsqrt);
@@ -185,6 +187,19 @@ LUCID_BINDER(elementwise) {
   redef(m, "neg", [](const Tensor& x) { return neg(x); });
   redef(m, "negative", [](const Tensor& x) { return neg(x); });
   redef(m, "__pos__", [](const Tensor& x) { return x; });
+  auto isclose_f = [](const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+    return isclose(a, b, rtol, atol, equal_nan);
+  };
+  auto allclose_f = [](const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+    return allclose(a, b, rtol, atol, equal_nan);
+  };
+  m.def("isclose", isclose_f, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
+  redef(m, "isclose", isclose_f, nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false);
+  m.def("allclose", allclose_f, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
+  redef(m, "allclose", allclose_f, nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
   m.def("isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); }, nb::arg("input"));
   redef(m, "isfinite", [](const Tensor& x) { return logical_not(logical_or(isnan(x), isinf(x))); });
   redef(m, "__abs__", [](const Tensor& x) { return abs(x); });

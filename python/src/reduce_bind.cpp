@@ -1,4 +1,4 @@
-// Python bindings of the reduce family: lucid.mean/var/std/prod/logsumexp/cumsum/amax/amin/
+// Python bindings of the reduce family: lucid.mean/var/std/prod/logsumexp/cumsum/cumprod/amax/amin/
 // max/min/argmax/argmin/all/any and the matching lucid.Tensor methods. `dim` accepts None, an int
 // or a sequence of ints; max/min with a dim return a (values, indices) named tuple.
 #include "bind.h"
@@ -68,8 +68,8 @@ std::optional<int64_t> opt_dim(nb::handle dim, const char* op) {
 
 LUCID_BINDER(reduce) {
   nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
-  m.attr("_max_result") = namedtuple("max", nb::make_tuple("values", "indices"));
-  m.attr("_min_result") = namedtuple("min", nb::make_tuple("values", "indices"));
+  m.attr("_max_result") = namedtuple("max", nb::make_tuple("values", "indices"), nb::arg("module") = "lucid.return_types");
+  m.attr("_min_result") = namedtuple("min", nb::make_tuple("values", "indices"), nb::arg("module") = "lucid.return_types");
   nb::object mt = m.attr("_max_result"), nt = m.attr("_min_result");
   g_max_result = mt;
   g_min_result = nt;
@@ -131,6 +131,24 @@ LUCID_BINDER(reduce) {
   };
   m.def("cumsum", cumsum_f, nb::arg("input"), nb::arg("dim"), nb::arg("dtype").none() = nb::none());
   def_method(m, "cumsum", cumsum_f, nb::arg("dim"), nb::arg("dtype").none() = nb::none());
+  auto cumprod_f = [](const Tensor& x, nb::handle dim, nb::handle dtype) {
+    return cumprod(x, int_dim(dim, "cumprod"), opt_dtype(dtype, "cumprod"));
+  };
+  m.def("cumprod", cumprod_f, nb::arg("input"), nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
+  def_method(m, "cumprod", cumprod_f, nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
+  auto scan_inplace = [](bool is_prod, nb::handle self, nb::handle dim, nb::handle dtype) {
+    const char* op = is_prod ? "cumprod_" : "cumsum_";
+    Tensor x = nb::cast<Tensor>(self);
+    if (is_prod) cumprod_(x, int_dim(dim, op), opt_dtype(dtype, op));
+    else cumsum_(x, int_dim(dim, op), opt_dtype(dtype, op));
+    return nb::borrow<nb::object>(self);
+  };
+  def_method(m, "cumsum_", [scan_inplace](nb::handle self, nb::handle dim, nb::handle dtype) {
+    return scan_inplace(false, self, dim, dtype);
+  }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
+  def_method(m, "cumprod_", [scan_inplace](nb::handle self, nb::handle dim, nb::handle dtype) {
+    return scan_inplace(true, self, dim, dtype);
+  }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype").none() = nb::none());
 
   auto amax_f = [](const Tensor& x, nb::handle dim, bool keepdim) { return amax(x, dims_arg(dim, "amax"), keepdim); };
   auto amin_f = [](const Tensor& x, nb::handle dim, bool keepdim) { return amin(x, dims_arg(dim, "amin"), keepdim); };

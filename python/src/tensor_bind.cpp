@@ -255,6 +255,7 @@ static void bind_tensor(nb::module_& m) {
       })
       .def("numpy", &to_numpy)
       .def("detach", &Tensor::detach)
+      .def("_set_data", &Tensor::set_data, nb::arg("src"))
       .def("detach_", [](Tensor& t) {
         if (t.impl()->autograd) { t.impl()->autograd->grad_fn.reset(); t.impl()->autograd->requires_grad = false; }
         return t;

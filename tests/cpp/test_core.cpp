@@ -41,6 +41,21 @@ TEST(Views, ExpandAndReshapeShareStorage) {
   EXPECT_TRUE(r.same_storage(x));
 }
 
+TEST(Views, SetDataRebindsStorageAndGeometryKeepingAutograd) {
+  Tensor p = full({3}, 0.0, DType::Float32);
+  p.set_requires_grad(true);
+  Tensor src = expand(reshape(full({2}, 2.0, DType::Float64), {2, 1}), {2, 4});
+  TensorImpl* impl = p.impl();
+  p.set_data(src);
+  EXPECT_EQ(p.impl(), impl);  // same tensor, as torch's `p.data = src`
+  EXPECT_TRUE(p.same_storage(src));
+  EXPECT_EQ(p.shape(), (Shape{2, 4}));
+  EXPECT_EQ(p.strides(), (Strides{1, 0}));
+  EXPECT_EQ(p.dtype(), DType::Float64);
+  EXPECT_TRUE(p.requires_grad() && p.is_leaf());
+  EXPECT_FALSE(p.impl()->is_view);
+}
+
 TEST(Autograd, MulAddBackward) {
   Tensor a = full({3}, 2.0, DType::Float32);
   Tensor b = full({1}, 5.0, DType::Float32);

@@ -562,3 +562,13 @@ def test_legacy_new_index_reduce_and_gradient():
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
     with pytest.raises(NotImplementedError, match="gradient: only edge_order=1"):
         lucid.gradient(L(f), edge_order=2)
+
+
+def test_composite_result_types_pickle():
+    import pickle
+    r = lucid.aminmax(L([[1.0, 5.0], [-2.0, 3.0]]), dim=1)
+    assert type(r).__module__ == "lucid.return_types" and r.min.tolist() == [1.0, -2.0]
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is type(r) and back.max.tolist() == [5.0, 3.0]
+    c = pickle.loads(pickle.dumps(lucid.cummax(L([1.0, 3.0, 2.0]), 0)))
+    assert c.indices.tolist() == [0, 1, 1]

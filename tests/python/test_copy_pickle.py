@@ -181,8 +181,47 @@ def test_data_set_replaces_contents_like_torch():
     _same(lp, tp)
     with pytest.raises(TypeError, match="data"):
         lp.data = 3
-    with pytest.raises(NotImplementedError, match="shape"):
-        lp.data = lucid.zeros(4)
+
+
+def test_data_set_with_another_shape_and_dtype_rebinds_like_torch():
+    lp, tp = lucid.nn.Parameter(lucid.zeros(3)), torch.nn.Parameter(torch.zeros(3))
+    lsrc, tsrc = lucid.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+    lp.data, tp.data = lsrc[:, 1], tsrc[:, 1]  # a strided view: p takes its geometry
+    _same(lp, tp)
+    assert lp.stride() == tp.stride() and lp.storage_offset() == tp.storage_offset()
+    assert lp.is_leaf and not lp._is_view and isinstance(lp, lucid.nn.Parameter)
+    assert lp.data_ptr() == lsrc[:, 1].data_ptr()  # shares the source's storage, as torch
+    with lucid.no_grad():
+        lp.mul_(10)
+    with torch.no_grad():
+        tp.mul_(10)
+    np.testing.assert_array_equal(as_numpy(lsrc), as_numpy(tsrc))
+    lp.data, tp.data = lucid.ones(2, 5, dtype=lucid.float64), torch.ones(2, 5, dtype=torch.float64)
+    _same(lp, tp)
+    for p, v in ((lp, lucid.ones(4, dtype=lucid.int64)), (tp, torch.ones(4, dtype=torch.int64))):
+        with pytest.raises(RuntimeError, match="floating point"):
+            p.data = v
+    lb, tb = lucid.zeros(2), torch.zeros(2)  # no grad: any dtype, as torch
+    lb.data, tb.data = lucid.ones(5, dtype=lucid.int32), torch.ones(5, dtype=torch.int32)
+    _same(lb, tb)
+
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_optimizer_built_before_a_data_swap_updates_the_new_data_like_torch(opt):
+    lp, tp = lucid.nn.Parameter(lucid.zeros(3)), torch.nn.Parameter(torch.zeros(3))
+    lopt = getattr(lucid.optim, opt)([lp], lr=0.1)
+    topt = getattr(torch.optim, opt)([tp], lr=0.1)
+    init = np.arange(8.0, dtype=np.float32).reshape(2, 4)
+    lp.data, tp.data = lucid.tensor(init.copy()), torch.tensor(init.copy())
+    w = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    for _ in range(3):
+        for p, o, mod in ((lp, lopt, lucid), (tp, topt, torch)):
+            o.zero_grad()
+            ((p * mod.tensor(w)) ** 2).sum().backward()
+            o.step()
+    assert lp.shape == (2, 4) and lp.grad.shape == (2, 4)
+    np.testing.assert_allclose(as_numpy(lp), as_numpy(tp), rtol=1e-6, atol=1e-6)
+    assert not np.array_equal(as_numpy(lp), init)
 
 
 @pytest.mark.parametrize("src, dst", [("float32", "int64"), ("int32", "float64"), ("float64", "bfloat16"),
@@ -193,3 +232,16 @@ def test_type_as_matches_torch(src, dst):
     _same(lo.type_as(lother), to.type_as(tother))
     with pytest.raises(TypeError, match="type_as"):
         lo.type_as(lucid.float32)
+
+
+def test_compiled_model_sees_a_data_swap_of_another_shape():
+    m = lucid.nn.Linear(3, 2)
+    fast = lucid.compile(m)
+    with lucid.no_grad():
+        fast(lucid.ones(4, 3))
+        m.weight.data = lucid.full((2, 3), 0.5)  # same shape, new storage: the entry reads it
+        x = lucid.randn(4, 3)
+        np.testing.assert_allclose(as_numpy(fast(x)), as_numpy(m(x)), rtol=1e-6)
+        m.weight.data = lucid.arange(10.0).reshape(2, 5)  # another shape: traced again
+        x = lucid.randn(4, 5)
+        np.testing.assert_allclose(as_numpy(fast(x)), as_numpy(m(x)), rtol=1e-6)

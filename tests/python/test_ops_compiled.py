@@ -29,6 +29,8 @@ HOST_READ = {
     "masked_select": "nonzero()",
     "getitem_index": "nonzero()",   # its samples include x[bool_mask]
     "gaussian_nll_loss": "item()",  # raises for a negative var, as torch
+    "unique": "unique()", "unique_method_nan": "unique()", "unique_consecutive": "unique_consecutive()",
+    "allclose": "allclose()",       # returns a Python bool
 }
 # ulps-level tolerance on values scaled by the output's magnitude (see harness.scaled_err)
 TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-6, "float64": 1e-13}

@@ -79,4 +79,16 @@ Tensor Tensor::detach() const {
   return t;
 }
 
+void Tensor::set_data(const Tensor& src) {
+  if (src.impl_ == impl_) return;
+  impl_->storage = src.impl_->storage;
+  impl_->shape = src.impl_->shape;
+  impl_->strides = src.impl_->strides;
+  impl_->offset = src.impl_->offset;
+  impl_->dtype = src.impl_->dtype;
+  impl_->is_wrapped_number = false;
+  impl_->is_view = false;
+  impl_->view_base.reset();
+}
+
 }  // namespace lucid

@@ -85,6 +85,9 @@ class Tensor {
 
   // A tensor sharing storage and geometry, without autograd history.
   Tensor detach() const;
+  // torch's `t.data = src`: this tensor (its identity and autograd metadata kept) now views src's
+  // storage with src's shape, strides, offset and dtype, as a root tensor (not a view of src).
+  void set_data(const Tensor& src);
   // Contiguous version (self if already contiguous); a copy is not recorded by autograd.
   Tensor contiguous_data() const;
 

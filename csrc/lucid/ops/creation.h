@@ -20,6 +20,8 @@ Tensor bernoulli(const Shape& shape, double p, DType dtype, Generator* gen = nul
 Tensor bernoulli(const Tensor& probs, Generator* gen = nullptr);
 // A random permutation of 0..n-1.
 Tensor randperm(int64_t n, DType dtype = DType::Int64, Generator* gen = nullptr);
+// num_samples category indices per row of the weights `probs` (1-D or 2-D), int64.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false, Generator* gen = nullptr);
 // In place 0/1 draws with per-element probabilities p (broadcast to x's shape).
 const Tensor& bernoulli_(const Tensor& x, const Tensor& p, Generator* gen = nullptr);
 const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gen = nullptr);

@@ -14,6 +14,8 @@ Tensor abs(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor log1p(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
 Tensor expm1(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
@@ -78,6 +80,9 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 Tensor addcmul(const Tensor& x, const Tensor& t1, const Tensor& t2, double value = 1.0);
 Tensor addcdiv(const Tensor& x, const Tensor& t1, const Tensor& t2, double value = 1.0);
+// |a - b| <= atol + rtol * |b| (elementwise_isclose.cpp); allclose reads the result on the host.
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 
 // Activations.
 Tensor relu(const Tensor& x);

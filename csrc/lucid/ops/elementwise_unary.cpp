@@ -1,4 +1,4 @@
-// Unary elementwise math ops: abs, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin,
+// Unary elementwise math ops: abs, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin,
 // cos, tanh, sigmoid, erf, sign, floor, ceil, round, trunc, isnan, isinf, logical_not,
 // bitwise_not. Each is one functor (scalar_math.h) + the elementwise_op builder + a VJP written
 // with ops. Transcendental ops take floating inputs only; integer inputs promote to the default
@@ -36,6 +36,21 @@ LUCID_REGISTER_OP(Log, [] {
   OpDef d = EW_UNARY(Log, Log, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], c.inputs[0])}; };
+  return d;
+}());
+
+// d/dx log_b(x) = 1 / (x ln b)
+LUCID_REGISTER_OP(Log2, [] {
+  OpDef d = EW_UNARY(Log2, Log2, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.inputs[0], sc(0.6931471805599453)))}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Log10, [] {
+  OpDef d = EW_UNARY(Log10, Log10, Float, Floating);
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.inputs[0], sc(2.302585092994046)))}; };
   return d;
 }());
 
@@ -193,6 +208,8 @@ Tensor abs(const Tensor& x) { return dispatch1(OpId::Abs, {x}); }
 Tensor exp(const Tensor& x) { return dispatch1(OpId::Exp, {x}); }
 Tensor log(const Tensor& x) { return dispatch1(OpId::Log, {x}); }
 Tensor log1p(const Tensor& x) { return dispatch1(OpId::Log1p, {x}); }
+Tensor log2(const Tensor& x) { return dispatch1(OpId::Log2, {x}); }
+Tensor log10(const Tensor& x) { return dispatch1(OpId::Log10, {x}); }
 Tensor expm1(const Tensor& x) { return dispatch1(OpId::Expm1, {x}); }
 Tensor sqrt(const Tensor& x) { return dispatch1(OpId::Sqrt, {x}); }
 Tensor rsqrt(const Tensor& x) { return dispatch1(OpId::Rsqrt, {x}); }

@@ -229,7 +229,11 @@ LUCID_REGISTER_OP(Linear, [] {
     int64_t in_f = w.shape()[1], out_f = w.shape()[0];
     TensorList r(3);
     if (c.needs_grad[0]) r[0] = matmul(g, w);
-    if (c.needs_grad[1]) r[1] = matmul(mT(reshape(g, {-1, out_f})), reshape(x, {-1, in_f}));
+    if (c.needs_grad[1]) {
+      int64_t rows = 1;  // explicit, not -1: a zero-width layer (in_f or out_f == 0) leaves -1 undefined
+      for (int64_t i = 0; i + 1 < x.ndim(); ++i) rows *= x.shape()[i];
+      r[1] = matmul(mT(reshape(g, {rows, out_f})), reshape(x, {rows, in_f}));
+    }
     if (c.needs_grad[2]) {
       IntList dims;
       for (int64_t i = 0; i + 1 < g.ndim(); ++i) dims.push_back(i);

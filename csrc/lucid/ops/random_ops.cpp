@@ -1,5 +1,5 @@
 // Random ops: Uniform (rand, uniform_), Normal (randn, normal_; Box-Muller), RandInt, Bernoulli,
-// RandPerm.
+// RandPerm, Multinomial.
 // Each is a non-differentiable op with Lowering::Random whose attributes carry the generator's
 // seed and the draw offset reserved for it (see core/generator.h). Element i only depends on
 // (seed, offset, i): results are deterministic and independent of the thread count, and a
@@ -350,6 +350,102 @@ Tensor randperm(int64_t n, DType dtype, Generator* gen) {
   return dispatch1(OpId::RandPerm, {}, a);
 }
 
+// ---- Multinomial ------------------------------------------------------------------------------
+// Rows of non-negative weights (1-D: one row). With replacement, sample s of a row inverts the
+// row's cumulative sum at a 53-bit uniform; without, the row's categories are ranked by
+// w_c / E_c with E_c ~ Exp(1) (the exponential race, as PyTorch) and the first num_samples are
+// taken. Each uniform takes two draws: rows * (num_samples or categories) * 2 in all.
+static uint64_t multinomial_draws(const Attrs& a) {
+  int64_t per_row = a.b("replacement") ? a.i("num_samples") : a.i("categories");
+  return 2 * static_cast<uint64_t>(a.i("rows")) * static_cast<uint64_t>(per_row);
+}
+
+static void check_multinomial(const Tensor& p, int64_t num_samples, bool replacement) {
+  LUCID_CHECK(p.ndim() == 1 || p.ndim() == 2, Error, "multinomial: argument 'input' (prob_dist) must be 1 or 2 dim, got ",
+              p.ndim(), " dims (shape ", shape_str(p.shape()), ")");
+  LUCID_CHECK(is_floating(p.dtype()), Error, "multinomial: argument 'input' must have a floating point dtype, got ",
+              dtype_name(p.dtype()));
+  LUCID_CHECK(num_samples > 0, Error, "multinomial: argument 'num_samples' must be positive (cannot sample n_sample <= 0 "
+              "samples), got ", num_samples);
+  int64_t cats = p.shape().back();
+  LUCID_CHECK(replacement || num_samples <= cats, Error, "multinomial: argument 'num_samples' (", num_samples,
+              ") cannot exceed the number of categories (", cats, ") when sampling without replacement");
+  LUCID_CHECK(cats <= (int64_t{1} << 24), Error, "multinomial: the number of categories cannot exceed 2^24, got ", cats);
+}
+
+LUCID_REGISTER_OP(Multinomial, [] {
+  OpDef d = random_op();
+  d.num_inputs = 1;
+  d.nondiff_inputs = {0};
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    const Tensor& p = in[0];
+    int64_t ns = a.i("num_samples");
+    check_multinomial(p, ns, a.b("replacement"));
+    int64_t rows = p.ndim() == 2 ? p.shape()[0] : 1;
+    LUCID_CHECK(a.i("rows") == rows && a.i("categories") == p.shape().back(), ValueError,
+                "multinomial: the rows/categories attributes do not match the input of shape ", shape_str(p.shape()));
+    Shape s = p.ndim() == 2 ? Shape{rows, ns} : Shape{ns};
+    return std::vector<TensorMeta>{{s, DType::Int64}};
+  };
+  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
+    int64_t rows = a.i("rows"), cats = a.i("categories"), ns = a.i("num_samples");
+    bool repl = a.b("replacement");
+    Tensor w = Tensor::empty(in[0].shape(), DType::Float64);
+    cpu::copy_into(w, in[0]);
+    double* wp = w.data<double>();
+    // Validate first: nothing is drawn from a bad distribution. Replacement rows become cumulative sums.
+    for (int64_t r = 0; r < rows; ++r) {
+      double total = 0;
+      for (int64_t c = 0; c < cats; ++c) {
+        double v = wp[r * cats + c];
+        LUCID_CHECK(std::isfinite(v) && v >= 0, Error, "multinomial: argument 'input' must hold finite, non-negative "
+                    "weights (probability tensor contains either inf, nan or element < 0), got ", v, " in row ", r);
+        total += v;
+        if (repl) wp[r * cats + c] = total;
+      }
+      LUCID_CHECK(total > 0, Error, "multinomial: argument 'input' has a row of all-zero weights (invalid multinomial "
+                  "distribution, sum of probabilities <= 0) in row ", r);
+    }
+    with_contiguous_out(out[0], [&](const Tensor& o) {
+      int64_t* dst = o.data<int64_t>();
+      if (repl) {
+        for_draws(rows * ns, 2, attr_seed(a), attr_offset(a), [&](int64_t u, const uint32_t* dr) {
+          const double* cdf = wp + (u / ns) * cats;
+          double t = unit_uniform<double>(dr) * cdf[cats - 1];
+          int64_t c = std::upper_bound(cdf, cdf + cats, t) - cdf;
+          dst[u] = std::min(c, cats - 1);
+        });
+        return;
+      }
+      std::vector<double> key(rows * cats);
+      for_draws(rows * cats, 2, attr_seed(a), attr_offset(a), [&](int64_t u, const uint32_t* dr) {
+        double e = -std::log1p(-unit_uniform<double>(dr));  // Exp(1), from u in [0, 1)
+        key[u] = wp[u] > 0 ? wp[u] / e : -1.0;             // zero weights rank last, by index
+      });
+      parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / (8 * cats)), [&](int64_t b, int64_t e) {
+        std::vector<int64_t> idx(cats);
+        for (int64_t r = b; r < e; ++r) {
+          const double* kr = key.data() + r * cats;
+          for (int64_t c = 0; c < cats; ++c) idx[c] = c;
+          std::partial_sort(idx.begin(), idx.begin() + ns, idx.end(),
+                            [&](int64_t x, int64_t y) { return kr[x] > kr[y] || (kr[x] == kr[y] && x < y); });
+          std::copy(idx.begin(), idx.begin() + ns, dst + r * ns);
+        }
+      });
+    });
+  };
+  return d;
+}());
+
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
+  check_multinomial(probs, num_samples, replacement);
+  Attrs a{{"num_samples", num_samples}, {"replacement", replacement},
+          {"rows", probs.ndim() == 2 ? probs.shape()[0] : int64_t{1}}, {"categories", probs.shape().back()}};
+  Generator& g = gen_or_default(gen);
+  a.set("seed", static_cast<int64_t>(g.initial_seed())).set("offset", static_cast<int64_t>(g.reserve(multinomial_draws(a))));
+  return dispatch1(OpId::Multinomial, {probs.detach()}, a);
+}
+
 uint64_t random_draws(OpId id, const Attrs& a) {
   switch (id) {
     case OpId::Uniform: return uniform_count(numel_of(a.ints("shape")), a.dtype("dtype"));
@@ -357,6 +453,7 @@ uint64_t random_draws(OpId id, const Attrs& a) {
     case OpId::RandInt: return static_cast<uint64_t>(numel_of(a.ints("shape"))) * randint_draws(a.i("low"), a.i("high"));
     case OpId::Bernoulli: return static_cast<uint64_t>(numel_of(a.ints("shape")));
     case OpId::RandPerm: return 2 * static_cast<uint64_t>(a.i("n"));
+    case OpId::Multinomial: return multinomial_draws(a);
     default: throw Error(str("random_draws: ", op_name(id), " is not a random op"));
   }
 }

@@ -13,6 +13,10 @@ Tensor std_(const Tensor& x, const IntList& dims = {}, double correction = 1.0, 
 Tensor prod(const Tensor& x, const IntList& dims = {}, bool keepdim = false, std::optional<DType> dtype = {});
 Tensor logsumexp(const Tensor& x, const IntList& dims, bool keepdim = false);
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = {}, bool reverse = false);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = {});  // reduce_cumprod.cpp
+// In place (reduce_cumprod.cpp): the scan computed out of place, then copied into x (x's dtype kept).
+const Tensor& cumsum_(const Tensor& x, int64_t dim, std::optional<DType> dtype = {});
+const Tensor& cumprod_(const Tensor& x, int64_t dim, std::optional<DType> dtype = {});
 Tensor amax(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
 // (values, indices) along one dim.

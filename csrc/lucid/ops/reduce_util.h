@@ -59,6 +59,25 @@ inline RowLayout row_layout(const Tensor& x, const IntList& dims) {
   return L;
 }
 
+// A contiguous tensor of shape s seen as [outer, n, inner] around `dim` (a 0-d tensor is one row
+// of one element): row r = (o, ., j) starts at o * n * inner + j, its elements inner apart. The
+// layout of scans (cumprod) and sorts along one dim.
+struct DimRows {
+  int64_t outer = 1, n = 1, inner = 1;
+  int64_t count() const { return outer * inner; }
+  int64_t base(int64_t r) const { return (r / inner) * n * inner + r % inner; }
+};
+
+inline DimRows dim_rows(const Shape& s, int64_t dim) {
+  DimRows g;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    if (i < dim) g.outer *= s[i];
+    else if (i == dim) g.n = s[i];
+    else g.inner *= s[i];
+  }
+  return g;
+}
+
 // Copies a tensor computed in a RowLayout's permuted order back into `out` (x's shape).
 inline void unpermute_into(const Tensor& out, const Tensor& tmp, const IntList& perm) {
   if (perm.empty()) { cpu::copy_into(out, tmp); return; }

@@ -101,6 +101,14 @@ struct Log {
   template <class C> static C apply(C a) { return std::log(a); }
   static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_logf8_u10avx2(x); }); }
 };
+struct Log2 {
+  template <class C> static C apply(C a) { return std::log2(a); }
+  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_log2f8_u10avx2(x); }); }
+};
+struct Log10 {
+  template <class C> static C apply(C a) { return std::log10(a); }
+  static void vec(float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_log10f8_u10avx2(x); }); }
+};
 struct Log1p {
   template <class C> static C apply(C a) { return std::log1p(a); }
   // Sleef's log1pf is specified up to 1e38; above, log1p(x) == log(x) in float.

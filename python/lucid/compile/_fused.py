@@ -92,7 +92,7 @@ class FusedStep:
 
     def _loss(self, args):
         inp = args[0]
-        out = self.model(*inp) if isinstance(inp, tuple) else self.model(inp)
+        out = self.model(*inp) if type(inp) is tuple else self.model(inp)  # a namedtuple (PackedSequence) is one input
         loss = self.loss_fn(out, *args[1:])
         if not isinstance(loss, lucid.Tensor) or loss.numel() != 1 or not loss.dtype.is_floating_point:
             got = (f"a tensor of shape {tuple(loss.shape)} and dtype {loss.dtype}" if isinstance(loss, lucid.Tensor)

@@ -24,7 +24,7 @@ def make_step(model, loss_fn, *, dynamic=False, strict=False):
         if not args:
             raise TypeError("make_step: step() needs the model's input as its first argument")
         inp = args[0]
-        out = model(*inp) if isinstance(inp, tuple) else model(inp)
+        out = model(*inp) if type(inp) is tuple else model(inp)  # a namedtuple (PackedSequence) is one input
         return loss_fn(out, *args[1:])
 
     step.__name__ = f"step[{type(model).__name__}]"
@@ -58,7 +58,7 @@ def compiled_step(model, x, loss_fn):
             g2 = dict(glb)
             g2.update(zip(gnames, values[ncells:]))
             f = types.FunctionType(code, g2, name, defaults, tuple(_cell(v) for v in values[:ncells]))
-            return f(model(*x) if isinstance(x, tuple) else model(x))
+            return f(model(*x) if type(x) is tuple else model(x))
 
         run.__name__ = f"compiled_step[{type(model).__name__}]"
         per_model[key] = step = CompiledModule(run, _step=True)  # watches the captured model

@@ -3,4 +3,4 @@ from lucid.nn.parameter import Parameter, Buffer
 from lucid.nn import functional, init
 from lucid.nn.modules import *  # noqa: F401,F403
 from lucid.nn.modules import Module
-from lucid.nn import utils
+from lucid.nn import utils, grad, parallel

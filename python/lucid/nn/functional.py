@@ -1,38 +1,48 @@
 """lucid.nn.functional: torch.nn.functional's names.
 
-The ops themselves live in the op families (lucid._ops_nn, _ops_linalg, _ops_elementwise and the
-top-level lucid namespace) and are re-exported here by name. Only functions that are Python
-composites in torch as well are written here (multi_head_attention_forward).
+The ops themselves live in the op families (lucid._ops_nn, _ops_nn_extra and _ops_nn_spatial
+(composites of existing ops), _ops_linalg, _ops_elementwise and the top-level lucid namespace)
+and are re-exported here by name. Only functions that are Python composites in torch as well are
+written here (multi_head_attention_forward).
 """
 import math
 
 import lucid
-from lucid import _ops_nn, _ops_linalg, _ops_elementwise, _ops_movement
+from lucid import _ops_nn, _ops_nn_extra, _ops_nn_spatial, _ops_linalg, _ops_elementwise, _ops_movement
 
 _F_NAMES = [
     # activations
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "gelu", "silu", "mish",
     "hardswish", "hardsigmoid", "hardtanh", "hardtanh_", "softplus", "softsign", "sigmoid", "tanh", "logsigmoid",
-    "tanhshrink", "softshrink", "hardshrink", "threshold", "prelu", "rrelu", "glu", "softmax", "log_softmax",
+    "tanhshrink", "softshrink", "hardshrink", "threshold", "threshold_", "selu_", "celu_", "prelu", "rrelu", "rrelu_",
+    "glu", "softmax", "log_softmax",
     "softmin", "gumbel_softmax",
     # linear / conv / pool
     "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "conv_tbc",
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool2d", "unfold", "fold",
-    "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample", "grid_sample", "affine_grid",
+    "adaptive_avg_pool3d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool3d", "max_unpool1d", "max_unpool2d",
+    "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "interpolate", "upsample",
+    "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
     # norms
     "batch_norm", "layer_norm", "group_norm", "rms_norm", "instance_norm", "local_response_norm", "normalize",
     # sparse / dropout / misc
     "embedding", "embedding_bag", "one_hot", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    "feature_alpha_dropout",
     "pad", "cosine_similarity", "pairwise_distance", "pdist", "scaled_dot_product_attention",
     # losses
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
-    "triplet_margin_loss", "multi_margin_loss", "ctc_loss",
+    "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
+    "ctc_loss",
 ]
 
-_SOURCES = (_ops_nn, _ops_linalg, _ops_elementwise, _ops_movement, lucid)
+_SOURCES = (_ops_nn, _ops_nn_extra, _ops_nn_spatial, _ops_linalg, _ops_elementwise, _ops_movement, lucid)
 
 
 def _lookup(name):

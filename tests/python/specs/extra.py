@@ -347,11 +347,6 @@ def _dist(p):
                             Sample([arr(rng, (3, 4), dt), arr(rng, (4,), dt)], {"p": p})]
 
 
-def _pdist(rng, dt):
-    return [Sample([arr(rng, (5, 3), dt)]), Sample([arr(rng, (4, 2), dt)], {"p": 1.0}),
-            Sample([arr(rng, (4, 3), dt)], {"p": 3.0})]
-
-
 def _renorm(rng, dt):
     return [Sample([arr(rng, (3, 4), dt), 2, 0, 1.0]), Sample([arr(rng, (3, 4, 2), dt), 1, 1, 1.5]),
             Sample([arr(rng, (3, 4), dt), 3, -1, 0.8])]
@@ -519,7 +514,6 @@ SPECS = [
     R("dist_p3", lambda m, a, b, **k: m.dist(a, b, **k), lambda m, a, b, **k: m.dist(a, b, **k), _dist(3.5)),
     R("dist_pinf", lambda m, a, b, **k: m.dist(a, b, **k), lambda m, a, b, **k: m.dist(a, b, **k),
       _dist(float("inf"))),
-    T("pdist", _pdist),
     T("renorm", _renorm),
     I("renorm", _renorm),
     T("adjoint", lambda rng, dt: [Sample([arr(rng, (2, 3, 4), dt)])]),

@@ -1,13 +1,15 @@
 """Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict (torch semantics:
-string-index keys, slicing returns a new container of the same type, negative indices)."""
+string-index keys, slicing returns a new container of the same type, negative indices), and
+torch's deprecated Container (a Module built from keyword submodules)."""
 from collections import OrderedDict
 import operator
+import warnings
 from itertools import islice
 
-from lucid.nn.modules.module import Module
+from lucid.nn.modules.module import Module, _addindent
 from lucid.nn.parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _abs_index(idx, n, what):
@@ -144,6 +146,20 @@ class ModuleList(Module):
 
     def __dir__(self):
         return [k for k in super().__dir__() if not k.isdigit()]
+
+    def __repr__(self):
+        """torch's: runs of consecutive submodules with equal reprs print once, as "(i-j): n x ..."."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        blocks = []  # [start, end, repr]
+        for k, r in enumerate(reprs):
+            if blocks and blocks[-1][2] == r:
+                blocks[-1][1] = k
+            else:
+                blocks.append([k, k, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2) for a, b, r in blocks]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def insert(self, index, module):
         for i in range(len(self._modules), index, -1):
@@ -316,3 +332,12 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v
+
+
+class Container(Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)

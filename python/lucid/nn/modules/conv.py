@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, Conv3d, ConvTranspose1d/2d (torch's weight layouts, padding modes, default init)."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d (torch's weight layouts, padding modes, default init)."""
 import math
 
 import lucid
@@ -7,7 +7,7 @@ from lucid.nn import init
 from lucid.nn.modules.module import Module
 from lucid.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(x, n):
@@ -119,6 +119,10 @@ class Conv2d(_ConvNd):
     _n = 2
 
 
+class Conv3d(_ConvNd):
+    _n = 3
+
+
 class _ConvTransposeNd(_ConvNd):
     _transposed = True
 
@@ -159,3 +163,7 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 class ConvTranspose2d(_ConvTransposeNd):
     _n = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _n = 3

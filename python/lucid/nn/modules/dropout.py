@@ -2,7 +2,7 @@
 from lucid.nn import functional as F
 from lucid.nn.modules.module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -43,3 +43,7 @@ class AlphaDropout(_DropoutNd):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    _fn = "feature_alpha_dropout"

@@ -1,7 +1,12 @@
-"""BatchNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm-free set; torch's buffers
-(running_mean, running_var, num_batches_tracked) and momentum rules (momentum=None gives a
-cumulative moving average with factor 1/num_batches_tracked)."""
+"""BatchNorm1d/2d/3d, SyncBatchNorm, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm and
+CrossMapLRN2d; torch's buffers (running_mean, running_var, num_batches_tracked) and momentum rules
+(momentum=None gives a cumulative moving average with factor 1/num_batches_tracked).
+
+SyncBatchNorm: lucid runs in one process, so there is no process group to synchronise with and
+SyncBatchNorm is BatchNorm over any (N, C, *) input (what torch's computes with a world size of 1)."""
 import numbers
+
+import numpy as np
 
 import lucid
 from lucid.nn import functional as F
@@ -9,7 +14,8 @@ from lucid.nn import init
 from lucid.nn.modules.module import Module
 from lucid.nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm",
+           "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _full(shape, value, dtype):
@@ -128,6 +134,34 @@ class BatchNorm3d(_BatchNorm):
     _expected_dims = (5,)
 
 
+class SyncBatchNorm(_BatchNorm):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """Replaces every BatchNorm*d in `module` by a SyncBatchNorm holding the same parameters and
+        buffers (torch's helper)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
@@ -193,3 +227,48 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class CrossMapLRN2d(Module):
+    """torch's legacy cross-channel LRN of 4-D input. Its channel window is torch's exactly: the
+    running sum that torch updates channel by channel, which never drops channel 0 (so it is not
+    local_response_norm's centred window), written here as differences of a prefix sum."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        c = input.shape[1]
+        pre_pad = int((self.size - 1) / 2 + 1)
+        ch = np.arange(c)
+        hi = np.minimum(ch + pre_pad - 1, c - 1)
+        lo = np.where(ch > pre_pad, ch - pre_pad, 0)
+        prefix = (input * input).cumsum(1)
+        first = prefix[:, :1]
+        scale = (prefix.index_select(1, lucid.tensor(hi.astype(np.int64)))
+                 - prefix.index_select(1, lucid.tensor(lo.astype(np.int64))) + first)
+        return input * (scale * (self.alpha / self.size) + self.k) ** (-self.beta)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

@@ -1,6 +1,11 @@
 """RNN, LSTM, GRU and their cells, as Python composites over linear/sigmoid/tanh (torch computes
 them with fused kernels, but the math, gate order (LSTM i,f,g,o; GRU r,z,n), parameter names
-(weight_ih_l0, ..., _reverse) and init (U(-1/sqrt(H), 1/sqrt(H))) are torch's)."""
+(weight_ih_l0, ..., _reverse) and init (U(-1/sqrt(H), 1/sqrt(H))) are torch's).
+
+RNN, LSTM and GRU also take a PackedSequence (nn.utils.rnn) and return one, as torch: each time
+step runs on the sequences still running (batch_sizes[t] of them), so h_n holds each sequence's
+state at its own last step (the first one for the reverse direction); hx and h_n are in the
+caller's batch order (permuted by sorted_indices / unsorted_indices)."""
 import math
 
 import lucid
@@ -8,6 +13,7 @@ from lucid.nn import functional as F
 from lucid.nn import init
 from lucid.nn.modules.module import Module
 from lucid.nn.parameter import Parameter
+from lucid.nn.utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -37,6 +43,19 @@ def _gru_cell(x_proj, h, w_hh, b_hh):
 def _rnn_cell(x_proj, h, w_hh, b_hh, nonlinearity):
     pre = x_proj + F.linear(h, w_hh, b_hh)
     return lucid.tanh(pre) if nonlinearity == "tanh" else F.relu(pre)
+
+
+def _state_slice(state, start, stop):
+    """Rows start:stop of a state (h, or the (h, c) pair of an LSTM)."""
+    if isinstance(state, tuple):
+        return tuple(s[start:stop] for s in state)
+    return state[start:stop]
+
+
+def _state_cat(states):
+    if isinstance(states[0], tuple):
+        return tuple(lucid.cat(list(parts), 0) for parts in zip(*states))
+    return lucid.cat(states, 0)
 
 
 class RNNBase(Module):
@@ -115,6 +134,21 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
+    def _weights(self, layer, direction):
+        names = self._layer_names(layer, direction)
+        w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+        b_ih = getattr(self, names[2]) if self.bias else None
+        b_hh = getattr(self, names[3]) if self.bias else None
+        return w_ih, w_hh, b_ih, b_hh
+
+    def _cell(self, xp, state, w_hh, b_hh):
+        """One time step: the new state ((h, c) for LSTM, h otherwise)."""
+        if self.mode == "LSTM":
+            return _lstm_cell(xp, state[0], state[1], w_hh, b_hh)
+        if self.mode == "GRU":
+            return _gru_cell(xp, state, w_hh, b_hh)
+        return _rnn_cell(xp, state, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
+
     def _run(self, input, hx):
         """input (L, N, H_in); hx: list of per-(layer, direction) states. Returns output, new states."""
         num_directions = 2 if self.bidirectional else 1
@@ -124,32 +158,125 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             dir_outputs = []
             for d in range(num_directions):
-                names = self._layer_names(layer, d)
-                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
-                b_ih = getattr(self, names[2]) if self.bias else None
-                b_hh = getattr(self, names[3]) if self.bias else None
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
                 x_proj = F.linear(layer_input, w_ih, b_ih)  # all time steps at once
                 state = hx[layer * num_directions + d]
                 steps = range(seq_len - 1, -1, -1) if d == 1 else range(seq_len)
                 outs = [None] * seq_len
                 for t in steps:
-                    xp = x_proj[t]
-                    if self.mode == "LSTM":
-                        h, c = _lstm_cell(xp, state[0], state[1], w_hh, b_hh)
-                        state = (h, c)
-                    elif self.mode == "GRU":
-                        h = _gru_cell(xp, state, w_hh, b_hh)
-                        state = h
-                    else:
-                        h = _rnn_cell(xp, state, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
-                        state = h
-                    outs[t] = h
+                    state = self._cell(x_proj[t], state, w_hh, b_hh)
+                    outs[t] = state[0] if self.mode == "LSTM" else state
                 dir_outputs.append(lucid.stack(outs, 0))
                 new_states.append(state)
             layer_input = dir_outputs[0] if num_directions == 1 else lucid.cat(dir_outputs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, new_states
+
+    def _run_packed(self, data, sizes, hx):
+        """data (sum(sizes), H_in) packed time-major; sizes: batch size per step; hx: per-(layer,
+        direction) states over sizes[0] sequences. Returns packed output, final states (torch's
+        PackedLayer / ReversedPackedLayer)."""
+        num_directions = 2 if self.bidirectional else 1
+        offsets = [0]
+        for bs in sizes:
+            offsets.append(offsets[-1] + bs)
+        layer_input = data
+        new_states = []
+        for layer in range(self.num_layers):
+            dir_outputs = []
+            for d in range(num_directions):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                x_proj = F.linear(layer_input, w_ih, b_ih)
+                state = hx[layer * num_directions + d]
+                run = self._packed_reverse if d == 1 else self._packed_forward
+                out, state = run(x_proj, sizes, offsets, state, w_hh, b_hh)
+                dir_outputs.append(out)
+                new_states.append(state)
+            layer_input = dir_outputs[0] if num_directions == 1 else lucid.cat(dir_outputs, -1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, new_states
+
+    def _packed_forward(self, x_proj, sizes, offsets, state, w_hh, b_hh):
+        # A sequence that ends at step t leaves the batch there: its state is final.
+        outs, finals, last = [], [], sizes[0]
+        for t, bs in enumerate(sizes):
+            if bs < last:
+                finals.append(_state_slice(state, bs, last))
+                state = _state_slice(state, 0, bs)
+            last = bs
+            state = self._cell(x_proj[offsets[t]:offsets[t + 1]], state, w_hh, b_hh)
+            outs.append(state[0] if self.mode == "LSTM" else state)
+        finals.append(state)
+        return lucid.cat(outs, 0), _state_cat(finals[::-1])
+
+    def _packed_reverse(self, x_proj, sizes, offsets, state0, w_hh, b_hh):
+        # Backwards in time a sequence joins the batch at its last step, from its initial state.
+        outs, last = [None] * len(sizes), sizes[-1]
+        state = _state_slice(state0, 0, last)
+        for t in range(len(sizes) - 1, -1, -1):
+            bs = sizes[t]
+            if bs > last:
+                state = _state_cat([state, _state_slice(state0, last, bs)])
+            last = bs
+            state = self._cell(x_proj[offsets[t]:offsets[t + 1]], state, w_hh, b_hh)
+            outs[t] = state[0] if self.mode == "LSTM" else state
+        return lucid.cat(outs, 0), state
+
+    def forward(self, input, hx=None):
+        """(output, h_n or (h_n, c_n)) for padded or packed input, as torch's RNN/LSTM/GRU forward."""
+        is_lstm = self.mode == "LSTM"
+        if isinstance(input, PackedSequence):
+            out, new = self._forward_packed(input, hx, is_lstm)
+            is_batched = True
+        else:
+            x, states, is_batched = self._prepare(input, hx, is_lstm)
+            out, new = self._run(x, states)
+            out = self._finish(out, is_batched)
+        if is_lstm:
+            h_n = lucid.stack([s[0] for s in new], 0)
+            c_n = lucid.stack([s[1] for s in new], 0)
+        else:
+            h_n, c_n = lucid.stack(new, 0), None
+        if isinstance(input, PackedSequence) and input.unsorted_indices is not None:
+            h_n = h_n.index_select(1, input.unsorted_indices)
+            c_n = c_n.index_select(1, input.unsorted_indices) if is_lstm else None
+        if not is_batched:
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if is_lstm else None
+        return out, ((h_n, c_n) if is_lstm else h_n)
+
+    def _forward_packed(self, packed, hx, is_lstm):
+        data, sizes = packed.data, packed._sizes
+        name = type(self).__name__
+        if data.dim() != 2:
+            raise RuntimeError(f"{name}: a packed input's data should be 2-D (sum of lengths, input_size), got "
+                               f"{data.dim()}-D")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {data.shape[-1]}")
+        n_states = self.num_layers * (2 if self.bidirectional else 1)
+        expected = (n_states, sizes[0], self.hidden_size)
+
+        def prep(h):
+            if h is None:
+                return lucid.full(expected, 0.0, dtype=data.dtype)
+            if packed.sorted_indices is not None:
+                h = h.index_select(1, packed.sorted_indices)
+            if tuple(h.shape) != expected:
+                raise RuntimeError(f"Expected hidden size {expected}, got {list(h.shape)}")
+            return h
+
+        if is_lstm:
+            h0, c0 = (None, None) if hx is None else hx
+            h0, c0 = prep(h0), prep(c0)
+            states = [(h0[i], c0[i]) for i in range(n_states)]
+        else:
+            h0 = prep(hx)
+            states = [h0[i] for i in range(n_states)]
+        out, new = self._run_packed(data, sizes, states)
+        return packed._with_data(out), new
 
     def _prepare(self, input, hx, is_lstm):
         is_batched = input.dim() == 3
@@ -208,36 +335,15 @@ class RNN(RNNBase):
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
 
-    def forward(self, input, hx=None):
-        x, states, is_batched = self._prepare(input, hx, False)
-        out, new = self._run(x, states)
-        h_n = lucid.stack(new, 0)
-        return self._finish(out, is_batched), (h_n if is_batched else h_n.squeeze(1))
-
 
 class LSTM(RNNBase):
     def __init__(self, *args, **kwargs):
         super().__init__("LSTM", *args, **kwargs)
 
-    def forward(self, input, hx=None):
-        x, states, is_batched = self._prepare(input, hx, True)
-        out, new = self._run(x, states)
-        h_n = lucid.stack([s[0] for s in new], 0)
-        c_n = lucid.stack([s[1] for s in new], 0)
-        if not is_batched:
-            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._finish(out, is_batched), (h_n, c_n)
-
 
 class GRU(RNNBase):
     def __init__(self, *args, **kwargs):
         super().__init__("GRU", *args, **kwargs)
-
-    def forward(self, input, hx=None):
-        x, states, is_batched = self._prepare(input, hx, False)
-        out, new = self._run(x, states)
-        h_n = lucid.stack(new, 0)
-        return self._finish(out, is_batched), (h_n if is_batched else h_n.squeeze(1))
 
 
 class RNNCellBase(Module):

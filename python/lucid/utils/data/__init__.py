@@ -5,10 +5,11 @@ batch_sampler, drop_last, collate_fn). Shuffling and splitting draw from lucid's
 import lucid
 from lucid._C import Tensor
 from lucid.utils.data.sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, BatchSampler,
+                                      WeightedRandomSampler,
                                       check_generator)
 
 __all__ = ["Dataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "default_collate", "DataLoader",
-           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
 
 
 class Dataset:

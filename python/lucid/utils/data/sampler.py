@@ -10,7 +10,7 @@ stream's, not torch's, so they do not equal torch's permutations index for index
 import lucid
 from lucid._C import Generator
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
 
 
 def check_generator(generator, where):
@@ -98,6 +98,34 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices drawn with probabilities proportional to `weights` (lucid.multinomial,
+    from `generator`, else the default generator), with or without replacement, as torch's."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"WeightedRandomSampler: num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"WeightedRandomSampler: replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        w = weights.detach().to(lucid.float64) if isinstance(weights, lucid.Tensor) else lucid.tensor(
+            weights, dtype=lucid.float64)
+        if w.ndim != 1:
+            raise ValueError(f"WeightedRandomSampler: weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)}")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = check_generator(generator, "WeightedRandomSampler")
+
+    def __iter__(self):
+        yield from lucid.multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
