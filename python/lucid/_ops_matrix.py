@@ -14,6 +14,7 @@ from lucid._creation import tensor
 from lucid._C import Tensor
 from lucid._ops_query import need_tensor as _need
 from lucid._ops_math import zero_grad_edge
+from lucid._ops_nn_extra import pdist  # noqa: F401  (torch.pdist: the nn family's function, exported here)
 
 
 def _beta_alpha(input, prod, beta, alpha):
@@ -324,4 +325,4 @@ def dist(input, other, p=2):
 
 __all__ = ["outer", "ger", "inner", "vdot", "addmv", "addr", "baddbmm", "addbmm", "chain_matmul", "tensordot",
            "kron", "block_diag", "meshgrid", "cartesian_prod", "combinations", "trace", "cdist", "cov", "corrcoef",
-           "diagflat", "vander", "tril_indices", "triu_indices", "adjoint", "cross", "dist"]
+           "diagflat", "vander", "tril_indices", "triu_indices", "adjoint", "cross", "dist", "pdist"]
