@@ -4,11 +4,16 @@ lucid.matmul / mm / bmm / mv / dot / addmm come straight from C++. The functiona
 (conv1d, conv2d, conv_transpose1d/2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, linear)
 have torch.nn.functional signatures; lucid.nn.functional re-exports them. Argument parsing and
 validation happen in C++ (python/src/linalg_bind.cpp, csrc/lucid/ops/{linalg,conv,pool}_ops.cpp).
+lucid.einsum (_einsum.py) and lucid.norm / Tensor.norm (lucid/linalg/_norms.py) are composites;
+the decompositions live in lucid.linalg.
 """
 from lucid import _C
-from lucid._C import matmul, mm, bmm, mv, dot, addmm  # noqa: F401
+from lucid._C import Tensor, matmul, mm, bmm, mv, dot, addmm  # noqa: F401
+from lucid._einsum import einsum  # noqa: F401
+from lucid.linalg._norms import tensor_norm as norm  # noqa: F401
+from lucid.linalg import det, slogdet, inv as inverse, matrix_power  # noqa: F401
 
-__all__ = ["matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
+__all__ = ["einsum", "norm", "det", "slogdet", "logdet", "inverse", "pinverse", "matrix_power", "matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool1d", "avg_pool1d",
            "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool1d", "lp_pool2d", "lp_pool1d", "unfold", "fold"]
 
@@ -138,3 +143,26 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """torch.nn.functional.fold (col2im, overlaps summed): [N, C*kh*kw, L] -> [N, C, H, W]."""
     return _C._fold(input, output_size, kernel_size, dilation, padding, stride)
+
+
+def logdet(input):
+    """log(det(input)): nan where the determinant is negative, -inf where it is 0 (torch.logdet)."""
+    import lucid
+    sign, logabsdet = slogdet(input)
+    return lucid.where(sign < 0, lucid.full_like(logabsdet, float("nan")), logabsdet)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with rtol=rcond."""
+    import lucid
+    return lucid.linalg.pinv(input, rtol=rcond)
+
+
+# Tensor methods of the linalg family with torch's signatures.
+Tensor.norm = norm  # Tensor.norm(p='fro', dim=None, keepdim=False, dtype=None)
+Tensor.det = det
+Tensor.slogdet = slogdet
+Tensor.logdet = logdet
+Tensor.inverse = inverse
+Tensor.pinverse = pinverse
+Tensor.matrix_power = matrix_power

@@ -13,6 +13,7 @@
 
 #include "bind.h"
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/core/linalg_error.h"
 #include "lucid/autograd/node.h"
 #include "lucid/ops/core.h"
 #include "lucid/compile/ir/interpret.h"
@@ -690,6 +691,8 @@ PyObject* core_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const NotImplementedError& e) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const LinAlgError& e) {  // lucid._C.LinAlgError (linalg_decomp_bind.cpp)
+    PyErr_SetString(nb::module_::import_("lucid._C").attr("LinAlgError").ptr(), e.what());
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }

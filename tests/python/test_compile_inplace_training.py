@@ -11,10 +11,10 @@ covered, not the one example.
 What is compared, for each drawn program:
 - eager lucid vs torch: the loss and parameters after each SGD step (the program is written once
   against a namespace, `lib`, so both run the same code); or both raise (an in-place write to a
-  tensor a backward saved as its input raises in torch and in lucid, and in fused_step). torch also
-  raises for a write to a saved *output* (relu_ then add_); lucid's in-place ops under autograd
-  save their own out-of-place result, so there lucid runs and is compared with torch running the
-  same program with clones;
+  tensor a backward saved raises in torch and in lucid, and in fused_step: relu_ then add_ on the
+  same tensor raises in both). Through a view, lucid's in-place ops under autograd keep their own
+  out-of-place result, so a later write there is legal in lucid where torch raises: lucid is then
+  compared with torch running the same program with clones;
 - fused_step vs eager lucid: loss, parameters and `.grad` after each of 5 steps (the first
   steps run eagerly while momentum buffers appear; the later ones run the cached executable);
 - make_step vs eager lucid: `.grad` after loss.backward() on each of 3 calls.
@@ -149,9 +149,9 @@ def check_program(ops, seed):
                 step(*as_lib(LUCID, x, y))
         return
     if isinstance(ref, Exception):
-        # torch refuses an in-place write to an output its backward saved; lucid's in-place ops
-        # under autograd save their own out-of-place result, so the program is legal and its
-        # values are those of the same program with clones.
+        # torch refuses an in-place write to an output its backward saved; through a view, lucid's
+        # in-place ops under autograd keep their own out-of-place result, so the program is legal
+        # and its values are those of the same program with clones.
         assert "modified by an inplace operation" in str(ref), f"{ops}: torch raised {ref}"
         ref = eager_train(TORCH_CLONED, ops, seed, data)
     for k, ((lt, pt, _), (ll, pl, _)) in enumerate(zip(ref, eager)):

@@ -132,24 +132,31 @@ def test_functional_underscore_forms():
 
 
 def test_autograd_through_inplace_on_non_leaf():
-    """A chain of in-place ops on a non-leaf has the gradient of the out-of-place chain."""
+    """A chain of in-place ops on a non-leaf has the gradient of the out-of-place chain; a write
+    after an op whose backward reads its result (sigmoid_ then pow_) raises, as in torch."""
     a = RNG.uniform(0.5, 2, size=(3, 4))
     la = lucid.tensor(a, requires_grad=True)
     ta = torch.tensor(a, requires_grad=True)
     y = la * 2
-    y.sqrt_()
     y.sub_(la, alpha=0.5)
     y.addcmul_(la, la, value=0.25)
     y.clamp_(min=0.3)
     y.masked_fill_(y > 2.5, 0.0)
-    y.sigmoid_()
     y.pow_(2)
+    y.mul_(la)
+    y.sigmoid_()
     y.sum().backward()
-    z = (ta * 2).sqrt().sub(ta, alpha=0.5).addcmul(ta, ta, value=0.25).clamp(min=0.3)
-    z = z.masked_fill(z > 2.5, 0.0).sigmoid().pow(2)
+    z = (ta * 2).sub(ta, alpha=0.5).addcmul(ta, ta, value=0.25).clamp(min=0.3)
+    z = z.masked_fill(z > 2.5, 0.0).pow(2).mul(ta).sigmoid()
     z.sum().backward()
     assert_close(y.detach(), z, 1e-12, 1e-12)
     assert_close(la.grad, ta.grad, 1e-10, 1e-10)
+    for lib, x in ((lucid, la), (torch, ta)):
+        y = x * 2
+        y.sigmoid_()
+        y.pow_(2)
+        with pytest.raises(RuntimeError, match="modified by an in.?place operation"):
+            y.sum().backward()
 
 
 def test_inplace_on_leaf_requiring_grad_raises():

@@ -6,6 +6,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/mem_overlap.h"
 #include "lucid/dispatch/dispatch.h"
 #include "lucid/ops/core.h"
@@ -228,6 +229,7 @@ void retain_grad(const Tensor& t) {
   m.retains_grad = true;
   std::weak_ptr<TensorImpl> weak = t.impl_ptr();
   register_hook(t, [weak](const Tensor& g) {
+    if (TraceHook* h = current_trace_hook()) h->on_untraced_callback("retain_grad's hook");
     if (auto impl = weak.lock()) {
       Tensor self(impl);
       Tensor prev = self.grad();

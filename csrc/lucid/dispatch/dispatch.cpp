@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/autograd/function_node.h"
 #include "lucid/autograd/node.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/trace/trace_hook.h"
@@ -125,8 +126,12 @@ static void record_node(OpId id, const OpDef& def, const TensorList& inputs, con
     m.grad_fn = node;
     m.output_nr = static_cast<uint32_t>(k);
   }
-  if (def.save & kSaveOutputs)
-    for (const Tensor& o : outputs) node->saved_outputs.push_back(SavedTensor::save(o, true));
+  if ((def.save & kSaveOutputs) && (!def.saves_outputs || def.saves_outputs(inputs)))
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      bool skip = std::find(def.unsaved_outputs.begin(), def.unsaved_outputs.end(), static_cast<int>(k)) !=
+                  def.unsaved_outputs.end();
+      node->saved_outputs.push_back(skip ? SavedTensor{} : SavedTensor::save(outputs[k], true));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,12 +219,45 @@ static const TensorList& overlap_checked_inputs(OpId id, const OpDef& def, const
   return copies.empty() ? inputs : copies;
 }
 
+// Whether an in-place op differentiates through dst's old value (x.relu_(): yes; fill_, copy_
+// from another tensor, and ops without a VJP (comparisons, random fills): no).
+static bool reads_dst(const OpDef& def, const TensorList& inputs, const Tensor& dst) {
+  if (!def.differentiable) return false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].impl() == dst.impl() &&
+        std::find(def.nondiff_inputs.begin(), def.nondiff_inputs.end(), static_cast<int>(i)) == def.nondiff_inputs.end())
+      return true;
+  return false;
+}
+
+// dst (not a view) was overwritten by r, an op result that did not read dst: dst's new history
+// passes its gradient to r's and a zero gradient to dst's old history (PyTorch's FillBackward and
+// CopyBackwards do the same), so the ops before the write still run their backward (and their
+// saved-tensor checks) while no gradient of the overwritten values leaks through.
+static void overwrite_history(const OpDef& def, const Tensor& dst, const Tensor& r) {
+  Tensor old = dst.detach();
+  AutogradMeta& om = old.impl()->meta();
+  om.requires_grad = true;
+  om.grad_fn = dst.grad_fn();
+  om.output_nr = dst.impl()->autograd->output_nr;
+  TensorMeta meta{dst.shape(), dst.dtype()};
+  auto backward = [meta](const TensorList& grads, const TensorList&) {
+    const Tensor& g = grads[0];
+    return TensorList{g, g.defined() ? full(meta.shape, 0.0, meta.dtype) : Tensor()};
+  };
+  std::string name = std::string(def.name) + "Overwrite";
+  TensorList outs{dst};
+  make_function_node(std::move(name), {r, old}, outs, {true}, {}, backward);
+}
+
 const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_args, const Attrs& attrs) {
   const OpDef& def = checked_def(id);
   LUCID_CHECK(!def.view, Error, def.name, ": a view op has no in-place form");
   TensorList copies;
   const TensorList& inputs = overlap_checked_inputs(id, def, dst, in_args, copies);
-  bool record = def.differentiable && GradMode::is_enabled() && (dst.requires_grad() || any_requires_grad(def, inputs));
+  // Recorded whenever dst requires grad, even for ops without a VJP: the write replaces dst's
+  // value, so its old history must stop receiving dst's gradient (see overwrite_history).
+  bool record = GradMode::is_enabled() && (dst.requires_grad() || (def.differentiable && any_requires_grad(def, inputs)));
   if (record) {
     LUCID_CHECK(!(dst.is_leaf() && dst.requires_grad()), Error, def.api_name,
                 "_: a leaf tensor that requires grad is being used in an in-place operation; "
@@ -286,10 +324,20 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
     } else {
       cpu::copy_into(dst, r);
       dst.bump_version();
-      AutogradMeta& m = dst.impl()->meta();
-      m.requires_grad = true;
-      m.grad_fn = r.grad_fn();
-      m.output_nr = r.impl()->autograd ? r.impl()->autograd->output_nr : 0;
+      if (dst.requires_grad() && !reads_dst(def, inputs, dst)) {
+        overwrite_history(def, dst, r);
+      } else {
+        AutogradMeta& m = dst.impl()->meta();
+        m.requires_grad = true;
+        m.grad_fn = r.grad_fn();
+        m.output_nr = r.impl()->autograd ? r.impl()->autograd->output_nr : 0;
+        // The node saved its out-of-place result; as PyTorch's, it saves dst itself (at its new
+        // version), so a later in-place write to dst (relu_ then add_) raises at backward.
+        Node* n = r.grad_fn().get();
+        if (n && r.dtype() == dst.dtype() && m.output_nr < n->saved_outputs.size() &&
+            n->saved_outputs[m.output_nr].data.defined())
+          n->saved_outputs[m.output_nr] = SavedTensor::save(dst, true);
+      }
     }
   } else if (metas[0].dtype == dst.dtype()) {
     def.cpu_kernel(inputs, {dst}, attrs);

@@ -31,6 +31,8 @@ LUCID_REGISTER_OP(Pow, [] {
     return m;
   };
   d.save = kSaveInputs | kSaveOutputs;
+  // The result is read only for the exponent's gradient (PyTorch's pow(Tensor, Scalar) saves none)
+  d.saves_outputs = [](const TensorList& in) { return in[1].requires_grad(); };
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
     TensorList r(2);

@@ -1,7 +1,9 @@
 // C++ API of the linalg family (named like the Python API): matrix products, convolutions and
 // pooling. VJPs of this and other families call these; the Python bindings are thin wrappers.
 #pragma once
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "lucid/dispatch/dispatch.h"
 
@@ -13,6 +15,7 @@ Tensor mm(const Tensor& a, const Tensor& b);      // 2-D only
 Tensor bmm(const Tensor& a, const Tensor& b);     // 3-D only, equal batch
 Tensor mv(const Tensor& a, const Tensor& v);
 Tensor dot(const Tensor& a, const Tensor& b);
+Tensor mT(const Tensor& t);  // transpose of the last two dims (a view)
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, double beta = 1.0, double alpha = 1.0);
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 // act(x @ w^T + bias) + residual (or act(x @ w^T + bias + residual) when residual_first): the
@@ -52,5 +55,25 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel, IntList stride, IntList paddi
                   bool count_include_pad, int64_t divisor_override);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);  // entries <= 0 keep the input size
 std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, IntList output_size);  // {values, indices}
+
+// ---- decompositions and solvers (linalg_decomp.cpp; LAPACK kernels in backends/cpu/lapack) ----
+// torch.linalg semantics: batches over leading dims (broadcast between A and B), float32/float64.
+Tensor linalg_solve(const Tensor& A, const Tensor& B, bool left = true);  // B: [*, n, k] or vector [*, n]
+Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left = true,
+                               bool unitriangular = false);
+Tensor linalg_inv(const Tensor& A);
+Tensor linalg_det(const Tensor& A);
+std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A);                // {sign, logabsdet}
+Tensor linalg_cholesky(const Tensor& A, bool upper = false);
+std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode = "reduced");  // {Q, R}
+std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices = true);  // {U, S, Vh}
+Tensor linalg_svdvals(const Tensor& A);
+std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo = "L");      // {L, V}
+Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo = "L");
+// Singular values <= max(atol, rtol * largest) dropped; torch's defaults for unset tolerances.
+Tensor linalg_pinv(const Tensor& A, std::optional<double> atol, std::optional<double> rtol);
+// {solution, rank, singular_values}; rcond defaults to eps(dtype) * max(m, n).
+std::tuple<Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
+                                                 const std::string& driver);
 
 }  // namespace lucid

@@ -63,8 +63,6 @@ Tensor out_view(const Tensor& out, const Shape& full) {
   return Tensor::make_view(out, full, contiguous_strides(full), out.offset());
 }
 
-Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
-
 // True when `s` broadcasts to exactly `target` (no error thrown, so callers can word their own).
 bool broadcasts_to(const Shape& s, const Shape& target) {
   if (s.size() > target.size()) return false;
@@ -75,6 +73,8 @@ bool broadcasts_to(const Shape& s, const Shape& target) {
 }
 
 }  // namespace
+
+Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 
 // ---- Matmul -------------------------------------------------------------------------------
 LUCID_REGISTER_OP(Matmul, [] {

@@ -378,6 +378,8 @@ LUCID_REGISTER_OP(BatchNorm, [] {
     run_norm_forward(in[0], out, L, in[3], in[4], a.f("eps"), tr ? Tensor() : in[1], tr ? Tensor() : in[2], "batch_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
+  d.unsaved_inputs = {4};   // bias
+  d.unsaved_outputs = {0};  // y: the VJP reads x, mean and rstd (so y.relu_() is legal)
   d.vjp = [](const VjpContext& c) { return norm_vjp(c, kBatch, 0, c.attrs.b("training"), 3, 4); };
   return d;
 }());
@@ -453,6 +455,8 @@ LUCID_REGISTER_OP(LayerNorm, [] {
     run_norm_forward(in[0], out, L, in[1], in[2], a.f("eps"), Tensor(), Tensor(), "layer_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
+  d.unsaved_inputs = {2};   // bias
+  d.unsaved_outputs = {0};  // y
   d.vjp = [](const VjpContext& c) { return norm_vjp(c, kLayer, static_cast<int64_t>(c.attrs.ints("normalized_shape").size()), true, 1, 2); };
   return d;
 }());
@@ -466,6 +470,7 @@ LUCID_REGISTER_OP(RmsNorm, [] {
     run_norm_forward(in[0], out, L, in[1], Tensor(), a.f("eps"), Tensor(), Tensor(), "rms_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
+  d.unsaved_outputs = {0};  // y
   d.vjp = [](const VjpContext& c) { return norm_vjp(c, kRms, static_cast<int64_t>(c.attrs.ints("normalized_shape").size()), true, 1, -1); };
   return d;
 }());
@@ -491,6 +496,8 @@ LUCID_REGISTER_OP(GroupNorm, [] {
     run_norm_forward(in[0], out, L, in[1], in[2], a.f("eps"), Tensor(), Tensor(), "group_norm");
   };
   d.save = kSaveInputs | kSaveOutputs;
+  d.unsaved_inputs = {2};   // bias
+  d.unsaved_outputs = {0};  // y
   d.vjp = [](const VjpContext& c) { return norm_vjp(c, kGroup, c.attrs.i("num_groups"), true, 1, 2); };
   return d;
 }());

@@ -10,6 +10,7 @@
 
 #include "lucid/core/parallel.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/elementwise.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
 #include "lucid/ops/nn_vec.h"
@@ -138,13 +139,13 @@ LUCID_REGISTER_OP(LogSoftmax, [] {
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) { return softmax_infer(in, a, "log_softmax"); };
   d.cpu_kernel = softmax_kernel<true>;
-  d.save = kSaveInputs;
+  d.save = kSaveOutputs;  // the result, as PyTorch: softmax = exp(log_softmax)
   d.vjp = [](const VjpContext& c) {
-    const Tensor& x = c.inputs[0];
-    int64_t dim = x.ndim() == 0 ? 0 : wrap_dim(c.attrs.i("dim"), x.ndim(), "log_softmax");
-    IntList dims = x.ndim() == 0 ? IntList{} : IntList{dim};
+    const Tensor& y = c.outputs[0];
+    int64_t dim = y.ndim() == 0 ? 0 : wrap_dim(c.attrs.i("dim"), y.ndim(), "log_softmax");
+    IntList dims = y.ndim() == 0 ? IntList{} : IntList{dim};
     const Tensor& g = c.grads[0];
-    return TensorList{sub(g, mul(softmax(x, c.attrs.i("dim")), sum(g, dims, true)))};
+    return TensorList{sub(g, mul(exp(y), sum(g, dims, true)))};
   };
   return d;
 }());

@@ -80,6 +80,13 @@ struct OpDef {
   uint8_t ew_rule = 0;                         // EwDType of an elementwise op
   std::vector<int> nondiff_inputs;             // inputs never differentiated (indices, masks)
   std::vector<int> unsaved_inputs;             // with kSaveInputs: inputs the VJP never reads (not saved)
+  // With kSaveOutputs: outputs the VJP never reads (not saved). What an op saves decides which
+  // in-place writes to its results are legal, so it follows PyTorch's derivatives.yaml: the norms
+  // save input, mean and rstd but not their output, so `relu_` after BatchNorm is legal.
+  std::vector<int> unsaved_outputs;
+  // With kSaveOutputs: when set, outputs are saved only for calls where it returns true (pow
+  // saves its result only when the exponent is a tensor requiring grad, as PyTorch).
+  bool (*saves_outputs)(const TensorList& inputs) = nullptr;
 };
 
 const OpDef& op_def(OpId id);

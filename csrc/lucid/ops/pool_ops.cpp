@@ -401,6 +401,7 @@ LUCID_REGISTER_OP(MaxPool2d, [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
+  d.unsaved_outputs = {0};  // the VJP reads the indices only (PyTorch saves input and indices)
   d.infer = [](const TensorList& in, const Attrs& a) {
     Shape s = max_pool_shape(in[0], a);
     return std::vector<TensorMeta>{{s, in[0].dtype()}, {s, DType::Int64}};
@@ -571,6 +572,7 @@ LUCID_REGISTER_OP(AdaptiveMaxPool2d, [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
+  d.unsaved_outputs = {0};  // the VJP reads the indices only
   d.infer = [](const TensorList& in, const Attrs& a) {
     check_pool_input("adaptive_max_pool2d", in[0]);
     const IntList& o = a.ints("output_size");

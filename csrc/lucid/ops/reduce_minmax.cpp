@@ -131,6 +131,7 @@ static OpDef max_dim_op() {
   static const char* name = IsMax ? "max" : "min";
   d.num_inputs = 1;
   d.save = kSaveOutputs;
+  d.unsaved_outputs = {0};  // the VJP reads the indices only (as PyTorch)
   d.infer = [](const TensorList& in, const Attrs& a) {
     IntList dims = reduce_dims({a.i("dim")}, in[0].ndim(), name);
     check_nonempty(in[0], dims, name);

@@ -259,7 +259,7 @@ static DType int_to_long(DType t) { return is_integral(t, true) ? DType::Int64 :
 LUCID_REGISTER_OP(Prod, [] {
   OpDef d;
   d.num_inputs = 1;
-  d.save = kSaveInputs;
+  d.save = kSaveInputs | kSaveOutputs;  // the result only for the version check: PyTorch saves and reads it
   d.infer = [](const TensorList& in, const Attrs& a) {
     return reduce_meta("prod", in[0], a, a.has("dtype") ? a.dtype("dtype") : int_to_long(in[0].dtype()));
   };

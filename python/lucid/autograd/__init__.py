@@ -24,3 +24,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     return tuple(_C._grad(outputs, inputs, grads, retain_graph, create_graph, allow_unused))
+
+
+from lucid.autograd import _tensor_hooks, function  # noqa: E402
+from lucid.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: E402

@@ -17,6 +17,7 @@ import warnings
 import lucid
 from lucid import _C
 from lucid._C import Tensor
+from lucid.autograd import _tensor_hooks
 from lucid.compile._errors import CompileError, CompileWarning
 from lucid.nn.modules import module as _module_mod
 
@@ -97,7 +98,8 @@ def _recording(tr):
 # Module attributes that are not Python state of the model: bookkeeping, or keyed elsewhere
 # (training is a flag of its own; parameters, buffers and submodules are bound state/structure).
 _NOT_GUARDED = frozenset({"training", "_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
-                          "_forward_hooks", "_forward_pre_hooks", "_compile_watched"})
+                          "_forward_hooks", "_forward_pre_hooks", "_compile_watched", "_forward_hooks_with_kwargs",
+                          "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks"})
 
 
 _PRIMITIVES = (bool, int, float, str)  # keyed by value (with None and tuples of them)
@@ -125,7 +127,10 @@ def _python_state(m):
     d = m.__dict__
     attrs = tuple((k, _guard_value(v)) for k, v in d.items()
                   if k not in _NOT_GUARDED and not isinstance(v, (Tensor, lucid.nn.Module)))
-    return (m.training, attrs, tuple(d.get("_forward_pre_hooks", ())), tuple(d.get("_forward_hooks", ())))
+    hooks = tuple(tuple(d.get(k, ())) for k in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
+                                                 "_backward_pre_hooks"))
+    params = tuple(_tensor_hooks.live_hooks(p) for p in d.get("_parameters", {}).values() if p is not None)
+    return (m.training, attrs, hooks, params)
 
 
 def _module_writes(rec):
@@ -422,7 +427,9 @@ class CompiledModule(_C._CompiledCore):
         flag, a new submodule), can't be replayed without Python: reason says which."""
         for m in rec.hooked:
             if id(m) not in rec.created:
-                return [], (f"{type(m).__name__} has forward hooks (Python code run at every call, whose side "
+                d = m.__dict__
+                kind = "backward" if d.get("_backward_hooks") or d.get("_backward_pre_hooks") else "forward"
+                return [], (f"{type(m).__name__} has {kind} hooks (Python code run at every call, whose side "
                             "effects an executable can't replay)")
         rebound = []
         for m, name, old, new in _module_writes(rec):
@@ -471,8 +478,9 @@ class CompiledModule(_C._CompiledCore):
             else:
                 for g in gys:
                     tr.add_input(g)
-            grads = lucid.autograd.grad([leaves[k] for k in grad_outs], wrt, grad_outputs=gys,
-                                        retain_graph=True, allow_unused=True)
+            with _tensor_hooks.speculative_backward():
+                grads = lucid.autograd.grad([leaves[k] for k in grad_outs], wrt, grad_outputs=gys,
+                                            retain_graph=True, allow_unused=True)
         finally:
             tr.stop()
         if not tr.ok:

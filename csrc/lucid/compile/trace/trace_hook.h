@@ -16,6 +16,9 @@ struct TraceHook {
                           const Tensor& result) = 0;
   // A traced tensor's value was read on the host (item, bool, tolist, numpy).
   virtual void on_host_read(const Tensor& t, const char* what) = 0;
+  // Python code the executable won't run again ran inside the traced computation (a tensor
+  // hook during the traced backward): `what` says which.
+  virtual void on_untraced_callback(const std::string& what) = 0;
 };
 
 TraceHook* current_trace_hook();

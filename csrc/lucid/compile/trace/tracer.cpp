@@ -187,6 +187,12 @@ void Tracer::on_host_read(const Tensor& t, const char* what) {
     fallback(str(what, "() read a tensor's value on the host during the trace: Python control flow may depend on data"));
 }
 
+void Tracer::on_untraced_callback(const std::string& what) {
+  // Its side effects (and any effect on values it computed from Python state) would happen once,
+  // at the trace, and never on cached calls.
+  fallback(str(what, " ran during the trace: Python code an executable can't replay on cached calls"));
+}
+
 std::string Tracer::rebind(const Tensor& old, const Tensor& now) {
   if (old.shape() != now.shape() || old.dtype() != now.dtype())
     return str("it replaces a tensor of shape ", shape_str(old.shape()), " and dtype ", dtype_name(old.dtype()),

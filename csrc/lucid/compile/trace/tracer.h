@@ -33,6 +33,7 @@ class Tracer : public TraceHook {
   void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
                   const Tensor& result) override;
   void on_host_read(const Tensor& t, const char* what) override;
+  void on_untraced_callback(const std::string& what) override;
 
   const ir::Graph& graph() const { return graph_; }
   int id_of(const Tensor& t) const {  // the value t currently stands for, or -1

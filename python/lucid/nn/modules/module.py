@@ -13,6 +13,7 @@ import threading
 import lucid
 from lucid._C import Tensor
 from lucid.nn.parameter import Parameter, Buffer
+from lucid.nn.modules._backward_hooks import _BackwardHooks
 
 __all__ = ["Module"]
 
@@ -76,14 +77,17 @@ def _addindent(s_, num_spaces):
 class _RemovableHandle:
     _next_id = 0
 
-    def __init__(self, hooks_dict):
+    def __init__(self, hooks_dict, extra=None):
         self.hooks_dict = hooks_dict
+        self.extra = extra  # the with_kwargs id set of the hook, if any
         self.id = _RemovableHandle._next_id
         _RemovableHandle._next_id += 1
 
     def remove(self):
         if self.hooks_dict.pop(self.id, None) is not None:
             _epoch_bump()
+        if self.extra is not None:
+            self.extra.discard(self.id)
 
     def __enter__(self):
         return self
@@ -112,39 +116,85 @@ class Module:
         d["_modules"] = _StateDict()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = set()      # handle ids of hooks taking kwargs
+        d["_forward_pre_hooks_with_kwargs"] = set()
+        d["_backward_hooks"] = OrderedDict()         # register_full_backward_hook
+        d["_backward_pre_hooks"] = OrderedDict()     # register_full_backward_pre_hook
 
     # ------------------------------------------------------------------ forward
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        backward_hooked = bool(d.get("_backward_hooks") or d.get("_backward_pre_hooks"))
         rec = _call_record.__dict__.get("rec")
         if rec is not None:
             rec.mods.append(self)
-            if self._forward_pre_hooks or self._forward_hooks:
+            if self._forward_pre_hooks or self._forward_hooks or backward_hooked:
                 rec.hooked.append(self)
-        for hook in list(self._forward_pre_hooks.values()):
-            r = hook(self, args)
-            if r is not None:
-                args = r if isinstance(r, tuple) else (r,)
+        with_kw = d.get("_forward_pre_hooks_with_kwargs", ())
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in with_kw:
+                r = hook(self, args, kwargs)
+                if r is not None:
+                    if not (isinstance(r, tuple) and len(r) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {r}.")
+                    args, kwargs = r
+            else:
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        bw = _BackwardHooks(self) if backward_hooked and lucid.is_grad_enabled() else None
+        if bw is not None:
+            args = bw.wrap_inputs(args)
         out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            r = hook(self, args, out)
+        with_kw = d.get("_forward_hooks_with_kwargs", ())
+        for hid, hook in list(self._forward_hooks.items()):
+            r = hook(self, args, kwargs, out) if hid in with_kw else hook(self, args, out)
             if r is not None:
                 out = r
+        if bw is not None:
+            out = bw.wrap_outputs(out)
         return out
 
-    def register_forward_hook(self, hook):
+    def _add_hook(self, store, hook, prepend, kw_set=None, with_kwargs=False):
         _epoch_bump()
-        h = _RemovableHandle(self._forward_hooks)
-        self._forward_hooks[h.id] = hook
+        d = self.__dict__[store]
+        h = _RemovableHandle(d, kw_set)
+        d[h.id] = hook
+        if prepend:
+            d.move_to_end(h.id, last=False)
+        if with_kwargs:
+            kw_set.add(h.id)
         return h
 
-    def register_forward_pre_hook(self, hook):
-        _epoch_bump()
-        h = _RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[h.id] = hook
-        return h
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output), or hook(module, args, kwargs, output) with_kwargs; a
+        returned value replaces the output. always_call is accepted (a forward that raises does
+        not run hooks here)."""
+        return self._add_hook("_forward_hooks", hook, prepend, self.__dict__["_forward_hooks_with_kwargs"], with_kwargs)
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) returning None or new args, or with_kwargs hook(module, args, kwargs)
+        returning None or (new_args, new_kwargs)."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, self.__dict__["_forward_pre_hooks_with_kwargs"],
+                              with_kwargs)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output), called when the gradients with respect to the
+        module's inputs are computed; a returned tuple replaces grad_input."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output), called when the gradients with respect to the module's
+        outputs are computed; a returned tuple replaces grad_output."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
+
+    def register_backward_hook(self, hook):
+        raise NotImplementedError("Module.register_backward_hook (torch's deprecated non-full hook) is not "
+                                  "implemented in lucid; use register_full_backward_hook")
 
     # ------------------------------------------------------------------ registration
     def register_buffer(self, name, tensor, persistent=True):

@@ -1,0 +1,176 @@
+"""lucid.linalg: torch.linalg's decompositions, solvers and norms.
+
+The decompositions and solvers are engine ops on LAPACK (csrc/lucid/ops/linalg_decomp.cpp,
+kernels in csrc/lucid/backends/cpu/lapack.cpp), with VJPs written with ops, so they batch over
+leading dims, differentiate and compile; this module gives them torch's signatures and
+namedtuple results (lucid.return_types). The norms are composites of ops (_norms.py). Numerical failures (a singular
+matrix, a matrix that is not positive-definite) raise LinAlgError, a RuntimeError subclass as in
+torch.
+"""
+import lucid
+from lucid import _C, return_types
+from lucid._C import LinAlgError, matmul  # noqa: F401
+from lucid.linalg._norms import vector_norm, matrix_norm, norm  # noqa: F401
+
+__all__ = ["LinAlgError", "solve", "solve_triangular", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals",
+           "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul", "matrix_rank",
+           "matrix_power", "multi_dot", "vecdot"]
+
+
+def _no_out(op, out):
+    if out is not None:
+        raise NotImplementedError(f"linalg.{op}: argument 'out' is not supported in lucid")
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with A @ X = B (X @ A = B when left=False); B may be a (batch of) vector(s)."""
+    _no_out("solve", out)
+    return _C._linalg_solve(A, B, left)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solution of a triangular system; only the upper (or lower) triangle of A is read."""
+    _no_out("solve_triangular", out)
+    return _C._linalg_solve_triangular(A, B, upper, left, unitriangular)
+
+
+def inv(A, *, out=None):
+    _no_out("inv", out)
+    return _C._linalg_inv(A)
+
+
+def det(A, *, out=None):
+    _no_out("det", out)
+    return _C._linalg_det(A)
+
+
+def slogdet(A, *, out=None):
+    """(sign, logabsdet): det(A) = sign * exp(logabsdet)."""
+    _no_out("slogdet", out)
+    return return_types.linalg_slogdet(*_C._linalg_slogdet(A))
+
+
+def cholesky(A, *, upper=False, out=None):
+    _no_out("cholesky", out)
+    return _C._linalg_cholesky(A, upper)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """(Q, R); mode 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
+    _no_out("qr", out)
+    return return_types.linalg_qr(*_C._linalg_qr(A, mode))
+
+
+def _check_driver(op, driver):
+    if driver is not None:
+        raise NotImplementedError(f"linalg.{op}: argument 'driver' selects a CUDA solver; lucid's CPU backend "
+                                  f"uses LAPACK's gesdd, got driver={driver!r}")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U @ diag(S) @ Vh; singular values descending."""
+    _no_out("svd", out)
+    _check_driver("svd", driver)
+    return return_types.linalg_svd(*_C._linalg_svd(A, full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    _no_out("svdvals", out)
+    _check_driver("svdvals", driver)
+    return _C._linalg_svdvals(A)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of a symmetric matrix (its UPLO triangle)."""
+    _no_out("eigh", out)
+    return return_types.linalg_eigh(*_C._linalg_eigh(A, UPLO))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    _no_out("eigvalsh", out)
+    return _C._linalg_eigvalsh(A, UPLO)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """Moore-Penrose pseudo-inverse through the SVD; singular values at most
+    max(atol, rtol * largest) are dropped (torch's defaults). A symmetric input (hermitian=True)
+    takes the same path: its SVD gives the same pseudo-inverse."""
+    _no_out("pinv", out)
+    return _C._linalg_pinv(A, atol, rtol)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """Least-squares solution of A @ X = B: (solution, residuals, rank, singular_values) as torch
+    fills them per driver (default 'gelsy'; rank for every driver but 'gels', singular values for
+    'gelsd'/'gelss', residuals when m > n and the driver is not 'gelsy'). gelsy is served by
+    gelsd, which gives the same minimum-norm solution."""
+    driver = "gelsy" if driver is None else driver
+    X, rank, sv = _C._linalg_lstsq(A, B, rcond, driver)
+    m, n = A.shape[-2], A.shape[-1]
+    residuals = lucid.zeros(0, dtype=A.dtype)
+    if m > n and driver != "gelsy":
+        vec = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+        r = (matmul(A, X.unsqueeze(-1) if vec else X) - (B.unsqueeze(-1) if vec else B))
+        residuals = (r * r).sum(-2)  # [*, k]; [*, 1] for a vector B, as torch
+    return return_types.linalg_lstsq(X, residuals, rank, sv)
+
+
+# ---- composites of the ops above ------------------------------------------------------------
+def _eps(dtype):
+    return 1.1920928955078125e-07 if dtype == lucid.float32 else 2.220446049250313e-16
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """Number of singular values above max(atol, rtol * largest), with torch's defaults (int64)."""
+    _no_out("matrix_rank", out)
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else _eps(A.dtype) * max(A.shape[-2], A.shape[-1])
+    tol = S.amax(-1, keepdim=True) * rtol if S.shape[-1] > 0 else S.sum(-1, keepdim=True)
+    if atol is not None:
+        tol = tol.clamp(min=atol)
+    return (S > tol).sum(-1)
+
+
+def matrix_power(A, n, *, out=None):
+    """A ** n by repeated squaring; n < 0 inverts first, n == 0 gives identities."""
+    _no_out("matrix_power", out)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: argument 'n' expected an int, got {type(n).__name__}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"linalg.matrix_power: argument 'A' expected batches of square matrices, got shape "
+                         f"{list(A.shape)}")
+    if n == 0:
+        # as torch: the identities written over a copy of A, so the result has A's (zero) gradient
+        return A.clone().copy_(lucid.eye(A.shape[-1], dtype=A.dtype).expand(A.shape))
+    base = inv(A) if n < 0 else A
+    n, result = abs(n), None
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result.clone() if result is A else result  # n == 1: a new tensor, as torch
+
+
+def multi_dot(tensors, *, out=None):
+    """tensors[0] @ ... @ tensors[-1]; the first may be 1-D (a row), the last 1-D (a column)."""
+    _no_out("multi_dot", out)
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise ValueError(f"linalg.multi_dot: argument 'tensors' expected at least 2 tensors, got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
+            raise ValueError(f"linalg.multi_dot: tensor {i} expected 2-D (1-D allowed first and last), got "
+                             f"{t.ndim}-D")
+    r = tensors[0]
+    for t in tensors[1:]:
+        r = matmul(r, t)
+    return r
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """Dot products of x and y along dim (broadcasting)."""
+    _no_out("vecdot", out)
+    return (x * y).sum(dim)
