@@ -14,7 +14,7 @@ from lucid._creation import tensor, as_tensor, from_dlpack, from_numpy
 from lucid._ops import *  # noqa: F401,F403
 from lucid import autograd  # noqa: E402
 from lucid import return_types  # noqa: E402,F401
-from lucid import nn, optim, cuda, linalg  # noqa: E402  (pylib)
+from lucid import nn, optim, cuda, linalg, special  # noqa: E402  (pylib)
 from lucid.serialization import save, load  # noqa: E402  (pylib)
 from lucid import compile  # noqa: E402,A004  (callable namespace: lucid.compile(model))
 

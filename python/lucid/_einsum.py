@@ -8,6 +8,7 @@ by no later operand nor the output are summed out as early as possible. Repeated
 operand take a diagonal; '...' spans broadcast dims (right-aligned, as torch); a dim of size 1
 broadcasts against the same label's size elsewhere.
 """
+from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import functools
 
 import lucid
@@ -141,7 +142,7 @@ def einsum(equation, *operands):
         if not isinstance(t, lucid.Tensor):
             raise TypeError(f"einsum(): operand {i} expected a Tensor, got {type(t).__name__}")
     if not operands:
-        raise ValueError("einsum(): at least one operand is required")
+        raise ArgumentError("einsum(): at least one operand is required")
     labels, out = _parse(equation, tuple(t.ndim for t in operands))
     sizes = {}
     for i, (t, labs) in enumerate(zip(operands, labels)):
@@ -151,7 +152,7 @@ def einsum(equation, *operands):
                 sizes[lab] = n
             elif n != 1 and n != prev:
                 name = "'...'" if isinstance(lab, tuple) else repr(lab)
-                raise ValueError(f"einsum(): operand {i} has size {n} for subscript {name}, "
+                raise ArgumentError(f"einsum(): operand {i} has size {n} for subscript {name}, "
                                  f"which has size {prev} in an earlier operand")
     xs = []
     for t, labs in zip(operands, labels):

@@ -8,7 +8,12 @@ from lucid._ops_creation import *  # noqa: F401,F403
 from lucid._ops_movement import *  # noqa: F401,F403
 from lucid._ops_linalg import *  # noqa: F401,F403
 from lucid._ops_nn import *  # noqa: F401,F403
-from lucid._ops_composites import *  # noqa: F401,F403
+from lucid._ops_math import *  # noqa: F401,F403
+from lucid._ops_matrix import *  # noqa: F401,F403
+from lucid._ops_reduce_extra import *  # noqa: F401,F403
+from lucid._ops_movement_extra import *  # noqa: F401,F403
+from lucid._ops_query import *  # noqa: F401,F403
+from lucid._tensor_methods import *  # noqa: F401,F403  (also attaches the breadth functions as Tensor methods)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001

@@ -8,6 +8,7 @@ kernels, VJPs and lowerings, so autograd and lucid.compile work through them wit
 C++. torch writes several of them as Python composites too (local_response_norm,
 triplet_margin_with_distance_loss, affine_grid). lucid.nn.functional re-exports them by name.
 """
+from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import numbers
 
 import numpy as np
@@ -36,7 +37,7 @@ def _rrelu_slope(input, lower, upper, training):
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if lower > upper:
-        raise ValueError(f"rrelu: argument 'lower' ({lower}) must be at most 'upper' ({upper})")
+        raise ArgumentError(f"rrelu: argument 'lower' ({lower}) must be at most 'upper' ({upper})")
     if inplace:
         return rrelu_(input, lower, upper, training)
     if not training:
@@ -46,14 +47,14 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     if lower > upper:
-        raise ValueError(f"rrelu_: argument 'lower' ({lower}) must be at most 'upper' ({upper})")
+        raise ArgumentError(f"rrelu_: argument 'lower' ({lower}) must be at most 'upper' ({upper})")
     return input.mul_(_rrelu_slope(input, lower, upper, training))
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """alpha_dropout with one draw per (sample, channel), as torch's feature_alpha_dropout."""
     if p < 0.0 or p > 1.0:
-        raise ValueError(f"feature_alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"feature_alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -71,12 +72,12 @@ def pixel_shuffle(input, upscale_factor):
     """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
     r = int(upscale_factor)
     if input.ndim < 3:
-        raise ValueError(f"pixel_shuffle: expected input of at least 3 dims, got {input.ndim}-D {list(input.shape)}")
+        raise ArgumentError(f"pixel_shuffle: expected input of at least 3 dims, got {input.ndim}-D {list(input.shape)}")
     if r <= 0:
-        raise ValueError(f"pixel_shuffle: argument 'upscale_factor' must be positive, got {r}")
+        raise ArgumentError(f"pixel_shuffle: argument 'upscale_factor' must be positive, got {r}")
     *lead, c, h, w = input.shape
     if c % (r * r):
-        raise ValueError(f"pixel_shuffle: the channel dim ({c}) must be divisible by the square of "
+        raise ArgumentError(f"pixel_shuffle: the channel dim ({c}) must be divisible by the square of "
                          f"upscale_factor ({r * r})")
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
@@ -88,13 +89,13 @@ def pixel_unshuffle(input, downscale_factor):
     """(*, C, H * r, W * r) -> (*, C * r^2, H, W)."""
     r = int(downscale_factor)
     if input.ndim < 3:
-        raise ValueError(f"pixel_unshuffle: expected input of at least 3 dims, got {input.ndim}-D "
+        raise ArgumentError(f"pixel_unshuffle: expected input of at least 3 dims, got {input.ndim}-D "
                          f"{list(input.shape)}")
     if r <= 0:
-        raise ValueError(f"pixel_unshuffle: argument 'downscale_factor' must be positive, got {r}")
+        raise ArgumentError(f"pixel_unshuffle: argument 'downscale_factor' must be positive, got {r}")
     *lead, c, h, w = input.shape
     if h % r or w % r:
-        raise ValueError(f"pixel_unshuffle: the height ({h}) and width ({w}) must be divisible by "
+        raise ArgumentError(f"pixel_unshuffle: the height ({h}) and width ({w}) must be divisible by "
                          f"downscale_factor ({r})")
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
@@ -106,10 +107,10 @@ def channel_shuffle(input, groups):
     """(N, g * k, *) -> the channels regrouped as (k, g) instead of (g, k)."""
     g = int(groups)
     if input.ndim < 3:
-        raise ValueError(f"channel_shuffle: expected input of at least 3 dims, got {input.ndim}-D")
+        raise ArgumentError(f"channel_shuffle: expected input of at least 3 dims, got {input.ndim}-D")
     c = input.shape[1]
     if g <= 0 or c % g:
-        raise ValueError(f"channel_shuffle: the number of channels ({c}) must be divisible by groups ({g})")
+        raise ArgumentError(f"channel_shuffle: the number of channels ({c}) must be divisible by groups ({g})")
     rest = tuple(input.shape[2:])
     return input.reshape(input.shape[0], g, c // g, *rest).transpose(1, 2).reshape(tuple(input.shape))
 
@@ -121,7 +122,7 @@ native_channel_shuffle = channel_shuffle
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta (torch's composite)."""
     if input.ndim < 3:
-        raise ValueError(f"local_response_norm: expected 3D or higher dimensionality input (got {input.ndim} "
+        raise ArgumentError(f"local_response_norm: expected 3D or higher dimensionality input (got {input.ndim} "
                          "dimensions)")
     if input.numel() == 0:
         return input
@@ -136,9 +137,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 def pdist(input, p=2):
     """p-norm distance between each pair of rows i < j of an (N, M) input, in row-major order."""
     if input.ndim != 2:
-        raise ValueError(f"pdist: argument 'input' expected a 2-D tensor, got {input.ndim}-D {list(input.shape)}")
+        raise ArgumentError(f"pdist: argument 'input' expected a 2-D tensor, got {input.ndim}-D {list(input.shape)}")
     if p < 0:
-        raise ValueError(f"pdist: argument 'p' must be a non-negative value, got {p}")
+        raise ArgumentError(f"pdist: argument 'p' must be a non-negative value, got {p}")
     i, j = np.triu_indices(input.shape[0], 1)
     diff = input[lucid.tensor(i.astype(np.int64))] - input[lucid.tensor(j.astype(np.int64))]
     if p == 0:
@@ -155,7 +156,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError(f"{op}: max_norm, scale_grad_by_freq and sparse are not supported")
     if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"{op}: argument 'mode' expected 'sum', 'mean' or 'max', got {mode!r}")
+        raise ArgumentError(f"{op}: argument 'mode' expected 'sum', 'mean' or 'max', got {mode!r}")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"{op}: per_sample_weights was not None. per_sample_weights is only supported "
                                   f"for mode='sum' (got mode='{mode}')")
@@ -163,7 +164,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise TypeError(f"{op}: argument 'input' expected an int64 or int32 tensor of indices, got {input.dtype}")
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError(f"{op}: if input is 2-D, then offsets has to be None, as input is treated as a "
+            raise ArgumentError(f"{op}: if input is 2-D, then offsets has to be None, as input is treated as a "
                              "mini-batch of fixed length sequences")
         nbags, length = input.shape
         bag = lucid.arange(nbags).reshape(-1, 1).expand(nbags, length).reshape(-1)
@@ -172,15 +173,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         input = input.reshape(-1)
     elif input.ndim == 1:
         if offsets is None:
-            raise ValueError(f"{op}: offsets has to be a 1-D tensor but got None")
+            raise ArgumentError(f"{op}: offsets has to be a 1-D tensor but got None")
         if offsets.ndim != 1:
-            raise ValueError(f"{op}: offsets has to be a 1-D tensor, got {offsets.ndim}-D")
+            raise ArgumentError(f"{op}: offsets has to be a 1-D tensor, got {offsets.ndim}-D")
         if include_last_offset:
             offsets = offsets[:-1]
         nbags = offsets.shape[0]
         bag = (lucid.arange(input.shape[0]).reshape(-1, 1) >= offsets.reshape(1, -1)).to(lucid.int64).sum(1) - 1
     else:
-        raise ValueError(f"{op}: input has to be 1-D or 2-D, got {input.ndim}-D")
+        raise ArgumentError(f"{op}: input has to be 1-D or 2-D, got {input.ndim}-D")
     member = bag.reshape(1, -1) == lucid.arange(nbags).reshape(-1, 1)  # (B, L)
     if padding_idx is not None:
         if padding_idx < 0:
@@ -208,7 +209,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = _reduction(size_average, reduce, reduction)
     _check_ndim(input, (1, 2), op)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"{op}: argument 'target' expected the shape of input {list(input.shape)}, got "
+        raise ArgumentError(f"{op}: argument 'target' expected the shape of input {list(input.shape)}, got "
                          f"{list(target.shape)}")
     if target.dtype != lucid.int64:
         raise TypeError(f"{op}: argument 'target' expected an int64 tensor, got {target.dtype}")
@@ -231,7 +232,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                                       reduction="mean"):
     op = "triplet_margin_with_distance_loss"
     if margin <= 0:
-        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+        raise ArgumentError(f"{op}: margin must be greater than 0, got {margin}")
     dist = distance_function if distance_function is not None else pairwise_distance
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
@@ -271,16 +272,16 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     presumes that log_softmax)."""
     op = "ctc_loss"
     if log_probs.ndim not in (2, 3):
-        raise ValueError(f"{op}: argument 'log_probs' expected a (T, N, C) or (T, C) tensor, got {log_probs.ndim}-D")
+        raise ArgumentError(f"{op}: argument 'log_probs' expected a (T, N, C) or (T, C) tensor, got {log_probs.ndim}-D")
     unbatched = log_probs.ndim == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     tt, n, c = lp.shape
     if not 0 <= blank < c:
-        raise ValueError(f"{op}: argument 'blank' must be in [0, {c}), got {blank}")
+        raise ArgumentError(f"{op}: argument 'blank' must be in [0, {c}), got {blank}")
     in_len = _lengths(input_lengths)
     tg_len = _lengths(target_lengths)
     if in_len.shape[0] != n or tg_len.shape[0] != n:
-        raise ValueError(f"{op}: input_lengths and target_lengths must have {n} entries (the batch size), got "
+        raise ArgumentError(f"{op}: input_lengths and target_lengths must have {n} entries (the batch size), got "
                          f"{in_len.shape[0]} and {tg_len.shape[0]}")
     tg = targets.to(lucid.int64)
     if unbatched:  # targets (S): one padded row
@@ -295,7 +296,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                                                                                      dtype=lucid.int64)
         s_max = max(s_max, 1)
     else:
-        raise ValueError(f"{op}: argument 'targets' expected a 1-D or 2-D tensor, got {tg.ndim}-D")
+        raise ArgumentError(f"{op}: argument 'targets' expected a 1-D or 2-D tensor, got {tg.ndim}-D")
     # extended labels: blank, l1, blank, l2, ..., blank
     blanks = lucid.full((n, s_max), blank, dtype=lucid.int64)
     ext = lucid.cat([lucid.stack([blanks, tg], 2).reshape(n, 2 * s_max), blanks[:, :1]], 1)
@@ -348,7 +349,7 @@ def affine_grid(theta, size, align_corners=None):
     size = tuple(int(s) for s in size)
     if len(size) == 4:
         if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
-            raise ValueError(f"{op}: expected a batch of 2D affine matrices of shape Nx2x3 for size {size}, got "
+            raise ArgumentError(f"{op}: expected a batch of 2D affine matrices of shape Nx2x3 for size {size}, got "
                              f"{list(theta.shape)}")
         n, _, h, w = size
         xs = _base_coords(w, align_corners, theta.dtype).reshape(1, w).expand(h, w)
@@ -357,7 +358,7 @@ def affine_grid(theta, size, align_corners=None):
         return lucid.matmul(base, theta.transpose(1, 2)).reshape(n, h, w, 2)
     if len(size) == 5:
         if theta.ndim != 3 or tuple(theta.shape[1:]) != (3, 4):
-            raise ValueError(f"{op}: expected a batch of 3D affine matrices of shape Nx3x4 for size {size}, got "
+            raise ArgumentError(f"{op}: expected a batch of 3D affine matrices of shape Nx3x4 for size {size}, got "
                              f"{list(theta.shape)}")
         n, _, d, h, w = size
         xs = _base_coords(w, align_corners, theta.dtype).reshape(1, 1, w).expand(d, h, w)
@@ -404,12 +405,12 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if mode not in ("bilinear", "nearest"):
         raise NotImplementedError(f"{op}: mode '{mode}' is not supported (bilinear, nearest)")
     if padding_mode not in ("zeros", "border", "reflection"):
-        raise ValueError(f"{op}: argument 'padding_mode' expected 'zeros', 'border' or 'reflection', got "
+        raise ArgumentError(f"{op}: argument 'padding_mode' expected 'zeros', 'border' or 'reflection', got "
                          f"'{padding_mode}'")
     if input.ndim != 4:
         raise NotImplementedError(f"{op}: only 4-D input (N, C, H, W) is supported, got {input.ndim}-D")
     if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise ValueError(f"{op}: argument 'grid' expected shape (N={input.shape[0]}, H_out, W_out, 2), got "
+        raise ArgumentError(f"{op}: argument 'grid' expected shape (N={input.shape[0]}, H_out, W_out, 2), got "
                          f"{list(grid.shape)}")
     align_corners = bool(align_corners) if align_corners is not None else False
     n, c, h, w = input.shape

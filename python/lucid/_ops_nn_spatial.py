@@ -12,6 +12,7 @@ divisor rules are products of per-dimension terms, so the 2-D pooling ops applie
 torch's result, including the flat D*H*W indices of max_pool3d (the first maximum in (d, h, w)
 order, as torch picks).
 """
+from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import numbers
 
 import numpy as np
@@ -31,7 +32,7 @@ def _ntuple(v, n, op, arg):
         if len(v) == 1:
             return tuple(int(v[0]) for _ in range(n))
         if len(v) != n:
-            raise ValueError(f"{op}: argument '{arg}' expected an int or {n} ints, got {tuple(v)}")
+            raise ArgumentError(f"{op}: argument '{arg}' expected an int or {n} ints, got {tuple(v)}")
         return tuple(int(e) for e in v)
     if not isinstance(v, numbers.Integral):
         raise TypeError(f"{op}: argument '{arg}' expected an int or a tuple of {n} ints, got {type(v).__name__}")
@@ -40,7 +41,7 @@ def _ntuple(v, n, op, arg):
 
 def _check_ndim(input, dims, op):
     if input.ndim not in dims:
-        raise ValueError(f"{op}: argument 'input' expected a {' or '.join(f'{d}-D' for d in dims)} tensor, "
+        raise ArgumentError(f"{op}: argument 'input' expected a {' or '.join(f'{d}-D' for d in dims)} tensor, "
                          f"got {input.ndim}-D {list(input.shape)}")
 
 
@@ -54,13 +55,13 @@ def _check_conv3d_weight(input, weight, groups, op, transposed):
     if weight.ndim != 5:
         layout = "[in_channels, out_channels/groups, kD, kH, kW]" if transposed else \
             "[out_channels, in_channels/groups, kD, kH, kW]"
-        raise ValueError(f"{op}: argument 'weight' expected a 5-D tensor {layout}, got {weight.ndim}-D "
+        raise ArgumentError(f"{op}: argument 'weight' expected a 5-D tensor {layout}, got {weight.ndim}-D "
                          f"{list(weight.shape)}")
     if groups <= 0:
-        raise ValueError(f"{op}: argument 'groups' must be positive, got {groups}")
+        raise ArgumentError(f"{op}: argument 'groups' must be positive, got {groups}")
     want = weight.shape[0] if transposed else weight.shape[1] * groups
     if input.shape[1] != want:
-        raise ValueError(f"{op}: input has {input.shape[1]} channels, but weight {list(weight.shape)} with "
+        raise ArgumentError(f"{op}: input has {input.shape[1]} channels, but weight {list(weight.shape)} with "
                          f"groups={groups} expects {want}")
 
 
@@ -76,12 +77,12 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             hw_pad = (0, 0)
         elif padding == "same":
             if any(v != 1 for v in s):
-                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+                raise ArgumentError(f"{op}: padding='same' is not supported for strided convolutions")
             pd_l = dl[0] * (kd - 1) // 2
             pd_r = dl[0] * (kd - 1) - pd_l
             hw_pad = "same"
         else:
-            raise ValueError(f"{op}: argument 'padding' expected 'same', 'valid' or ints, got '{padding}'")
+            raise ArgumentError(f"{op}: argument 'padding' expected 'same', 'valid' or ints, got '{padding}'")
     else:
         p = _ntuple(padding, 3, op, "padding")
         pd_l = pd_r = p[0]
@@ -91,7 +92,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     n, c, d, h, w = x.shape
     od = (d - dl[0] * (kd - 1) - 1) // s[0] + 1
     if od <= 0:
-        raise ValueError(f"{op}: padded input depth {d} is smaller than the dilated kernel depth "
+        raise ArgumentError(f"{op}: padded input depth {d} is smaller than the dilated kernel depth "
                          f"{dl[0] * (kd - 1) + 1}")
     out = None
     for k in range(kd):
@@ -114,13 +115,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     opad, dl = _ntuple(output_padding, 3, op, "output_padding"), _ntuple(dilation, 3, op, "dilation")
     for i in range(3):
         if opad[i] >= max(s[i], dl[i]):
-            raise ValueError(f"{op}: output padding must be smaller than either stride or dilation, got "
+            raise ArgumentError(f"{op}: output padding must be smaller than either stride or dilation, got "
                              f"output_padding={opad}, stride={s}, dilation={dl}")
     n, ic, idd, ih, iw = x.shape
     kd = weight.shape[2]
     full = (idd - 1) * s[0] + dl[0] * (kd - 1) + 1 + opad[0]
     if full - 2 * p[0] <= 0:
-        raise ValueError(f"{op}: output depth would be {full - 2 * p[0]}, which is not positive")
+        raise ArgumentError(f"{op}: output depth would be {full - 2 * p[0]}, which is not positive")
     planes = x.permute(0, 2, 1, 3, 4).reshape(n * idd, ic, ih, iw)
     out = None
     for k in range(kd):
@@ -143,7 +144,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_tbc(input, weight, bias, pad=0):
     """1-D convolution in (time, batch, channel) layout: weight (kernel, in, out), bias (out)."""
     if input.ndim != 3 or weight.ndim != 3:
-        raise ValueError(f"conv_tbc: expected a 3-D input (T, B, C) and a 3-D weight (K, C_in, C_out), got "
+        raise ArgumentError(f"conv_tbc: expected a 3-D input (T, B, C) and a 3-D weight (K, C_in, C_out), got "
                          f"{list(input.shape)} and {list(weight.shape)}")
     y = lucid.nn.functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, int(pad))
     return y.permute(2, 0, 1)
@@ -153,7 +154,7 @@ def conv_tbc(input, weight, bias, pad=0):
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, op):
     _check_ndim(input, (nd + 1, nd + 2), op)
     if tuple(indices.shape) != tuple(input.shape):
-        raise ValueError(f"{op}: argument 'indices' expected the shape of input {list(input.shape)}, got "
+        raise ArgumentError(f"{op}: argument 'indices' expected the shape of input {list(input.shape)}, got "
                          f"{list(indices.shape)}")
     k = _ntuple(kernel_size, nd, op, "kernel_size")
     s = k if stride is None else _ntuple(stride, nd, op, "stride")
@@ -167,12 +168,12 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
         if len(out) == nd + 2:
             out = out[-nd:]
         if len(out) != nd:
-            raise ValueError(f"{op}: output_size should be a sequence containing {nd} or {nd + 2} elements, but it "
+            raise ArgumentError(f"{op}: output_size should be a sequence containing {nd} or {nd + 2} elements, but it "
                              f"has a length of {len(out)}")
         for i in range(nd):
             lo, hi = default[i] - s[i], default[i] + s[i]
             if not lo < out[i] < hi:
-                raise ValueError(f"{op}: invalid output_size {out} (dim {i} must be between {lo + 1} and {hi - 1})")
+                raise ArgumentError(f"{op}: invalid output_size {out} (dim {i} must be between {lo + 1} and {hi - 1})")
     lead = tuple(input.shape[:-nd])
     flat_in = input.reshape(*lead, -1)
     flat = lucid.zeros(*lead, int(np.prod(out)), dtype=input.dtype)
@@ -210,7 +211,7 @@ def _check_pool3d(spatial, k, s, p, dl, ceil_mode, op):
     for i in range(3):
         eff = (k[i] - 1) * dl[i] + 1
         if p[i] > eff // 2:
-            raise ValueError(f"{op}: pad should be at most half of effective kernel size, but got pad={p}, "
+            raise ArgumentError(f"{op}: pad should be at most half of effective kernel size, but got pad={p}, "
                              f"kernel_size={k} and dilation={dl}")
         span = spatial[i] + 2 * p[i] - eff
         o = (-(-span // s[i]) if ceil_mode else span // s[i]) + 1
@@ -218,7 +219,7 @@ def _check_pool3d(spatial, k, s, p, dl, ceil_mode, op):
             o -= 1
         out.append(o)
     if min(out) < 1:
-        raise ValueError(f"{op}: given input size {tuple(spatial)}, the calculated output size {tuple(out)} is too "
+        raise ArgumentError(f"{op}: given input size {tuple(spatial)}, the calculated output size {tuple(out)} is too "
                          "small")
 
 
@@ -279,7 +280,7 @@ def _adaptive_size3(input, output_size, op):
     size = _ntuple(output_size, 3, op, "output_size") if not isinstance(output_size, (tuple, list)) else tuple(
         output_size)
     if len(size) != 3:
-        raise ValueError(f"{op}: argument 'output_size' expected an int or 3 values, got {tuple(size)}")
+        raise ArgumentError(f"{op}: argument 'output_size' expected an int or 3 values, got {tuple(size)}")
     return tuple(input.shape[-3 + i] if size[i] is None else int(size[i]) for i in range(3))
 
 
@@ -355,20 +356,20 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
     k = _ntuple(kernel_size, nd, op, "kernel_size")
     if output_size is None:
         if output_ratio is None:
-            raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+            raise ArgumentError(f"{op} requires specifying either an output_size or an output_ratio")
         ratio = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * nd
         out = tuple(int(spatial[i] * float(ratio[i])) for i in range(nd))
     else:
         out = _ntuple(output_size, nd, op, "output_size")
     for i in range(nd):  # torch's bounds: output + kernel - 1 <= input in 2-D, < input in 3-D
         if out[i] + k[i] - 1 > spatial[i] - (nd == 3):
-            raise ValueError(f"{op}: output_size {out} with kernel_size {k} is too large for an input of spatial "
+            raise ArgumentError(f"{op}: output_size {out} with kernel_size {k} is too large for an input of spatial "
                              f"size {spatial} (needs output + kernel - 1 {'<' if nd == 3 else '<='} input in every "
                              "dim)")
     if samples is None:
         samples = lucid.rand(n, c, nd, dtype=x.dtype)
     elif tuple(samples.shape) != (n, c, nd):
-        raise ValueError(f"{op}: argument '_random_samples' expected shape {[n, c, nd]}, got {list(samples.shape)}")
+        raise ArgumentError(f"{op}: argument '_random_samples' expected shape {[n, c, nd]}, got {list(samples.shape)}")
     order = list(range(nd))[::-1] if nd == 2 else list(range(nd))  # sample index for each spatial dim
     starts = []
     for d in range(nd):

@@ -387,6 +387,25 @@ LUCID_BINDER(elementwise) {
   m.def("_leaky_relu_", [](H self, double s) { return inplace(self, OpId::LeakyRelu, {}, {{"negative_slope", s}}); });
   m.def("_elu_", [](H self, double a) { return inplace(self, OpId::Elu, {}, {{"alpha", a}}); });
   m.def("_hardtanh_", [](H self, double lo, double hi) { return inplace(self, OpId::Hardtanh, {}, {{"min_val", lo}, {"max_val", hi}}); });
+
+  // ---- more unary math (elementwise_math.cpp); the arc* aliases are set in lucid/_ops_math.py ----
+  EW_UNARY_BIND(tan, tan, Tan);
+  EW_UNARY_BIND(asin, asin, Asin);
+  EW_UNARY_BIND(acos, acos, Acos);
+  EW_UNARY_BIND(atan, atan, Atan);
+  EW_UNARY_BIND(sinh, sinh, Sinh);
+  EW_UNARY_BIND(cosh, cosh, Cosh);
+  EW_UNARY_BIND(asinh, asinh, Asinh);
+  EW_UNARY_BIND(acosh, acosh, Acosh);
+  EW_UNARY_BIND(atanh, atanh, Atanh);
+  EW_UNARY_BIND(erfc, erfc, Erfc);
+  EW_UNARY_BIND(erfinv, erfinv, Erfinv);
+  EW_BINARY_BIND(atan2, atan2, Atan2);
+  EW_UNARY_BIND(lgamma, lgamma, Lgamma);
+  EW_UNARY_BIND(digamma, digamma, Digamma);
+  m.def("polygamma", [](int64_t n, const Tensor& x) { return polygamma(n, x); }, nb::arg("n"), nb::arg("input"));
+  redef(m, "polygamma", [](const Tensor& x, int64_t n) { return polygamma(n, x); }, nb::arg("n"));
+  redef(m, "polygamma_", [](H self, int64_t n) { return inplace(self, OpId::Polygamma, {}, {{"n", n}}); }, nb::arg("n"));
 }
 
 }  // namespace lucid::py

@@ -29,7 +29,7 @@ HOST_READ = {
     "masked_select": "nonzero()",
     "getitem_index": "nonzero()",   # its samples include x[bool_mask]
     "gaussian_nll_loss": "bool()",  # raises for a negative var, as torch
-    "equal": "bool()",              # returns a Python bool, as torch.equal
+    "equal": "item()",              # returns a Python bool, as torch.equal
     "allclose": "allclose()",       # returns a Python bool
     "unique": "unique()",           # the output shape depends on the data
     "unique_method_nan": "unique()",

@@ -97,7 +97,7 @@ def test_fill_diagonal_in_place_as_torch(shape, wrap):
 def test_composite_bad_input_names_the_op_and_argument():
     with pytest.raises(lucid.ArgumentError, match="fill_diagonal_: all dimensions"):
         lucid.ones(2, 3, 4).fill_diagonal_(1.0)
-    with pytest.raises(lucid.ArgumentError, match="outer: expected 1-D"):
+    with pytest.raises(lucid.ArgumentError, match="outer: argument 'input' expected a 1-D"):
         lucid.outer(lucid.ones(2, 2), lucid.ones(2))
     with pytest.raises(lucid.ArgumentError, match="baddbmm: argument 'input'"):
         lucid.baddbmm(lucid.ones(4, 4), lucid.ones(2, 3, 4), lucid.ones(2, 4, 5))
@@ -163,7 +163,7 @@ def test_cdist_zero_distance_has_zero_gradient_as_torch():
         torch.cdist(tx, tx, p=p).sum().backward()
         lucid.cdist(lx, lx, p=p).sum().backward()
         np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-9)
-    with pytest.raises(lucid.ArgumentError, match="cdist: X1 and X2 must have the same number of columns"):
+    with pytest.raises(lucid.ArgumentError, match="cdist: x1 and x2 must have the same number of columns"):
         lucid.cdist(lucid.ones(3, 4), lucid.ones(5, 3))
 
 
@@ -172,3 +172,19 @@ def test_size_as_torch():
     assert l.numel() == t.numel() == 24 and l == t == (2, 3, 4) and isinstance(l, tuple)
     assert repr(l) == repr(t).replace("torch", "lucid")
     assert lucid.ones(2, 3, 4).shape == l
+
+
+@pytest.mark.parametrize("fn", ["baddbmm", "addbmm", "addmv", "addr"])
+def test_add_product_input_never_broadcasts_the_product(fn):
+    # input must broadcast to the product's shape; a larger input raises in torch, never widens the result
+    args = {"baddbmm": ((2, 3, 5), (2, 3, 4), (2, 4, 5)), "addbmm": ((3, 5), (2, 3, 4), (2, 4, 5)),
+            "addmv": ((3,), (3, 4), (4,)), "addr": ((3, 4), (3,), (4,))}[fn]
+    big = (2,) + args[0]
+    with pytest.raises(RuntimeError):
+        getattr(torch, fn)(torch.ones(big), *(torch.ones(s) for s in args[1:]))
+    with pytest.raises(RuntimeError, match=f"{fn}: argument 'input'"):
+        getattr(lucid, fn)(lucid.ones(big), *(lucid.ones(s) for s in args[1:]))
+    for beta in (0, 1, 0.5):
+        t = getattr(torch, fn)(torch.ones(args[0][-1:]), *(torch.ones(s) for s in args[1:]), beta=beta)
+        l = getattr(lucid, fn)(lucid.ones(args[0][-1:]), *(lucid.ones(s) for s in args[1:]), beta=beta)
+        assert l.tolist() == t.tolist()

@@ -35,6 +35,22 @@ Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor logical_not(const Tensor& x);
 Tensor bitwise_not(const Tensor& x);
+// More unary math (elementwise_math.cpp).
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor erfc(const Tensor& x);
+Tensor erfinv(const Tensor& x);
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor lgamma(const Tensor& x);
+Tensor digamma(const Tensor& x);
+Tensor polygamma(int64_t n, const Tensor& x);
 
 // Binary / ternary.
 Tensor pow(const Tensor& a, const Tensor& b);

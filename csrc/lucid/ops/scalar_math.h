@@ -554,4 +554,113 @@ struct Threshold {
   template <class C> C apply(C x) const { return x <= static_cast<C>(threshold) ? static_cast<C>(value) : x; }
 };
 
+// ---- more unary math (elementwise_math.cpp) ----
+struct Tan { template <class C> static C apply(C a) { return std::tan(a); } };
+struct Asin { template <class C> static C apply(C a) { return std::asin(a); } };
+struct Acos { template <class C> static C apply(C a) { return std::acos(a); } };
+struct Atan { template <class C> static C apply(C a) { return std::atan(a); } };
+struct Sinh { template <class C> static C apply(C a) { return std::sinh(a); } };
+struct Cosh { template <class C> static C apply(C a) { return std::cosh(a); } };
+struct Asinh { template <class C> static C apply(C a) { return std::asinh(a); } };
+struct Acosh { template <class C> static C apply(C a) { return std::acosh(a); } };
+struct Atanh { template <class C> static C apply(C a) { return std::atanh(a); } };
+struct Erfc { template <class C> static C apply(C a) { return std::erfc(a); } };
+// Inverse error function: Giles' single-precision approximation ("Approximating the erfinv
+// function", GPU Gems 2012), then two Newton steps on erf (quadratic convergence: full double
+// precision). Out of [-1, 1] NaN; +-1 gives +-inf, as PyTorch.
+struct Erfinv {
+  template <class C> static C apply(C a) {
+    double x = static_cast<double>(a);
+    if (!(x >= -1.0 && x <= 1.0)) return static_cast<C>(std::numeric_limits<double>::quiet_NaN());
+    if (x == 1.0 || x == -1.0) return static_cast<C>(x * std::numeric_limits<double>::infinity());
+    double w = -std::log((1.0 - x) * (1.0 + x)), p;
+    if (w < 5.0) {
+      w -= 2.5;
+      p = 2.81022636e-08;
+      for (double k : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                       -0.00417768164, 0.246640727, 1.50140941})
+        p = k + p * w;
+    } else {
+      w = std::sqrt(w) - 3.0;
+      p = -0.000200214257;
+      for (double k : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                       0.00943887047, 1.00167406, 2.83297682})
+        p = k + p * w;
+    }
+    double y = p * x;
+    for (int i = 0; i < 2; ++i) y -= (std::erf(y) - x) / (1.1283791670955126 * std::exp(-y * y));
+    return static_cast<C>(y);
+  }
+};
+struct Atan2 { template <class C> static C apply(C a, C b) { return std::atan2(a, b); } };
+
+// ---- the gamma family (elementwise_math.cpp), computed in double ----
+struct Lgamma { template <class C> static C apply(C a) { return static_cast<C>(std::lgamma(static_cast<double>(a))); } };
+// digamma: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series;
+// reflection for x < 0; -inf at 0 and NaN at the negative integers (the poles), as PyTorch.
+inline double digamma_d(double x) {
+  if (x == 0) return -std::numeric_limits<double>::infinity();
+  if (x < 0) {
+    if (x == std::floor(x)) return std::numeric_limits<double>::quiet_NaN();
+    const double pi = 3.14159265358979323846;
+    return digamma_d(1.0 - x) - pi / std::tan(pi * x);
+  }
+  double r = 0;
+  for (; x < 6; x += 1) r -= 1 / x;
+  double f = 1 / (x * x);
+  double t = f * (-1 / 12.0 + f * (1 / 120.0 + f * (-1 / 252.0 + f * (1 / 240.0 + f * (-1 / 132.0)))));
+  return r + std::log(x) - 0.5 / x + t;
+}
+// Hurwitz zeta(s, q) for s > 1 by Euler-Maclaurin summation (Cephes' zeta, which PyTorch uses too).
+inline double hurwitz_zeta(double s, double q) {
+  static const double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+                             7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+                             -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+  if (s == 1) return std::numeric_limits<double>::infinity();
+  if (s < 1) return std::numeric_limits<double>::quiet_NaN();
+  if (q <= 0) {
+    if (q == std::floor(q)) return std::numeric_limits<double>::infinity();
+    if (s != std::floor(s)) return std::numeric_limits<double>::quiet_NaN();
+  }
+  double sum = std::pow(q, -s), a = q, b = 0;
+  int i = 0;
+  while (i < 9 || a <= 9) {
+    ++i;
+    a += 1;
+    b = std::pow(a, -s);
+    sum += b;
+    if (std::fabs(b / sum) < 1e-17) return sum;
+  }
+  double w = a, k = 0, fac = 1;
+  sum += b * w / (s - 1) - 0.5 * b;
+  for (double c : A) {
+    fac *= s + k;
+    b /= w;
+    double t = fac * b / c;
+    sum += t;
+    if (std::fabs(t / sum) < 1e-17) break;
+    k += 1;
+    fac *= s + k;
+    b /= w;
+    k += 1;
+  }
+  return sum;
+}
+struct Digamma { template <class C> static C apply(C a) { return static_cast<C>(digamma_d(static_cast<double>(a))); } };
+// polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; digamma for n = 0.
+struct Polygamma {
+  int64_t n = 0;
+  static Polygamma make(const Attrs& a) {
+    Polygamma p{a.i("n")};
+    LUCID_CHECK(p.n >= 0, ValueError, "polygamma: argument 'n' must be non-negative, got ", p.n);
+    return p;
+  }
+  template <class C> C apply(C a) const {
+    double x = static_cast<double>(a);
+    if (n == 0) return static_cast<C>(digamma_d(x));
+    double sign = (n % 2) ? 1.0 : -1.0;
+    return static_cast<C>(sign * std::exp(std::lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x));
+  }
+};
+
 }  // namespace lucid::sm

@@ -1,4 +1,4 @@
-"""Spec rows for the composites of lucid/_ops_composites.py (outer, baddbmm, meshgrid,
+"""Spec rows for composites torch defines by other ops (lucid/_ops_matrix.py, _ops_math.py, _ops_query.py) (outer, baddbmm, meshgrid,
 nan_to_num, cdist, equal, Tensor.sum_to_size): no OpDef of their own (`ops` is empty), checked against torch
 forward and backward like every other row."""
 import numpy as np
