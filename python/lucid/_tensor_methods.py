@@ -118,7 +118,7 @@ TORCH_INPLACE = (
     "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_",
     "ldexp_", "log_", "log1p_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "round_",
     "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_",
-    "zero_", "index_put_", "gcd_", "lcm_", "conj_physical_")
+    "zero_", "index_put_", "gcd_", "lcm_", "conj_physical_", "log2_", "log10_")
 
 
 def _torch_inplace(name):

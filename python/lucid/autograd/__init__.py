@@ -28,5 +28,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 from lucid.autograd import _tensor_hooks, function  # noqa: E402
 from lucid.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: E402
+from lucid.autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: E402
 from lucid._missing import module_getattr as _module_getattr  # noqa: E402
 __getattr__ = _module_getattr("autograd", "lucid.autograd")  # a PyTorch name lucid lacks says so

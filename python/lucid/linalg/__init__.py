@@ -14,7 +14,7 @@ from lucid.linalg._norms import vector_norm, matrix_norm, norm  # noqa: F401
 
 __all__ = ["LinAlgError", "solve", "solve_triangular", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals",
            "eigh", "eigvalsh", "pinv", "lstsq", "norm", "vector_norm", "matrix_norm", "matmul", "matrix_rank",
-           "matrix_power", "multi_dot", "vecdot"]
+           "matrix_power", "multi_dot", "vecdot", "cross", "diagonal", "vander", "tensorinv", "tensorsolve"]
 
 
 def _no_out(op, out):
@@ -175,6 +175,67 @@ def vecdot(x, y, *, dim=-1, out=None):
     _no_out("vecdot", out)
     return (x * y).sum(dim)
 
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """Cross product of 3-vectors along dim (default the last), broadcasting the other dims."""
+    _no_out("cross", out)
+    if input.ndim != other.ndim:
+        raise lucid.ArgumentError(f"linalg.cross: inputs must have the same number of dimensions, got {input.ndim} "
+                                  f"and {other.ndim}")
+    shape = lucid.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    return lucid.cross(input.expand(*shape), other.expand(*shape), dim=dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.diagonal with the matrix dims last by default."""
+    return lucid.diagonal(A, offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """Vandermonde matrix: (..., n) -> (..., n, N) with columns x**0, x**1, ..., x**(N-1).
+    Built as a cumulative product of [1, x, x, ...], as torch does, so the gradient at x == 0
+    is finite (pow's would be 0 * inf there)."""
+    if x.ndim < 1:
+        raise lucid.ArgumentError(f"linalg.vander: argument 'x' expected a tensor with at least 1 dimension, got "
+                                  f"{x.ndim}")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise lucid.ArgumentError(f"linalg.vander: argument 'N' must be greater than 1, got {n}")
+    cols = x.unsqueeze(-1).expand(*x.shape, n - 1)
+    return lucid.cat([lucid.ones_like(x).unsqueeze(-1), cols], dim=-1).cumprod(-1)
+
+
+def _prod(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A for tensordot over its first `ind` dims: A.shape[ind:] + A.shape[:ind]."""
+    _no_out("tensorinv", out)
+    if ind <= 0:
+        raise lucid.ArgumentError(f"linalg.tensorinv: argument 'ind' expected a positive integer, got {ind}")
+    lead, rest = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if _prod(lead) != _prod(rest):
+        raise lucid.ArgumentError(f"linalg.tensorinv: expected prod(A.shape[:ind]) == prod(A.shape[ind:]), got "
+                                  f"{_prod(lead)} and {_prod(rest)} for shape {tuple(A.shape)}")
+    return inv(A.reshape(_prod(lead), _prod(rest))).reshape(*rest, *lead)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) == B; dims: dims of A moved to the end first."""
+    _no_out("tensorsolve", out)
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    res = tuple(A.shape[B.ndim:])
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or _prod(res) != B.numel():
+        raise lucid.ArgumentError(f"linalg.tensorsolve: expected A's leading dims {tuple(A.shape[:B.ndim])} to equal "
+                                  f"B's shape {tuple(B.shape)} and prod of the rest ({_prod(res)}) to equal B.numel()")
+    return solve(A.reshape(B.numel(), _prod(res)), B.reshape(B.numel())).reshape(*res)
 
 from lucid._missing import module_getattr as _module_getattr  # noqa: E402
 __getattr__ = _module_getattr("linalg", "lucid.linalg")  # a PyTorch name lucid lacks says so

@@ -8,7 +8,7 @@ import warnings
 
 import lucid
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
 
 
@@ -137,6 +137,24 @@ def eye_(tensor):
         raise ValueError("Only tensors with 2 dimensions are supported")
     with lucid.no_grad():
         tensor.copy_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+    return tensor
+
+
+def dirac_(tensor, groups=1):
+    """The identity convolution: a {3,4,5}-d weight whose output equals its input (channel i of
+    each group reads input channel i at the kernel centre), as torch's."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_per = tensor.shape[0] // groups
+    if tensor.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    n = min(out_per, tensor.shape[1])
+    with lucid.no_grad():
+        tensor.zero_()
+        centre = tuple(k // 2 for k in tensor.shape[2:])
+        for g in range(groups):
+            for d in range(n):
+                tensor[(g * out_per + d, d) + centre] = 1.0
     return tensor
 
 

@@ -2,7 +2,7 @@
 read unless error_if_nonfinite), so a compiled step can trace it."""
 import lucid
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 
 
 def _grads(parameters):
@@ -71,3 +71,11 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     with lucid.no_grad():
         for g in _grads(parameters):
             g.clamp_(min=-clip_value, max=clip_value)
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated name of clip_grad_norm_ (torch warns with a FutureWarning, and so does lucid)."""
+    import warnings
+    warnings.warn("`lucid.nn.utils.clip_grad_norm` is now deprecated in favor of `lucid.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

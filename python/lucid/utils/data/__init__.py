@@ -1,5 +1,5 @@
-"""lucid.utils.data: Dataset, IterableDataset, TensorDataset, Subset, random_split, default_collate and a
-single-process DataLoader with torch's batching semantics (batch_size, shuffle, sampler,
+"""lucid.utils.data: Dataset, IterableDataset, ChainDataset, TensorDataset, StackDataset, Subset,
+random_split, default_collate, default_convert, get_worker_info and a single-process DataLoader with torch's batching semantics (batch_size, shuffle, sampler,
 batch_sampler, drop_last, collate_fn). Shuffling and splitting draw from lucid's default generator
 (seeded by lucid.manual_seed) or from a `generator=` lucid.Generator (see sampler.py)."""
 import lucid
@@ -9,7 +9,7 @@ from lucid.utils.data.sampler import (Sampler, SequentialSampler, RandomSampler,
                                       check_generator)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "default_collate",
-           "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "DataLoader", "ChainDataset", "StackDataset", "default_convert", "get_worker_info", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
 
 
@@ -29,7 +29,23 @@ class IterableDataset(Dataset):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise TypeError("IterableDataset does not support '+' (torch's ChainDataset is not implemented)")
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """Iterates over each of its IterableDatasets in turn, as torch's."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise TypeError(f"ChainDataset only supports IterableDataset, got {type(d).__name__}")
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
 
 
 class TensorDataset(Dataset):
@@ -45,6 +61,31 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset):
+    """Samples are tuples (positional datasets) or dicts (keyword datasets) of the i-th item of
+    each dataset, which must all have the same length, as torch's."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/output, "
+                             "but both types are given.")
+        datasets = args or tuple(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(self._length != len(d) for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self):
+        return self._length
 
 
 class ConcatDataset(Dataset):
@@ -128,6 +169,34 @@ def default_collate(batch):
     if hasattr(elem, "__array__"):
         return lucid.stack([lucid.tensor(e) for e in batch], 0)
     raise TypeError(f"default_collate: batch must contain tensors, numbers, dicts or lists; found {type(elem)}")
+
+
+def default_convert(data):
+    """NumPy arrays (not of strings or objects) and NumPy scalars become tensors, recursively
+    through dicts, namedtuples, tuples and lists; anything else is returned as is, as torch's."""
+    import numpy as np
+    if isinstance(data, np.ndarray) and data.dtype.kind not in "SaUO":
+        return lucid.tensor(data)
+    if isinstance(data, np.generic) and data.dtype.kind not in "SaUO":
+        return lucid.tensor(data)
+    if isinstance(data, dict):
+        converted = {k: default_convert(v) for k, v in data.items()}
+        try:
+            return type(data)(converted)  # the mapping's own type, as torch (a plain dict if it can't)
+        except TypeError:
+            return converted
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]  # torch returns a list for a plain tuple
+    if isinstance(data, list):
+        return [default_convert(d) for d in data]
+    return data
+
+
+def get_worker_info():
+    """None: lucid's DataLoader loads in the calling process (torch returns None there too)."""
+    return None
 
 
 class DataLoader:
