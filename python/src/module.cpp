@@ -1,7 +1,9 @@
 // The _C extension module: exception translation, then every registered binder in order.
 // lucid::ValueError (a bad argument or shape) becomes _C.ArgumentError, a subclass of both
 // ValueError and RuntimeError: torch raises RuntimeError for shape errors, and code written for
-// lucid catches ValueError. lucid::LinAlgError (a singular or non-positive-definite matrix)
+// lucid catches ValueError. lucid::TypeError (a tensor of the wrong dtype, e.g. int32 class
+// targets) becomes _C.DTypeError, a TypeError and a RuntimeError, for the same reason (torch:
+// "expected scalar type Long but found Int" is a RuntimeError). lucid::LinAlgError (a singular or non-positive-definite matrix)
 // becomes _C.LinAlgError, a RuntimeError as torch.linalg.LinAlgError. One translation,
 // set_python_error, serves ordinary calls and the compiled call path alike.
 #include "bind.h"
@@ -48,6 +50,20 @@ PyObject* argument_error_type() {
   return type;
 }
 
+PyObject* dtype_error_type() {
+  static PyObject* type = [] {
+    PyObject* bases = PyTuple_Pack(2, PyExc_TypeError, PyExc_RuntimeError);
+    PyObject* t = PyErr_NewExceptionWithDoc(
+        "lucid.DTypeError",
+        "A tensor of the wrong dtype (or an argument of the wrong type). Both a TypeError and a RuntimeError, the type "
+        "torch raises for dtype mismatches.",
+        bases, nullptr);
+    Py_DECREF(bases);
+    return t;
+  }();
+  return type;
+}
+
 PyObject* linalg_error_type() {
   static PyObject* type = PyErr_NewExceptionWithDoc(
       "lucid.linalg.LinAlgError",
@@ -61,7 +77,7 @@ bool set_python_error(const std::exception_ptr& p) {
   try {
     std::rethrow_exception(p);
   } catch (const lucid::TypeError& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
+    PyErr_SetString(dtype_error_type(), e.what());
   } catch (const lucid::ValueError& e) {
     PyErr_SetString(argument_error_type(), e.what());
   } catch (const lucid::IndexError& e) {
@@ -86,5 +102,6 @@ NB_MODULE(_C, m) {
   });
   m.attr("ArgumentError") = nb::handle(lucid::py::argument_error_type());
   m.attr("LinAlgError") = nb::handle(lucid::py::linalg_error_type());
+  m.attr("DTypeError") = nb::handle(lucid::py::dtype_error_type());
   lucid::py::run_binders(m);
 }

@@ -254,3 +254,16 @@ def test_nll_double_backward(reduction):
         res.append((g, gg))
     close(res[0][0], res[1][0], 1e-8)
     close(res[0][1], res[1][1], 1e-8)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int8", "float32", "bool"])
+def test_wrong_target_dtype_is_a_runtime_error_as_torch(dtype):
+    # torch raises RuntimeError ("expected target dtype to be Long or Byte"); lucid's DTypeError is
+    # both that and a TypeError, so code written for either catches it
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    tgt = np.array([1, 2, 0]).astype(dtype)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(tgt))
+    with pytest.raises(RuntimeError, match="cross_entropy: argument 'target'") as ei:
+        lucid.nn.functional.cross_entropy(lucid.tensor(x), lucid.tensor(tgt))
+    assert isinstance(ei.value, TypeError) and isinstance(ei.value, lucid.DTypeError)

@@ -190,7 +190,7 @@ def test_size_overflow_raises_clearly(results, k):
     assert "crash" not in out, f"{expr} crashed the interpreter: {out['crash']}"
     assert out["torch"][0] != "ok", f"reference: torch should raise for {expr}, got {out['torch']}"
     kind, msg = out["lucid"]
-    assert kind in ("RuntimeError", "ValueError", "ArgumentError", "TypeError", "IndexError"), f"{expr}: lucid gave {kind}: {msg}"
+    assert kind in ("RuntimeError", "ValueError", "ArgumentError", "TypeError", "DTypeError", "IndexError"), f"{expr}: lucid gave {kind}: {msg}"
     assert "std::" not in msg and "incompatible function arguments" not in msg, f"{expr}: unclear error {msg}"
     assert any(w in msg.lower() for w in CLEAR), f"{expr}: the error does not say what overflowed: {msg}"
 
