@@ -631,29 +631,15 @@ class CompiledCore {
       node_base = cnode;
     }
     Node* node = node_base.get();
-    node->sequence_nr = next_sequence_nr();
     node->num_outputs = static_cast<uint32_t>(e.grad_outs.size());
-    auto edge_to = [&](const Tensor& t) {
-      Edge ed;
-      if (t.grad_fn()) {
-        ed.fn = t.grad_fn();
-        ed.input_nr = t.impl()->autograd->output_nr;
-      } else {
-        ed.leaf = t.impl_ptr();
-      }
-      node->next_edges.push_back(ed);
-      node->input_meta.push_back({t.shape(), t.dtype()});
-      node->needs_grad.push_back(true);
-    };
-    for (int i : e.wrt_inputs) edge_to(flat[i]);
-    for (int j : e.wrt_states) edge_to(e.states[j]);
+    TensorList wrt;  // the inputs and states the compiled backward differentiates (all require grad)
+    for (int i : e.wrt_inputs) wrt.push_back(flat[i]);
+    for (int j : e.wrt_states) wrt.push_back(e.states[j]);
+    connect_inputs(*node, wrt);
     for (size_t k = 0; k < e.grad_outs.size(); ++k) {
       const Tensor& y = outs[e.grad_outs[k]];
       if (cnode) cnode->out_meta.push_back({y.shape(), y.dtype()});
-      AutogradMeta& m = y.impl()->meta();
-      m.requires_grad = true;
-      m.grad_fn = node_base;
-      m.output_nr = static_cast<uint32_t>(k);
+      attach_output(node_base, y, static_cast<uint32_t>(k));
     }
   }
 

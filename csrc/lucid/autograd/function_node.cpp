@@ -37,33 +37,13 @@ std::shared_ptr<FunctionNode> make_function_node(std::string name, const TensorL
   auto node = std::make_shared<FunctionNode>();
   node->fn_name = std::move(name);
   node->backward = std::move(backward);
-  node->sequence_nr = next_sequence_nr();
   node->num_outputs = static_cast<uint32_t>(outputs.size());
-  size_t n = inputs.size();
-  node->next_edges.resize(n);
-  node->input_meta.resize(n);
-  node->needs_grad.assign(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    const Tensor& t = inputs[i];
-    if (!t.defined()) continue;
-    node->input_meta[i] = {t.shape(), t.dtype()};
-    if (!t.requires_grad()) continue;
-    node->needs_grad[i] = true;
-    if (t.grad_fn()) {
-      node->next_edges[i].fn = t.grad_fn();
-      node->next_edges[i].input_nr = t.impl()->autograd->output_nr;
-    } else {
-      node->next_edges[i].leaf = t.impl_ptr();
-    }
-  }
+  connect_inputs(*node, inputs);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const Tensor& o = outputs[k];
     node->output_meta.push_back(o.defined() ? TensorMeta{o.shape(), o.dtype()} : TensorMeta{});
     if (!o.defined() || !is_floating(o.dtype()) || (k < differentiable.size() && !differentiable[k])) continue;
-    AutogradMeta& m = o.impl()->meta();
-    m.requires_grad = true;
-    m.grad_fn = node;
-    m.output_nr = static_cast<uint32_t>(k);
+    attach_output(node, o, static_cast<uint32_t>(k));
   }
   for (const Tensor& t : saved) {
     bool is_output = t.defined() && t.grad_fn() == node;

@@ -1,5 +1,6 @@
 #include "lucid/autograd/node.h"
 
+#include <algorithm>
 #include <atomic>
 
 namespace lucid {
@@ -7,6 +8,35 @@ namespace lucid {
 uint64_t next_sequence_nr() {
   static std::atomic<uint64_t> counter{0};
   return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+void connect_inputs(Node& node, const TensorList& inputs, const std::vector<int>& nondiff) {
+  node.sequence_nr = next_sequence_nr();
+  size_t n = inputs.size();
+  node.next_edges.resize(n);
+  node.input_meta.resize(n);
+  node.needs_grad.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) continue;
+    node.input_meta[i] = {t.shape(), t.dtype()};
+    if (!t.requires_grad() || std::find(nondiff.begin(), nondiff.end(), static_cast<int>(i)) != nondiff.end())
+      continue;
+    node.needs_grad[i] = true;
+    if (t.grad_fn()) {
+      node.next_edges[i].fn = t.grad_fn();
+      node.next_edges[i].input_nr = t.impl()->autograd->output_nr;
+    } else {
+      node.next_edges[i].leaf = t.impl_ptr();
+    }
+  }
+}
+
+void attach_output(const std::shared_ptr<Node>& node, const Tensor& o, uint32_t k) {
+  AutogradMeta& m = o.impl()->meta();
+  m.requires_grad = true;
+  m.grad_fn = node;
+  m.output_nr = k;
 }
 
 SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {

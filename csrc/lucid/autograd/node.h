@@ -54,4 +54,10 @@ struct Node : std::enable_shared_from_this<Node> {
 
 uint64_t next_sequence_nr();
 
+// The wiring every node kind shares (op nodes in dispatch, FunctionNode): a fresh sequence
+// number, one edge, meta and needs_grad flag per input (inputs listed in `nondiff`, undefined ones
+// and those that don't require grad get no edge), and output k of `node` made o's grad_fn.
+void connect_inputs(Node& node, const TensorList& inputs, const std::vector<int>& nondiff = {});
+void attach_output(const std::shared_ptr<Node>& node, const Tensor& o, uint32_t k);
+
 }  // namespace lucid

@@ -91,27 +91,8 @@ static void record_node(OpId id, const OpDef& def, const TensorList& inputs, con
   auto node = std::make_shared<Node>();
   node->op = id;
   node->attrs = attrs;
-  node->sequence_nr = next_sequence_nr();
   node->num_outputs = static_cast<uint32_t>(outputs.size());
-  size_t n = inputs.size();
-  node->next_edges.resize(n);
-  node->input_meta.resize(n);
-  node->needs_grad.assign(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    const Tensor& t = inputs[i];
-    if (!t.defined()) continue;
-    node->input_meta[i] = {t.shape(), t.dtype()};
-    bool nondiff = std::find(def.nondiff_inputs.begin(), def.nondiff_inputs.end(), static_cast<int>(i)) !=
-                   def.nondiff_inputs.end();
-    if (nondiff || !t.requires_grad()) continue;
-    node->needs_grad[i] = true;
-    if (t.grad_fn()) {
-      node->next_edges[i].fn = t.grad_fn();
-      node->next_edges[i].input_nr = t.impl()->autograd->output_nr;
-    } else {
-      node->next_edges[i].leaf = t.impl_ptr();
-    }
-  }
+  connect_inputs(*node, inputs, def.nondiff_inputs);
   auto unsaved = [&](size_t i) {
     return std::find(def.unsaved_inputs.begin(), def.unsaved_inputs.end(), static_cast<int>(i)) != def.unsaved_inputs.end();
   };
@@ -121,10 +102,7 @@ static void record_node(OpId id, const OpDef& def, const TensorList& inputs, con
   for (size_t k = 0; k < outputs.size(); ++k) {
     const Tensor& o = outputs[k];
     if (!is_floating(o.dtype())) continue;
-    AutogradMeta& m = o.impl()->meta();
-    m.requires_grad = true;
-    m.grad_fn = node;
-    m.output_nr = static_cast<uint32_t>(k);
+    attach_output(node, o, static_cast<uint32_t>(k));
   }
   if ((def.save & kSaveOutputs) && (!def.saves_outputs || def.saves_outputs(inputs)))
     for (size_t k = 0; k < outputs.size(); ++k) {
