@@ -36,31 +36,32 @@ void run_binders(nb::module_& m) {
   for (auto& b : v) b.fn(m);
 }
 
+namespace {
+// A Python exception class deriving from `base` and RuntimeError (torch raises RuntimeError for
+// what lucid also reports as a ValueError or TypeError).
+PyObject* runtime_error_also(const char* name, const char* doc, PyObject* base) {
+  PyObject* bases = PyTuple_Pack(2, base, PyExc_RuntimeError);
+  PyObject* t = PyErr_NewExceptionWithDoc(name, doc, bases, nullptr);
+  Py_DECREF(bases);
+  return t;
+}
+}  // namespace
+
 PyObject* argument_error_type() {
-  static PyObject* type = [] {
-    PyObject* bases = PyTuple_Pack(2, PyExc_ValueError, PyExc_RuntimeError);
-    PyObject* t = PyErr_NewExceptionWithDoc(
-        "lucid.ArgumentError",
-        "A bad argument or shape (op, argument, expected, got). Both a ValueError and a RuntimeError, the type torch "
-        "raises for shape errors.",
-        bases, nullptr);
-    Py_DECREF(bases);
-    return t;
-  }();
+  static PyObject* type = runtime_error_also(
+      "lucid.ArgumentError",
+      "A bad argument or shape (op, argument, expected, got). Both a ValueError and a RuntimeError, the type torch "
+      "raises for shape errors.",
+      PyExc_ValueError);
   return type;
 }
 
 PyObject* dtype_error_type() {
-  static PyObject* type = [] {
-    PyObject* bases = PyTuple_Pack(2, PyExc_TypeError, PyExc_RuntimeError);
-    PyObject* t = PyErr_NewExceptionWithDoc(
-        "lucid.DTypeError",
-        "A tensor of the wrong dtype (or an argument of the wrong type). Both a TypeError and a RuntimeError, the type "
-        "torch raises for dtype mismatches.",
-        bases, nullptr);
-    Py_DECREF(bases);
-    return t;
-  }();
+  static PyObject* type = runtime_error_also(
+      "lucid.DTypeError",
+      "A tensor of the wrong dtype (or an argument of the wrong type). Both a TypeError and a RuntimeError, the type "
+      "torch raises for dtype mismatches.",
+      PyExc_TypeError);
   return type;
 }
 

@@ -82,6 +82,13 @@ Tensor scatter_back(const Tensor& g, const Tensor& idx, const Shape& s, int64_t 
   return scatter(full(s, 0.0, g.dtype()), dim, idx, g);
 }
 
+// VJP of an op returning (values, indices) picked along attribute 'dim' (Sort, TopK).
+TensorList values_vjp(const VjpContext& c) {
+  const Shape& s = c.input_meta[0].shape;
+  int64_t dim = wrap_dim(c.attrs.i("dim"), static_cast<int64_t>(s.size()), "sort/topk");
+  return TensorList{scatter_back(c.grads[0], c.outputs[1], s, dim)};
+}
+
 // ---- Sort ----------------------------------------------------------------------------------------
 template <class T, bool Desc>
 void sort_kernel(const Tensor& x, const Tensor& vals, const Tensor& idx, int64_t dim, bool stable) {
@@ -160,11 +167,7 @@ LUCID_REGISTER_OP(Sort, [] {
     });
   };
   d.save = kSaveOutputs;
-  d.vjp = [](const VjpContext& c) {
-    const Shape& s = c.input_meta[0].shape;
-    int64_t dim = wrap_dim(c.attrs.i("dim"), static_cast<int64_t>(s.size()), "sort");
-    return TensorList{scatter_back(c.grads[0], c.outputs[1], s, dim)};
-  };
+  d.vjp = values_vjp;
   return d;
 }());
 
@@ -193,11 +196,7 @@ LUCID_REGISTER_OP(TopK, [] {
     });
   };
   d.save = kSaveOutputs;
-  d.vjp = [](const VjpContext& c) {
-    const Shape& s = c.input_meta[0].shape;
-    int64_t dim = wrap_dim(c.attrs.i("dim"), static_cast<int64_t>(s.size()), "topk");
-    return TensorList{scatter_back(c.grads[0], c.outputs[1], s, dim)};
-  };
+  d.vjp = values_vjp;
   return d;
 }());
 
