@@ -10,20 +10,23 @@ from lucid.nn.parameter import Parameter
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
+def _wrap_padding_idx(padding_idx, num_embeddings, word):
+    """padding_idx in [0, num_embeddings) (a negative one counts from the end), as torch checks it
+    (torch's two modules spell the message differently: `word`)."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise AssertionError(f"{word} must be within num_embeddings")
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
 class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-                padding_idx = num_embeddings + padding_idx
+        padding_idx = _wrap_padding_idx(padding_idx, num_embeddings, "Padding_idx")
         if sparse:
             raise NotImplementedError("Embedding: sparse gradients are not supported")
         self.padding_idx = padding_idx
@@ -81,14 +84,7 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-                padding_idx = num_embeddings + padding_idx
+        padding_idx = _wrap_padding_idx(padding_idx, num_embeddings, "padding_idx")
         self.padding_idx = padding_idx
         if _weight is None:
             self.weight = Parameter(lucid.empty((num_embeddings, embedding_dim), dtype=dtype))
