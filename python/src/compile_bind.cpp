@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "bind.h"
+#include "compile_types.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/ops/core.h"
@@ -43,14 +44,6 @@ struct PyTracer {
     set_trace_hook(prev);
     active = false;
   }
-};
-
-struct PyGraph {
-  std::shared_ptr<const ir::Graph> g;
-};
-
-struct PyExecutable {
-  std::shared_ptr<const rt::Executable> exe;
 };
 
 // ---- call signature ------------------------------------------------------------------------
@@ -459,6 +452,26 @@ class CompiledCore {
     d["instructions"] = e.exe ? e.exe->num_instructions() : 0;
     return d;
   }
+  // What save_compiled stores of a compiled entry: its executables, bound tensors and gradient
+  // wiring (None for a missing or eager-only entry).
+  nb::object entry_record(uint64_t key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || !it->second->exe) return nb::none();
+    const Entry& e = *it->second;
+    nb::dict d;
+    d["forward"] = PyExecutable{e.exe};
+    d["backward"] = e.bwd ? nb::cast(PyExecutable{e.bwd}) : nb::none();
+    d["states"] = e.state_objs;
+    d["grad"] = e.bwd != nullptr || e.precomputed;
+    d["precomputed"] = e.precomputed;
+    d["n_out"] = e.n_out;
+    d["grad_outs"] = e.grad_outs;
+    d["wrt_inputs"] = e.wrt_inputs;
+    d["wrt_states"] = e.wrt_states;
+    d["wrt_used"] = e.wrt_used;
+    d["out_kind"] = e.out_kind;
+    return d;
+  }
   nb::object executable(uint64_t key) {
     auto it = entries_.find(key);
     if (it == entries_.end() || !it->second->exe) return nb::none();
@@ -862,6 +875,7 @@ LUCID_BINDER(compile) {
       .def("_keys", &CompiledCore::keys)
       .def("_entry_info", &CompiledCore::entry_info)
       .def("_executable", &CompiledCore::executable)
+      .def("_entry_record", &CompiledCore::entry_record)
       .def("_set_mode", &CompiledCore::set_mode)
       .def("_set_captured", &CompiledCore::set_captured)
       .def_prop_ro("_mode", &CompiledCore::mode)
