@@ -305,7 +305,8 @@ class CompiledCore {
 
   nb::object run_key(uint64_t key, nb::list flat) {
     auto it = entries_.find(key);
-    LUCID_CHECK(it != entries_.end() && !it->second->eager_only(), Error, "lucid.compile: no compiled entry for this key");
+    LUCID_CHECK(it != entries_.end() && !it->second->eager_only(), Error,
+                "lucid.compile: no compiled entry for this key");
     TensorList ts;
     std::vector<nb::handle> hs;
     for (nb::handle t : flat) {

@@ -31,7 +31,11 @@ CompiledEntry::CompiledEntry(std::shared_ptr<const Executable> fwd, TensorList s
 
 CompiledEntry::CompiledEntry(std::shared_ptr<const Executable> fwd, std::shared_ptr<const Executable> bwd,
                              TensorList states, GradSpec grad)
-    : fwd_(std::move(fwd)), bwd_(std::move(bwd)), states_(std::move(states)), grad_entry_(true), grad_(std::move(grad)) {
+    : fwd_(std::move(fwd)),
+      bwd_(std::move(bwd)),
+      states_(std::move(states)),
+      grad_entry_(true),
+      grad_(std::move(grad)) {
   LUCID_CHECK(fwd_, ValueError, "CompiledEntry: no forward executable");
   check_states(*fwd_, states_);
   const ir::Graph& g = fwd_->graph();

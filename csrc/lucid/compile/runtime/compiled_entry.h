@@ -16,8 +16,8 @@
 //   autograd::backward({y[0]}, {}, false, false);  // weight.grad() filled in
 //
 // Thread safety: run() may be called concurrently (Executable::run is thread-safe); the
-// autograd wiring touches only the call's own outputs and the inputs' autograd metadata, as an
-// eager op would. set_states() must not race with run().
+// autograd wiring writes only the call's own outputs and reads the inputs' autograd metadata,
+// as an eager op does. set_states() must not race with run().
 #pragma once
 #include <atomic>
 #include <chrono>
