@@ -354,19 +354,21 @@ class CompiledCore {
   // wiring (None for a missing or eager-only entry).
   nb::object entry_record(uint64_t key) {
     auto it = entries_.find(key);
-    if (it == entries_.end() || !it->second->exe) return nb::none();
+    if (it == entries_.end() || it->second->eager_only()) return nb::none();
     const Entry& e = *it->second;
+    const rt::CompiledEntry& c = *e.compiled;
+    const rt::GradSpec& g = c.grad_spec();
     nb::dict d;
-    d["forward"] = PyExecutable{e.exe};
-    d["backward"] = e.bwd ? nb::cast(PyExecutable{e.bwd}) : nb::none();
+    d["forward"] = PyExecutable{c.forward()};
+    d["backward"] = c.backward() ? nb::cast(PyExecutable{c.backward()}) : nb::none();
     d["states"] = e.state_objs;
-    d["grad"] = e.bwd != nullptr || e.precomputed;
-    d["precomputed"] = e.precomputed;
-    d["n_out"] = e.n_out;
-    d["grad_outs"] = e.grad_outs;
-    d["wrt_inputs"] = e.wrt_inputs;
-    d["wrt_states"] = e.wrt_states;
-    d["wrt_used"] = e.wrt_used;
+    d["grad"] = c.is_grad_entry();
+    d["precomputed"] = c.precomputed();
+    d["n_out"] = g.n_out;
+    d["grad_outs"] = g.grad_outs;
+    d["wrt_inputs"] = g.wrt_inputs;
+    d["wrt_states"] = g.wrt_states;
+    d["wrt_used"] = g.wrt_used;
     d["out_kind"] = e.out_kind;
     return d;
   }

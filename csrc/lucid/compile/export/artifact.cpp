@@ -18,6 +18,7 @@
 
 #include "lucid/compile/export/stamp.h"
 #include "lucid/compile/runtime/cache.h"
+#include "lucid/compile/runtime/compiled_entry.h"
 #include "lucid/core/shape.h"
 
 namespace lucid::artifact {
@@ -153,34 +154,21 @@ void check_entry(const EntryRecord& e, const std::vector<NamedTensor>& tensors, 
     LUCID_CHECK(t.shape() == v.shape && t.dtype() == v.dtype, ArtifactError, "artifact: corrupt: ", where,
                 " default of input ", i, " has the wrong type");
   }
-  if (!e.grad) {
-    LUCID_CHECK(!e.backward && e.n_out == n_fout, ArtifactError, "artifact: corrupt: ", where, " n_out");
-    return;
-  }
-  LUCID_CHECK(e.n_out <= n_fout && e.precomputed == !e.backward, ArtifactError, "artifact: corrupt: ", where,
-              " gradient wiring (outputs)");
-  LUCID_CHECK(e.wrt_used.size() == e.wrt_inputs.size() + e.wrt_states.size(), ArtifactError, "artifact: corrupt: ",
-              where, " gradient wiring (wrt)");
-  for (int k : e.grad_outs) LUCID_CHECK(k < e.n_out, ArtifactError, "artifact: corrupt: ", where, " grad_outs");
-  for (int i : e.wrt_inputs) LUCID_CHECK(i < n_in, ArtifactError, "artifact: corrupt: ", where, " wrt_inputs");
-  for (int s : e.wrt_states)
-    LUCID_CHECK(s < static_cast<int>(e.states.size()), ArtifactError, "artifact: corrupt: ", where, " wrt_states");
-  int used = 0;
-  for (bool u : e.wrt_used) used += u;
-  const int n_saved = n_fout - e.n_out;
-  if (e.precomputed) {
-    LUCID_CHECK(n_saved == used && e.grad_outs.size() == 1, ArtifactError, "artifact: corrupt: ", where,
-                " gradient wiring (precomputed)");
-    return;
-  }
-  const ir::Graph& bg = e.backward->graph();
-  LUCID_CHECK(bg.inputs().size() == static_cast<size_t>(n_saved) + e.grad_outs.size() &&
-                  bg.outputs().size() == static_cast<size_t>(used) && bg.states().size() == fg.states().size(),
-              ArtifactError, "artifact: corrupt: ", where, " backward program does not match its forward");
-  for (size_t s = 0; s < bg.states().size(); ++s) {
-    const ir::Value &a = bg.value(bg.states()[s]), &b = fg.value(fg.states()[s]);
-    LUCID_CHECK(a.shape == b.shape && a.dtype == b.dtype, ArtifactError, "artifact: corrupt: ", where,
-                " backward state ", s, " differs from the forward's");
+  LUCID_CHECK(e.grad || (!e.backward && e.n_out == n_fout), ArtifactError, "artifact: corrupt: ", where,
+              " has ", e.n_out, " outputs, its program ", n_fout);
+}
+
+// The runnable entry; its constructor checks the gradient wiring against the executables.
+std::unique_ptr<rt::CompiledEntry> make_compiled(const EntryRecord& e, const std::vector<NamedTensor>& tensors,
+                                                 const std::string& where) {
+  TensorList states;
+  for (int s : e.states) states.push_back(tensors[s].value);
+  try {
+    if (!e.grad) return std::make_unique<rt::CompiledEntry>(e.forward, std::move(states));
+    rt::GradSpec g{e.n_out, e.grad_outs, e.wrt_inputs, e.wrt_states, e.wrt_used};
+    return std::make_unique<rt::CompiledEntry>(e.forward, e.backward, std::move(states), std::move(g));
+  } catch (const Error& ex) {
+    throw ArtifactError(str("artifact: corrupt: ", where, ": ", ex.what()));
   }
 }
 
@@ -240,6 +228,9 @@ void save(const std::string& path, const SaveRequest& req) {
   }
   w.write(path, std::move(header));
 }
+
+Artifact::Artifact() = default;
+Artifact::~Artifact() = default;
 
 const json& Artifact::stamp() const { return file_->header()["stamp"]; }
 uint64_t Artifact::file_bytes() const { return file_->file_bytes(); }
@@ -332,13 +323,15 @@ std::shared_ptr<Artifact> Artifact::load(const std::string& path, const LoadOpti
                               read_tensor_blob(f, dj[d], str(where, " default ", d)));
     e.python = field(j, "python", where.c_str()).dump();
     check_entry(e, a->tensors_, where);
+    a->compiled_.push_back(make_compiled(e, a->tensors_, where));
     a->entries_.push_back(std::move(e));
   }
   return a;
 }
 
 TensorList Artifact::run(const TensorList& given) {
-  for (const EntryRecord& e : entries_) {
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    const EntryRecord& e = entries_[k];
     const ir::Graph& g = e.forward->graph();
     const size_t n = g.inputs().size();
     if (given.size() > n) continue;
@@ -346,19 +339,14 @@ TensorList Artifact::run(const TensorList& given) {
     bool ok = true;
     for (size_t i = given.size(); ok && i < n; ++i) {
       ok = false;
-      for (const auto& [k, t] : e.defaults)
-        if (static_cast<size_t>(k) == i) { ins.push_back(t); ok = true; }
+      for (const auto& [d, t] : e.defaults)
+        if (static_cast<size_t>(d) == i) { ins.push_back(t); ok = true; }
     }
     for (size_t i = 0; ok && i < n; ++i) {
       const ir::Value& v = g.value(g.inputs()[i]);
       ok = ins[i].defined() && ins[i].shape() == v.shape && ins[i].dtype() == v.dtype;
     }
-    if (!ok) continue;
-    TensorList states;
-    for (int s : e.states) states.push_back(tensors_[s].value);
-    TensorList outs = e.forward->run(ins, states);
-    if (e.grad) outs.resize(static_cast<size_t>(e.n_out));
-    return outs;
+    if (ok) return compiled_[k]->run(ins);
   }
   throw ArtifactError(str("artifact: no saved signature takes inputs ", types_str(given), "; saved:\n", signatures()));
 }

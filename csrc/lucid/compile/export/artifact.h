@@ -25,6 +25,10 @@
 #include "lucid/compile/export/container.h"
 #include "lucid/compile/runtime/executable.h"
 
+namespace lucid::rt {
+class CompiledEntry;
+}
+
 namespace lucid::artifact {
 
 // A bound tensor by name. role: "parameter", "buffer", "optimizer", "captured"... (free text the
@@ -72,6 +76,8 @@ struct LoadOptions {
 
 class Artifact {
  public:
+  Artifact();
+  ~Artifact();
   static std::shared_ptr<Artifact> load(const std::string& path, const LoadOptions& opts = {});
 
   const std::string& kind() const { return kind_; }
@@ -82,7 +88,8 @@ class Artifact {
   std::vector<NamedTensor>& tensors() { return tensors_; }
   const std::vector<EntryRecord>& entries() const { return entries_; }
   // Runs the first entry whose inputs match `inputs` (dtype and shape; trailing inputs with
-  // defaults may be omitted) and returns its n_out outputs (all outputs of a non-grad entry).
+  // defaults may be omitted) and returns its n_out outputs (all outputs of a non-grad entry);
+  // under grad mode a grad entry's outputs carry its backward, as in Python.
   // Raises ArtifactError listing the saved signatures when none matches.
   TensorList run(const TensorList& inputs);
   std::string signatures() const;  // one line per entry: its input types
@@ -92,6 +99,7 @@ class Artifact {
   std::string kind_, python_;
   std::vector<NamedTensor> tensors_;
   std::vector<EntryRecord> entries_;
+  std::vector<std::unique_ptr<rt::CompiledEntry>> compiled_;  // per entry: what runs it
 };
 
 }  // namespace lucid::artifact
