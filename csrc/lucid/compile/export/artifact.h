@@ -78,6 +78,8 @@ class Artifact {
  public:
   Artifact();
   ~Artifact();
+  Artifact(const Artifact&) = delete;
+  Artifact& operator=(const Artifact&) = delete;
   static std::shared_ptr<Artifact> load(const std::string& path, const LoadOptions& opts = {});
 
   const std::string& kind() const { return kind_; }
