@@ -15,7 +15,11 @@ CPU is recorded with the reason, never raised.
   inproc_s          the same for the in-process compiled object named in inproc_what
   loaded_vs_inproc  inproc_s / call_s (>= 1: the loaded call is at least as fast)
   eager_s           torch eager (inference mode), for scale
-  trace_compile_s   in-process cost the artifact saves: trace/export + compile + first call
+  trace_compile_s   in-process cost that loading the artifact saves: the in-process compiled
+                    object's trace + compile + first call (torch.jit: trace + two calls, the profiling
+                    executor optimises on the second; AOTInductor: torch.compile's first call, or the
+                    export + AOT compile when torch.compile is skipped; jax: jax.jit's first call;
+                    torch steps: the export/script + compile itself)
   fresh_cold, fresh_warm   a new Python process that loads the file and calls it (bench/_aot_fresh.py):
                     {import_s, load_s, first_call_s, steady_s, wall_s, err}; cold: the framework's
                     disk compile cache empty (jax: a new persistent compilation cache directory,
@@ -91,9 +95,10 @@ def _fsize(path):
     return os.path.getsize(path)
 
 
-def _fresh(kind, artifact, scratch, ref, threads, extra=()):
-    """Runs bench/_aot_fresh.py twice in new processes: cold (an empty compile cache directory) and
-    warm (the same directory again). Returns (cold, warm), each a dict or an error string."""
+def fresh_processes(kind, artifact, scratch, ref, threads, extra=()):
+    """Runs bench/_aot_fresh.py KIND on `artifact` (inputs: scratch/inputs.npz) twice in new
+    processes: cold (an empty compile cache directory) and warm (the same directory again).
+    Returns (cold, warm), each a dict or an error string."""
     cache = os.path.join(scratch, f"cache_{kind}")
     os.makedirs(cache, exist_ok=True)
     out_npy = os.path.join(scratch, f"fresh_{kind}.npy")
@@ -173,7 +178,7 @@ def torch_jit(model, arrays, scratch, timing, threads=0):
         r["loaded_vs_inproc"] = t["inproc"] / t["loaded"]
     except Exception as e:  # noqa: BLE001
         r.fail("load/call", e)
-    r["fresh_cold"], r["fresh_warm"] = _fresh("torch_jit", path, scratch, ref, threads)
+    r["fresh_cold"], r["fresh_warm"] = fresh_processes("torch_jit", path, scratch, ref, threads)
     return r
 
 
@@ -232,7 +237,7 @@ def torch_aoti(model, arrays, scratch, timing, threads=0, with_torch_compile=Tru
         t = timeit_interleaved(fns, **_interleaved(timing))
     r["call_s"], r["inproc_s"] = t["loaded"], t["inproc"]
     r["loaded_vs_inproc"] = t["inproc"] / t["loaded"]
-    r["fresh_cold"], r["fresh_warm"] = _fresh("torch_aoti", path, scratch, ref, threads)
+    r["fresh_cold"], r["fresh_warm"] = fresh_processes("torch_aoti", path, scratch, ref, threads)
     return r
 
 
@@ -278,7 +283,7 @@ def jax_export(twin, params, arrays, ref, scratch, timing, threads=0):
         r["loaded_vs_inproc"] = t["inproc"] / t["loaded"]
     except Exception as e:  # noqa: BLE001
         r.fail("deserialize/call", e)
-    r["fresh_cold"], r["fresh_warm"] = _fresh("jax_export", path, scratch, ref, threads, ["--params", ppath])
+    r["fresh_cold"], r["fresh_warm"] = fresh_processes("jax_export", path, scratch, ref, threads, ["--params", ppath])
     return r
 
 
@@ -390,8 +395,8 @@ def torch_jit_step(model, opt_name, opt_kw, arrays, scratch, timing, threads=0):
         _run_step_peer(r, step, named, ref_step, ref_model, timing)
     except Exception as e:  # noqa: BLE001
         return r.fail("step", e)
-    r["fresh_cold"], r["fresh_warm"] = _fresh("torch_jit_step", path, scratch, initial_loss(model, x, y), threads,
-                                              ["--opt", json.dumps([opt_name, opt_kw])])
+    r["fresh_cold"], r["fresh_warm"] = fresh_processes("torch_jit_step", path, scratch, initial_loss(model, x, y),
+                                                       threads, ["--opt", json.dumps([opt_name, opt_kw])])
     return r
 
 
@@ -449,8 +454,9 @@ def torch_aoti_step(model, opt_name, opt_kw, arrays, scratch, timing, threads=0)
         _run_step_peer(r, step, {k[len("model."):]: v for k, v in named.items()}, ref_step, ref_model, timing)
     except Exception as e:  # noqa: BLE001
         return r.fail("load/step", e)
-    r["fresh_cold"], r["fresh_warm"] = _fresh("torch_aoti_step", path, scratch, initial_loss(model, x, y), threads,
-                                              ["--opt", json.dumps([opt_name, opt_kw]), "--params", ppath])
+    r["fresh_cold"], r["fresh_warm"] = fresh_processes("torch_aoti_step", path, scratch, initial_loss(model, x, y),
+                                                       threads, ["--opt", json.dumps([opt_name, opt_kw]),
+                                                                 "--params", ppath])
     return r
 
 
@@ -524,5 +530,6 @@ def jax_export_step(loss_fn, params, bufs, tx, arrays, torch_ref_params, ref_los
         r["loaded_vs_inproc"] = t["inproc"] / t["loaded"]
     except Exception as e:  # noqa: BLE001
         r.fail("deserialize/step", e)
-    r["fresh_cold"], r["fresh_warm"] = _fresh("jax_export_step", path, scratch, ref_loss, threads, ["--params", spath])
+    r["fresh_cold"], r["fresh_warm"] = fresh_processes("jax_export_step", path, scratch, ref_loss, threads,
+                                                       ["--params", spath])
     return r

@@ -20,8 +20,13 @@ Training step: the same fields for one step; what each peer could export is in i
 
 Usage: python bench/aot.py [--quick] [--threads N] [--models mlp,resnet,...] [--batches 1,32]
                            [--peers torch.jit,torch.export+AOTInductor,jax.export] [--no-step]
+                           [--no-torch-compile] [--keep-scratch]
   --quick: short timing loops (writes aot_quick.json). AOTInductor and torch.compile compile C++
   per model (about 20-40 s each on 2 busy cores), so a full run takes minutes per model.
+  --threads 1 is steadier on a busy machine (2 OpenMP threads on 2 loaded cores measured a torch eager
+  mlp training step at ~300 ms instead of ~5 ms).
+  AOTInductor's cold fresh process is slow for a reason outside the artifact: loading a .pt2 with an
+  empty inductor cache compiles (g++) inductor's CPU ISA probes (~15 s here), once per machine.
 Results: bench/results/aot.json.
 """
 import argparse
@@ -48,6 +53,10 @@ import compile_training as ctrain  # noqa: E402
 from _common import import_jax, print_table, write_json  # noqa: E402
 
 PEERS = ("torch.jit", "torch.export+AOTInductor", "jax.export")
+# Set by main() for lucid_row / lucid_step_row: timeit's keyword arguments and the --threads value
+# (0: as the environment sets them), the same the peers get.
+TIMING = {}
+THREADS = 0
 STEP_PROBLEM = "mlp"  # compile_training.SPECS key of the training-step row
 
 
@@ -60,7 +69,9 @@ def lucid_row(spec, batch, scratch):
     model `spec` (compile_models.ModelSpec) at `batch`, artifacts under `scratch`. Returns the
     fields of bench/_aot_peers.py (save_s, load_s, file_bytes, err, call_s, inproc_s,
     loaded_vs_inproc, trace_compile_s, fresh_cold, fresh_warm) plus cpp_call_s (the C++ runner
-    build/release/run_artifact <path> --iters N); {} until then (blank cells)."""
+    build/release/run_artifact <path> --iters N); {} until then (blank cells). Timing and threads:
+    TIMING, THREADS; the fresh-process runs can reuse _aot_peers.fresh_processes with a "lucid" kind
+    added to bench/_aot_fresh.py."""
     return {}
 
 
@@ -75,7 +86,7 @@ def lucid_step_row(scratch):
 # Peers
 # ------------------------------------------------------------------------------------------------
 
-def peer_rows(spec, batch, scratch, timing, threads, peers, jax_twins):
+def peer_rows(spec, batch, scratch, timing, threads, peers, jax_twins, with_torch_compile):
     import _aot_peers as P  # noqa: PLC0415  (after import_jax has set XLA's flags)
     _, tm = spec.build(train=False)
     arrays = spec.make_numpy(batch, seed=0)
@@ -86,7 +97,7 @@ def peer_rows(spec, batch, scratch, timing, threads, peers, jax_twins):
         if peer == "torch.jit":
             rows[peer] = P.torch_jit(tm, arrays, sub, timing, threads)
         elif peer == "torch.export+AOTInductor":
-            rows[peer] = P.torch_aoti(tm, arrays, sub, timing, threads)
+            rows[peer] = P.torch_aoti(tm, arrays, sub, timing, threads, with_torch_compile)
         elif jax_twins is None:
             rows[peer] = P.Row().fail("import", P.JAX_MISSING)
         elif spec.name not in jax_twins.TWINS:
@@ -164,7 +175,8 @@ def _err_cell(r):
 
 
 def table_row(label, fw, r):
-    return (label, fw, _cell(r.get("save_s")), _cell(r.get("load_s")), _size_cell(r), _cell(r.get("call_s"), fmt="{:.3f}"),
+    return (label, fw, _cell(r.get("save_s")), _cell(r.get("load_s")), _size_cell(r),
+            _cell(r.get("call_s"), fmt="{:.3f}"),
             _cell(r.get("inproc_s"), fmt="{:.3f}"), _cell(r.get("loaded_vs_inproc"), 1, "{:.2f}x"),
             _fresh_cell(r.get("fresh_cold")), _fresh_cell(r.get("fresh_warm")), _cell(r.get("trace_compile_s")),
             _cell(r.get("cpp_call_s"), fmt="{:.3f}"), _err_cell(r))
@@ -204,6 +216,8 @@ def main():
     ap.add_argument("--batches", default="1", help="comma-separated batch sizes (default 1)")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ", ".join(PEERS))
     ap.add_argument("--no-step", action="store_true", help="leave out the training-step row")
+    ap.add_argument("--no-torch-compile", action="store_true",
+                    help="AOTInductor's in-process reference: torch eager instead of torch.compile (saves a compile)")
     ap.add_argument("--keep-scratch", action="store_true", help="keep the artifacts (path printed)")
     args = ap.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]
@@ -220,6 +234,9 @@ def main():
     jax_twins = mods[2] if mods else None
     ctrain._import_jax(args.threads)
     timing = dict(min_time=0.02, repeats=3, warmup=1) if args.quick else dict(min_time=0.3, repeats=7, warmup=3)
+    TIMING.update(timing)
+    global THREADS
+    THREADS = args.threads
     scratch = tempfile.mkdtemp(prefix="lucid_bench_aot_")
     if args.keep_scratch:
         print(f"artifacts under {scratch}")
@@ -240,7 +257,8 @@ def main():
             sub = os.path.join(scratch, f"{name}_b{batch}")
             os.makedirs(sub, exist_ok=True)
             r = {"lucid": lucid_row(cmods.MODELS[name], batch, os.path.join(sub, "lucid"))}
-            r.update(peer_rows(cmods.MODELS[name], batch, sub, timing, args.threads, peers, jax_twins))
+            r.update(peer_rows(cmods.MODELS[name], batch, sub, timing, args.threads, peers, jax_twins,
+                                  not args.no_torch_compile))
             results["models"][f"{name}_b{batch}"] = r
             for fw, fr in r.items():
                 rows.append(table_row(label, fw, fr))
