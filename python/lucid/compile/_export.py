@@ -163,10 +163,15 @@ def _entries(cm, keys, table, extra=None):
         rec.pop("out_kind")
         py = {"descr": info["descr"], "call": info["call"], "out": info["out"], "grad_enabled": info["grad_enabled"],
               "training": info["training"]}
+        input_names, defaults = _input_names(info["call"]), []
         if extra is not None:
-            py.update(extra(key))
-        entries.append(dict(rec, states=states, input_names=_input_names(info["call"]), defaults=[],
-                            python=json.dumps(py)))
+            more = extra(key)
+            defaults = more.pop("defaults")
+            for i, n in defaults:
+                input_names[i] = n
+            defaults = [(i, copt_value) for (i, _), copt_value in zip(defaults, more.pop("default_values"))]
+            py.update(more)
+        entries.append(dict(rec, states=states, input_names=input_names, defaults=defaults, python=json.dumps(py)))
     return entries
 
 
@@ -250,7 +255,16 @@ def _save_step(step, path, signatures, weights):
             sid = int(_value(call["args"]["tuple"][2]["V"]))
             (struct, _extra_key), outcomes, hyper_names, baked = copt._sigs[sid]
             wrt = [i for i, p in enumerate(params) if struct[2][i]]
-            return {"sid": sid, "hyper_names": [list(n) for n in hyper_names], "baked": [list(n) for n in baked],
+            # the hyper-parameter inputs follow the user's tensors; their saved values are defaults
+            # for callers that pass only the user's inputs (the C++ runner)
+            n_user = sum(1 for _ in _input_names({"args": call["args"]["tuple"][0], "kwargs": None}))
+            live = [n for n in hyper_names if n not in baked]
+            groups_now = opt.param_groups
+            vals = [groups_now[gi][k] if j is None else groups_now[gi][k][j] for gi, k, j in live]
+            return {"defaults": [(n_user + q, f"param_groups[{n[0]}][{n[1]!r}]" + ("" if n[2] is None else f"[{n[2]}]"))
+                                 for q, n in enumerate(live)],
+                    "default_values": [lucid.tensor(float(v), dtype=lucid.float64) for v in vals],
+                    "sid": sid, "hyper_names": [list(n) for n in hyper_names], "baked": [list(n) for n in baked],
                     "outcomes": [[list(n), op, _hyper_value(o), _hyper_value(r)] for n, op, o, r in outcomes],
                     "other": [[gi, k, _hyper_value(v)] for gi, k, v in struct[4]],
                     "wrt": wrt, "user_args": len(call["args"]["tuple"][0]["tuple"])}
