@@ -75,6 +75,9 @@ LUCID_BINDER(export) {
     artifact::save(path, req);
   });
 
+  // The container's checksum of some bytes (tests edit headers and blobs and re-checksum them).
+  m.def("_artifact_checksum", [](nb::bytes b) { return artifact::checksum_hex(b.c_str(), b.size()); });
+
   nb::class_<artifact::Artifact>(m, "_Artifact")
       .def_static("load", [](const std::string& path, nb::object weights) {
         artifact::LoadOptions o;

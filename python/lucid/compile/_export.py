@@ -316,10 +316,13 @@ def _exemplar(spec):
     if kind == "T":
         dtype, shape, rg, contiguous = v
         dt = getattr(lucid, dtype)
+        if not isinstance(dt, lucid.dtype):
+            raise TypeError(f"{dtype!r} is not a dtype")
+        # empty: the pages of a large exemplar are never touched
         if contiguous:
-            t = lucid.zeros(shape, dtype=dt)
+            t = lucid.empty(shape, dtype=dt)
         else:  # the same shape, not contiguous: every other element of a longer last dim
-            t = lucid.zeros(list(shape[:-1]) + [shape[-1] * 2 if shape else 2], dtype=dt)[..., ::2]
+            t = lucid.empty(list(shape[:-1]) + [shape[-1] * 2 if shape else 2], dtype=dt)[..., ::2]
         return t.requires_grad_(rg) if rg else t
     if kind == "V":
         return _value(v)
@@ -332,8 +335,37 @@ def _exemplar(spec):
     raise ArtifactError(f"load_compiled: corrupt artifact: unknown call spec {kind!r}")
 
 
-def _builder(spec):
+def _check_out_spec(spec, n_out, depth=0):
+    """Raises unless spec is a result structure over output indices below n_out."""
+    if not isinstance(spec, dict) or len(spec) != 1 or depth > 64:
+        raise TypeError("a result node is not a one-key object")
+    (k, x), = spec.items()
+    if k == "T":
+        if type(x) is not int or not 0 <= x < n_out:
+            raise ValueError(f"result tensor index {x!r} of {n_out}")
+    elif k == "V":
+        _value(x)
+    elif k in ("tuple", "list"):
+        for c in x:
+            _check_out_spec(c, n_out, depth + 1)
+    elif k == "dict":
+        for key, c in x:
+            _value(key)
+            _check_out_spec(c, n_out, depth + 1)
+    elif k == "namedtuple":
+        name, fields, items = x
+        collections.namedtuple(name, fields)
+        if len(fields) != len(items):
+            raise ValueError("namedtuple fields and items differ in number")
+        for c in items:
+            _check_out_spec(c, n_out, depth + 1)
+    else:
+        raise ValueError(f"unknown result node {k!r}")
+
+
+def _builder(spec, n_out):
     """(out_kind, unflatten) rebuilding the saved result structure from the flat outputs."""
+    _check_out_spec(spec, n_out)
     (kind, v), = spec.items()
     if kind == "T":
         return _OUT_SINGLE, None
@@ -400,7 +432,8 @@ class LoadedModule(_C._CompiledCore):
             self._set_mode(mode, _C._compile_epoch())
             with lucid.set_grad_enabled(py["grad_enabled"]):
                 key = self._key_of(args, kwargs)[0]
-            out_kind, unflatten = _builder(py["out"])
+            n_out = e["n_out"] if e["grad"] else e["forward"].num_outputs
+            out_kind, unflatten = _builder(py["out"], n_out)
             states = [objs[i] for i in e["states"]]
             if e["grad"]:
                 self._insert_grad(key, e["forward"], e["backward"], states, out_kind, unflatten, None, e["n_out"],
@@ -549,6 +582,26 @@ class LoadedStep:
                 self.optimizer.state[p] = st
         self._sigs = [(key, py) for key, py, _ in self._core._entries]
         self._hyper_inputs = {}
+        for _, py in self._sigs:
+            self._check_description(py)
+
+    def _check_description(self, py):
+        """The saved hyper-parameter bookkeeping of one signature refers to what exists (a corrupt
+        file fails here, at load, not in a later call)."""
+        for n in py["hyper_names"] + py["baked"] + [o[0] for o in py["outcomes"]]:
+            gi, k, j = n
+            if not isinstance(self._lookup((gi, k, j)), (int, float)):
+                raise TypeError(f"hyper-parameter {n!r} is not a number")
+        for o in py["outcomes"]:
+            if o[1] not in _TESTS and o[1] != "value":
+                raise ValueError(f"unknown test {o[1]!r}")
+            _hyper(o[2]), _hyper(o[3])
+        for gi, k, v in py["other"]:
+            self.optimizer.param_groups[gi], _hyper(v)
+        if not all(isinstance(i, int) and 0 <= i < len(self._params) for i in py["wrt"]):
+            raise ValueError("a differentiated parameter index is out of range")
+        if not isinstance(py["user_args"], int) or not isinstance(py["sid"], int):
+            raise TypeError("user_args and sid are integers")
 
     def _lookup(self, name):
         gi, k, j = name
@@ -668,8 +721,13 @@ def load_compiled(path, *, weights=None):
         if not isinstance(weights, dict) or not all(isinstance(v, Tensor) for v in weights.values()):
             raise TypeError("load_compiled: weights must be a dict of name -> Tensor (a state_dict)")
     art = _C._Artifact.load(path, weights)
-    if art.kind == "fused_step":
-        return LoadedStep(art, path)
-    if art.kind != "compiled_module":
+    kinds = {"fused_step": LoadedStep, "compiled_module": LoadedModule}
+    if art.kind not in kinds:
         raise ArtifactError(f"load_compiled: {path!r} holds a {art.kind!r}, not a compiled module or step")
-    return LoadedModule(art, path)
+    try:
+        return kinds[art.kind](art, path)
+    except ArtifactError:
+        raise
+    except Exception as e:  # noqa: BLE001  (the C++ side checked its part; this is the Python description)
+        raise ArtifactError(f"load_compiled: {path!r} is corrupt: its description of the calls is invalid "
+                            f"({type(e).__name__}: {e})") from None
