@@ -112,6 +112,12 @@ class _Table:
         return self.index[i]
 
 
+def _root_training(cm):
+    """The training flag a loaded artifact starts in: the first watched module's (the model, or
+    the first module a function reaches), as each entry records it (CompiledModule._trace)."""
+    return cm._watched[0].training if cm._watched else None
+
+
 def _compiled_keys(cm, signatures):
     keys = [k for k in cm._keys() if k in cm._info and cm._info[k]["reason"] is None]
     if signatures != "all":
@@ -203,7 +209,7 @@ def save_compiled(target, path, *, signatures="all", weights=True):
         if isinstance(model, lucid.nn.Module):
             for k, v in model.state_dict(keep_vars=True).items():
                 table.add(v, k)
-        top = {"name": cm._name, "aliases": aliases, "training": getattr(model, "training", None)}
+        top = {"name": cm._name, "aliases": aliases, "training": _root_training(cm)}
         _C._save_artifact(path, "compiled_module", table.rows, entries, bool(weights), json.dumps(top))
     return True
 
@@ -282,7 +288,7 @@ def _save_step(step, path, signatures, weights):
         top = {"name": cm._name, "aliases": aliases, "optimizer": type(opt).__name__, "param_groups": groups,
                "params": [table.rows[table.index[_C._impl_id(p)]][0] for p in params],
                "non_tensor_state": non_tensor_state, "keep_grads": step.keep_grads, "extra_params": extra_params,
-               "training": getattr(model, "training", None)}
+               "training": _root_training(cm)}
         _C._save_artifact(path, "fused_step", table.rows, entries, bool(weights), json.dumps(top))
     return True
 
@@ -440,8 +446,9 @@ class LoadedModule(_C._CompiledCore):
                                   e["grad_outs"], e["wrt_inputs"], e["wrt_states"], e["wrt_used"])
             else:
                 self._insert(key, e["forward"], states, out_kind, unflatten, None, False)
-            self._descr[key] = py["descr"] + ("" if py.get("training") is None else
-                                              " train" if py.get("training") else " eval")
+            call = py["descr"][:-len(" grad")] if py["descr"].endswith(" grad") else py["descr"]
+            mode_s = "" if py.get("training") is None else ", train" if py.get("training") else ", eval"
+            self._descr[key] = f"{call} ({'grad' if py['grad_enabled'] else 'no_grad'}{mode_s})"
             self._order.append(key)
             self._entries.append((key, py, e))
         self._misses = 0
