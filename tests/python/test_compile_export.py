@@ -212,6 +212,24 @@ def test_loaded_step_follows_lr_scheduler_and_guards_hyper_tests(tmp_path):
         loaded.optimizer.step()
 
 
+def test_make_step_loads_with_its_backward(tmp_path):
+    lucid.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    st = lucid.compile.make_step(m, F.cross_entropy)
+    x, y = lucid.randn(5, 4), lucid.tensor([0, 1, 2, 1, 0])
+    st(x, y)  # traced
+    loss = st(x, y)
+    loss.backward()
+    save_compiled(st, tmp_path / "ms.lucid")
+    loaded = load_compiled(tmp_path / "ms.lucid")
+    loss2 = loaded(x, y)
+    assert loss2.grad_fn is not None
+    loss2.backward()
+    _same(loss2, loss)
+    for p, q in zip(loaded.parameters(), m.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
 def test_cpp_runner_matches_python(tmp_path):
     runner = _runner()
     safetensors = pytest.importorskip("safetensors.numpy")
