@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS="libdnnl-dev libsleef-dev libopenblas-openmp-dev libgtest-dev pkg-config ninja-build g++ cmake"
+APT_PKGS="libdnnl-dev libsleef-dev libopenblas-openmp-dev nlohmann-json3-dev libxxhash-dev libgtest-dev pkg-config ninja-build g++ cmake"
 missing=""
 for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -36,6 +36,7 @@ bool set_python_error(const std::exception_ptr& p);
 PyObject* argument_error_type();
 PyObject* linalg_error_type();
 PyObject* dtype_error_type();
+PyObject* artifact_error_type();
 
 // Python int (or __index__) to int64; TypeError naming op, argument and value when it does not fit.
 int64_t to_int64(nb::handle h, const char* op, const char* arg);

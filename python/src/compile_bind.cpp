@@ -5,18 +5,22 @@
 // entry, checks the bound state still has its traced shapes, releases the GIL and runs the
 // executable. Anything else (first call of a signature, a changed module, unsupported argument
 // types, nested tracing) goes to the Python slow path, `self._slow_call(args, kwargs, key)`.
+// Only the Python parts live here (the walk over Python arguments, guards, output structure,
+// the Python objects of bound state); running an entry and its autograd wiring is
+// rt::CompiledEntry (csrc/lucid/compile/runtime/compiled_entry.h), the key mixer rt::CallKey.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <chrono>
+#include <optional>
 #include <unordered_map>
 
 #include "bind.h"
+#include "compile_types.h"
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/autograd/node.h"
-#include "lucid/ops/core.h"
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/runtime/cache.h"
+#include "lucid/compile/runtime/call_key.h"
+#include "lucid/compile/runtime/compiled_entry.h"
 #include "lucid/compile/trace/tracer.h"
 #include "lucid/core/mem_overlap.h"
 
@@ -45,40 +49,11 @@ struct PyTracer {
   }
 };
 
-struct PyGraph {
-  std::shared_ptr<const ir::Graph> g;
-};
-
-struct PyExecutable {
-  std::shared_ptr<const rt::Executable> exe;
-};
-
 // ---- call signature ------------------------------------------------------------------------
-struct Sig {
-  uint64_t h = 0x84222325cbf29ce4ULL;
-  void mix(uint64_t v) {
-    v *= 0x9e3779b97f4a7c15ULL;
-    h ^= v ^ (v >> 29);
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 31;
-  }
-};
-
-// How two tensors on one storage relate, for the key: disjoint (2), the same elements with the
-// same geometry (3: eager may skip a copy between them), partially overlapping (4), or
-// intersecting spans PyTorch's rules can't classify (5). A trace made under one relation is
-// never served to a call with another.
-uint64_t overlap_code(const Tensor& a, const Tensor& b) {
-  if (!spans_intersect(a, b)) return 2;
-  switch (get_overlap_status(a, b)) {
-    case MemOverlapStatus::Full: return 3;
-    case MemOverlapStatus::Partial: return 4;
-    default: return 5;
-  }
-}
+using rt::overlap_code;
 
 struct SigWalk {
-  Sig s;
+  rt::CallKey s;
   TensorList flat;
   std::vector<nb::handle> handles;  // the Python object of each flat tensor (borrowed from the args)
   std::vector<nb::handle> guards;  // non-primitive hashable values: compared with == on a hit
@@ -224,91 +199,19 @@ SigWalk signature(nb::handle args, nb::handle kwargs, int64_t mode, const std::v
 // ---- compiled entries ----------------------------------------------------------------------
 enum OutKind : int { kOutSingle = 0, kOutTuple = 1, kOutUnflatten = 2 };
 
+// A cached signature: the compiled call (absent for an eager-only entry) and what only Python
+// needs to answer the call with it.
 struct Entry {
-  std::shared_ptr<const rt::Executable> exe;  // null for an eager-only entry
-  TensorList states;
+  std::optional<rt::CompiledEntry> compiled;  // empty for an eager-only entry
+  TensorList eager_states;  // an eager-only entry's bound tensors: they key aliasing (mix_state_aliasing)
   nb::list state_objs;  // the Python objects of the bound tensors (Parameters...), returned as themselves
   int out_kind = kOutSingle;
   nb::object unflatten;  // kOutUnflatten: callable(list of tensors) -> result
   nb::object guards;     // tuple of non-primitive argument values (compared with ==)
-  bool eager_only = false;
-  // Grad entries (traced under grad mode with something requiring grad): `exe` is the forward,
-  // returning n_out outputs then the saved values; `bwd` computes the gradients.
-  std::shared_ptr<const rt::Executable> bwd;
-  bool precomputed = false;     // make_step: the forward also returned the gradients (unit grad output)
-  int n_out = 0;
-  std::vector<int> grad_outs;   // forward outputs that get the compiled grad_fn, in gy order
-  std::vector<int> wrt_inputs;  // flat argument indices differentiated
-  std::vector<int> wrt_states;  // bound-state indices differentiated
-  std::vector<bool> wrt_used;   // per wrt (inputs then states): has a gradient output
-  std::vector<bool> state_rg;   // requires_grad of every bound tensor when traced
   uint64_t hits = 0, tick = 0;
-  std::atomic<double> last_run_ms{0};  // written by concurrent calls without the GIL
-};
 
-// The autograd node of a compiled forward: its backward runs the compiled backward graph on the
-// values the forward saved. One node per call, with an edge per differentiated argument or
-// bound tensor, exactly like the per-op nodes eager autograd would have chained.
-struct CompiledBackward : Node {
-  std::shared_ptr<const rt::Executable> bwd;
-  TensorList saved, states;
-  std::vector<TensorMeta> out_meta;
-  std::vector<bool> used;  // per edge: the backward graph returns its gradient
-
-  const char* name() const override { return "CompiledFunction"; }
-  TensorList apply(const TensorList& grads) override {
-    LUCID_CHECK(!released, Error, "backward of ", name(),
-                ": trying to backward through the graph a second time (or to access saved tensors after "
-                "they have been freed); pass retain_graph=True to the first backward");
-    LUCID_CHECK(!GradMode::is_enabled(), NotImplementedError,
-                "lucid.compile: double backward (create_graph=True) through a compiled forward is not supported");
-    TensorList ins = saved;
-    for (size_t k = 0; k < out_meta.size(); ++k) {
-      const TensorMeta& m = out_meta[k];
-      Tensor g = k < grads.size() ? grads[k] : Tensor();
-      if (!g.defined()) g = full(m.shape, 0.0, m.dtype);
-      else if (g.dtype() != m.dtype || g.shape() != m.shape) g = expand(cast(g, m.dtype), m.shape);
-      ins.push_back(g);
-    }
-    TensorList r = bwd->run(ins, states);
-    TensorList out(used.size());
-    for (size_t e = 0, k = 0; e < used.size(); ++e)
-      if (used[e]) out[e] = r[k++];
-    return out;
-  }
-  void release_saved() override {
-    saved.clear();
-    Node::release_saved();
-  }
-};
-
-// make_step's node: the step's executable already computed d(loss)/d(wrt) for a unit grad
-// output (forward, loss and backward in one executable); backward scales them by the incoming
-// gradient (the backward is linear in it) and hands them to the engine, which accumulates .grad.
-struct PrecomputedBackward : Node {
-  TensorList grads;        // one per used edge, for grad output 1
-  std::vector<bool> used;  // per edge
-  const char* name() const override { return "CompiledStep"; }
-  TensorList apply(const TensorList& g) override {
-    LUCID_CHECK(!released, Error, "backward of ", name(),
-                ": trying to backward through the graph a second time; pass retain_graph=True to the first backward");
-    LUCID_CHECK(!GradMode::is_enabled(), NotImplementedError,
-                "lucid.compile: double backward (create_graph=True) through a compiled step is not supported");
-    TensorList out(used.size());
-    if (g.empty() || !g[0].defined()) return out;  // no gradient flows into the loss
-    LUCID_CHECK(g[0].numel() == 1, Error, "CompiledStep: the loss is a scalar; got a gradient of shape ",
-                shape_str(g[0].shape()));
-    for (size_t e = 0, k = 0; e < used.size(); ++e) {
-      if (!used[e]) continue;
-      const Tensor& d = grads[k++];
-      out[e] = mul(d, cast(g[0], d.dtype()));
-    }
-    return out;
-  }
-  void release_saved() override {
-    grads.clear();
-    Node::release_saved();
-  }
+  bool eager_only() const { return !compiled; }
+  const TensorList& states() const { return compiled ? compiled->states() : eager_states; }
 };
 
 class CompiledCore {
@@ -330,7 +233,7 @@ class CompiledCore {
     if (it == entries_.end()) return slow(args, kwargs, nb::int_(w.s.h));
     std::shared_ptr<Entry> e = it->second;
     if (!guards_match(*e, w)) return slow(args, kwargs, nb::int_(w.s.h));
-    if (e->eager_only) {
+    if (e->eager_only()) {
       ++hits_;
       ++e->hits;
       e->tick = ++tick_;
@@ -338,7 +241,7 @@ class CompiledCore {
       if (!r) throw nb::python_error();
       return nb::steal(r);
     }
-    if (!states_valid(*e)) return slow(args, kwargs, nb::int_(w.s.h));
+    if (!e->compiled->states_valid()) return slow(args, kwargs, nb::int_(w.s.h));
     ++hits_;
     ++e->hits;
     e->tick = ++tick_;
@@ -364,51 +267,39 @@ class CompiledCore {
 
   void insert(uint64_t key, nb::object exe, nb::list states, int out_kind, nb::object unflatten, nb::object guards,
               bool eager_only) {
-    auto e = std::make_shared<Entry>();
-    if (!eager_only) e->exe = nb::cast<PyExecutable&>(exe).exe;
-    for (nb::handle t : states) e->states.push_back(nb::cast<Tensor>(t));
-    e->state_objs = states;
-    e->out_kind = out_kind;
-    e->unflatten = std::move(unflatten);
-    e->guards = std::move(guards);
-    e->eager_only = eager_only;
-    e->tick = ++tick_;
-    entries_[key] = e;
-    while (entries_.size() > capacity_) {
-      auto victim = entries_.begin();
-      for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->second->tick < victim->second->tick) victim = it;
-      entries_.erase(victim);
-    }
-    rebuild_watched();
+    auto e = python_entry(states, out_kind, std::move(unflatten), std::move(guards));
+    if (eager_only) e->eager_states = tensors_of(states);
+    else e->compiled.emplace(nb::cast<PyExecutable&>(exe).exe, tensors_of(states));
+    add(key, std::move(e));
   }
 
+  // Grad entries (traced under grad mode with something requiring grad): `fwd` returns n_out
+  // outputs then the saved values and `bwd` computes the gradients; or bwd is None (make_step):
+  // `fwd` also returned the gradients, for a unit grad output (see rt::CompiledEntry).
   void insert_grad(uint64_t key, nb::object fwd, nb::object bwd, nb::list states, int out_kind, nb::object unflatten,
                    nb::object guards, int n_out, std::vector<int> grad_outs, std::vector<int> wrt_inputs,
                    std::vector<int> wrt_states, std::vector<bool> wrt_used) {
-    insert(key, fwd, states, out_kind, std::move(unflatten), std::move(guards), false);
-    Entry& e = *entries_.at(key);
-    if (bwd.is_none()) e.precomputed = true;
-    else e.bwd = nb::cast<PyExecutable&>(bwd).exe;
-    e.n_out = n_out;
-    e.grad_outs = std::move(grad_outs);
-    e.wrt_inputs = std::move(wrt_inputs);
-    e.wrt_states = std::move(wrt_states);
-    e.wrt_used = std::move(wrt_used);
-    for (const Tensor& t : e.states) e.state_rg.push_back(t.requires_grad());
+    auto e = python_entry(states, out_kind, std::move(unflatten), std::move(guards));
+    std::shared_ptr<const rt::Executable> b;
+    if (!bwd.is_none()) b = nb::cast<PyExecutable&>(bwd).exe;
+    e->compiled.emplace(nb::cast<PyExecutable&>(fwd).exe, std::move(b), tensors_of(states),
+                        rt::GradSpec{n_out, std::move(grad_outs), std::move(wrt_inputs), std::move(wrt_states),
+                                     std::move(wrt_used)});
+    add(key, std::move(e));
   }
 
   // "missing", "eager", "stale" (bound state changed shape or dtype) or "ok".
   std::string status(uint64_t key) {
     auto it = entries_.find(key);
     if (it == entries_.end()) return "missing";
-    if (it->second->eager_only) return "eager";
-    return states_valid(*it->second) ? "ok" : "stale";
+    if (it->second->eager_only()) return "eager";
+    return it->second->compiled->states_valid() ? "ok" : "stale";
   }
 
   nb::object run_key(uint64_t key, nb::list flat) {
     auto it = entries_.find(key);
-    LUCID_CHECK(it != entries_.end() && !it->second->eager_only, Error, "lucid.compile: no compiled entry for this key");
+    LUCID_CHECK(it != entries_.end() && !it->second->eager_only(), Error,
+                "lucid.compile: no compiled entry for this key");
     TensorList ts;
     std::vector<nb::handle> hs;
     for (nb::handle t : flat) {
@@ -428,10 +319,10 @@ class CompiledCore {
   void set_entry_states(uint64_t key, nb::list states) {
     auto it = entries_.find(key);
     LUCID_CHECK(it != entries_.end(), Error, "lucid.compile: no entry for this key");
-    TensorList ts;
-    for (nb::handle t : states) ts.push_back(nb::cast<Tensor>(t));
-    it->second->states = std::move(ts);
-    it->second->state_objs = states;
+    Entry& e = *it->second;
+    if (e.compiled) e.compiled->set_states(tensors_of(states));
+    else e.eager_states = tensors_of(states);
+    e.state_objs = states;
     rebuild_watched();
   }
   void remove(uint64_t key) {
@@ -453,16 +344,38 @@ class CompiledCore {
     if (it == entries_.end()) return d;
     const Entry& e = *it->second;
     d["n_hits"] = e.hits;
-    d["last_run_ms"] = e.last_run_ms.load(std::memory_order_relaxed);
-    d["eager_only"] = e.eager_only;
-    d["arena_bytes"] = e.exe ? e.exe->arena_bytes() : 0;
-    d["instructions"] = e.exe ? e.exe->num_instructions() : 0;
+    d["last_run_ms"] = e.compiled ? e.compiled->last_run_ms() : 0.0;
+    d["eager_only"] = e.eager_only();
+    d["arena_bytes"] = e.compiled ? e.compiled->forward()->arena_bytes() : 0;
+    d["instructions"] = e.compiled ? e.compiled->forward()->num_instructions() : 0;
+    return d;
+  }
+  // What save_compiled stores of a compiled entry: its executables, bound tensors and gradient
+  // wiring (None for a missing or eager-only entry).
+  nb::object entry_record(uint64_t key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second->eager_only()) return nb::none();
+    const Entry& e = *it->second;
+    const rt::CompiledEntry& c = *e.compiled;
+    const rt::GradSpec& g = c.grad_spec();
+    nb::dict d;
+    d["forward"] = PyExecutable{c.forward()};
+    d["backward"] = c.backward() ? nb::cast(PyExecutable{c.backward()}) : nb::none();
+    d["states"] = e.state_objs;
+    d["grad"] = c.is_grad_entry();
+    d["precomputed"] = c.precomputed();
+    d["n_out"] = g.n_out;
+    d["grad_outs"] = g.grad_outs;
+    d["wrt_inputs"] = g.wrt_inputs;
+    d["wrt_states"] = g.wrt_states;
+    d["wrt_used"] = g.wrt_used;
+    d["out_kind"] = e.out_kind;
     return d;
   }
   nb::object executable(uint64_t key) {
     auto it = entries_.find(key);
-    if (it == entries_.end() || !it->second->exe) return nb::none();
-    return nb::cast(PyExecutable{it->second->exe});
+    if (it == entries_.end() || it->second->eager_only()) return nb::none();
+    return nb::cast(PyExecutable{it->second->compiled->forward()});
   }
 
   // items: (dict, name) for a global, (cell, None) for a closure cell.
@@ -539,7 +452,7 @@ class CompiledCore {
   void rebuild_watched() {
     watched_.clear();
     for (auto& [k, e] : entries_)
-      for (const Tensor& t : e->states) watched_.emplace_back(t.impl()->storage.get(), t);
+      for (const Tensor& t : e->states()) watched_.emplace_back(t.impl()->storage.get(), t);
     std::sort(watched_.begin(), watched_.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second.impl() < b.second.impl();
     });
@@ -567,43 +480,28 @@ class CompiledCore {
     return true;
   }
 
-  static bool states_valid(const Entry& e) {
-    const ir::Graph& g = e.exe->graph();
-    bool grad = GradMode::is_enabled();
-    for (size_t i = 0; i < e.states.size(); ++i) {
-      const Tensor& t = e.states[i];
-      const ir::Value& v = g.value(g.states()[i]);
-      if (t.shape() != v.shape || t.dtype() != v.dtype) return false;
-      // Which bound tensors require grad decides what the backward computes: re-trace on change.
-      bool grad_entry = e.bwd || e.precomputed;
-      if (grad_entry ? t.requires_grad() != e.state_rg[i] : grad && t.requires_grad()) return false;
-    }
-    return true;
-  }
-
   // An output that is an argument or a bound tensor comes back as that Python object (eager's
   // identity); others are new Python tensors.
   static nb::object to_python(Tensor t, const Entry& e, const TensorList& flat, const std::vector<nb::handle>* handles) {
     if (handles)
       for (size_t i = 0; i < flat.size(); ++i)
         if (flat[i].impl() == t.impl()) return nb::borrow((*handles)[i]);
-    for (size_t j = 0; j < e.states.size(); ++j)
-      if (e.states[j].impl() == t.impl()) return nb::borrow(e.state_objs[j]);
+    const TensorList& states = e.states();
+    for (size_t j = 0; j < states.size(); ++j)
+      if (states[j].impl() == t.impl()) return nb::borrow(e.state_objs[j]);
     return nb::cast(std::move(t));
   }
 
+  // The executable runs with the GIL released; the autograd wiring (finish) runs with it held,
+  // as eager ops' does.
   nb::object run_entry(Entry& e, const TensorList& flat, const std::vector<nb::handle>* handles = nullptr) {
+    const rt::CompiledEntry& c = *e.compiled;
     TensorList outs;
     {
       nb::gil_scoped_release nogil;
-      auto t0 = std::chrono::steady_clock::now();
-      outs = e.exe->run(flat, e.states);
-      e.last_run_ms.store(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), std::memory_order_relaxed);
+      outs = c.run_forward(flat);
     }
-    if (e.bwd || e.precomputed) {
-      attach_backward(e, flat, outs);
-      outs.resize(static_cast<size_t>(e.n_out));
-    }
+    c.finish(flat, outs);
     if (e.out_kind == kOutSingle) return to_python(std::move(outs[0]), e, flat, handles);
     nb::list l;
     for (Tensor& t : outs) l.append(to_python(std::move(t), e, flat, handles));
@@ -611,36 +509,32 @@ class CompiledCore {
     return e.unflatten(l);
   }
 
-  // outs: the forward's outputs then its saved values. Gives the differentiable outputs one
-  // CompiledBackward node holding the saved values.
-  static void attach_backward(const Entry& e, const TensorList& flat, const TensorList& outs) {
-    if (!GradMode::is_enabled()) return;
-    std::shared_ptr<Node> node_base;
-    std::shared_ptr<CompiledBackward> cnode;
-    if (e.precomputed) {
-      auto pn = std::make_shared<PrecomputedBackward>();
-      pn->grads.assign(outs.begin() + e.n_out, outs.end());
-      pn->used = e.wrt_used;
-      node_base = pn;
-    } else {
-      cnode = std::make_shared<CompiledBackward>();
-      cnode->bwd = e.bwd;
-      cnode->saved.assign(outs.begin() + e.n_out, outs.end());
-      cnode->states = e.states;
-      cnode->used = e.wrt_used;
-      node_base = cnode;
+  std::shared_ptr<Entry> python_entry(nb::list states, int out_kind, nb::object unflatten, nb::object guards) {
+    auto e = std::make_shared<Entry>();
+    e->state_objs = states;
+    e->out_kind = out_kind;
+    e->unflatten = std::move(unflatten);
+    e->guards = std::move(guards);
+    e->tick = ++tick_;
+    return e;
+  }
+
+  // Adds an entry, evicting the least recently used beyond capacity_.
+  void add(uint64_t key, std::shared_ptr<Entry> e) {
+    entries_[key] = std::move(e);
+    while (entries_.size() > capacity_) {
+      auto victim = entries_.begin();
+      for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->second->tick < victim->second->tick) victim = it;
+      entries_.erase(victim);
     }
-    Node* node = node_base.get();
-    node->num_outputs = static_cast<uint32_t>(e.grad_outs.size());
-    TensorList wrt;  // the inputs and states the compiled backward differentiates (all require grad)
-    for (int i : e.wrt_inputs) wrt.push_back(flat[i]);
-    for (int j : e.wrt_states) wrt.push_back(e.states[j]);
-    connect_inputs(*node, wrt);
-    for (size_t k = 0; k < e.grad_outs.size(); ++k) {
-      const Tensor& y = outs[e.grad_outs[k]];
-      if (cnode) cnode->out_meta.push_back({y.shape(), y.dtype()});
-      attach_output(node_base, y, static_cast<uint32_t>(k));
-    }
+    rebuild_watched();
+  }
+
+  static TensorList tensors_of(nb::list ts) {
+    TensorList r;
+    for (nb::handle t : ts) r.push_back(nb::cast<Tensor>(t));
+    return r;
   }
 
   nb::object fn_;
@@ -862,6 +756,7 @@ LUCID_BINDER(compile) {
       .def("_keys", &CompiledCore::keys)
       .def("_entry_info", &CompiledCore::entry_info)
       .def("_executable", &CompiledCore::executable)
+      .def("_entry_record", &CompiledCore::entry_record)
       .def("_set_mode", &CompiledCore::set_mode)
       .def("_set_captured", &CompiledCore::set_captured)
       .def_prop_ro("_mode", &CompiledCore::mode)

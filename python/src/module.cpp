@@ -4,10 +4,12 @@
 // lucid catches ValueError. lucid::TypeError (a tensor of the wrong dtype, e.g. int32 class
 // targets) becomes _C.DTypeError, a TypeError and a RuntimeError, for the same reason (torch:
 // "expected scalar type Long but found Int" is a RuntimeError). lucid::LinAlgError (a singular or non-positive-definite matrix)
-// becomes _C.LinAlgError, a RuntimeError as torch.linalg.LinAlgError. One translation,
+// becomes _C.LinAlgError, a RuntimeError as torch.linalg.LinAlgError; lucid::ArtifactError becomes
+// _C.ArtifactError (lucid.compile.ArtifactError), a RuntimeError. One translation,
 // set_python_error, serves ordinary calls and the compiled call path alike.
 #include "bind.h"
 #include "lucid/core/linalg_error.h"
+#include "lucid/compile/export/artifact_error.h"
 
 #include <algorithm>
 #include <vector>
@@ -74,6 +76,15 @@ PyObject* linalg_error_type() {
   return type;
 }
 
+PyObject* artifact_error_type() {
+  static PyObject* type = PyErr_NewExceptionWithDoc(
+      "lucid.compile.ArtifactError",
+      "A saved artifact or compile-cache file that can't be used, with the cause (truncated, corrupt, wrong "
+      "version, unknown op or changed attribute schema, missing instruction set, wrong weights, unwritable path).",
+      PyExc_RuntimeError, nullptr);
+  return type;
+}
+
 bool set_python_error(const std::exception_ptr& p) {
   try {
     std::rethrow_exception(p);
@@ -87,6 +98,8 @@ bool set_python_error(const std::exception_ptr& p) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
   } catch (const lucid::LinAlgError& e) {
     PyErr_SetString(linalg_error_type(), e.what());
+  } catch (const lucid::ArtifactError& e) {
+    PyErr_SetString(artifact_error_type(), e.what());
   } catch (const lucid::Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (...) {
@@ -104,5 +117,6 @@ NB_MODULE(_C, m) {
   m.attr("ArgumentError") = nb::handle(lucid::py::argument_error_type());
   m.attr("LinAlgError") = nb::handle(lucid::py::linalg_error_type());
   m.attr("DTypeError") = nb::handle(lucid::py::dtype_error_type());
+  m.attr("ArtifactError") = nb::handle(lucid::py::artifact_error_type());
   lucid::py::run_binders(m);
 }

@@ -3,7 +3,7 @@
 // tensor arguments; bound state (parameters, buffers, optimizer state, RNG state) is a separate
 // kind of value read at every call; constants are literals built from Python data. Writes to
 // bound state are explicit `assign` records, so no side effect is dropped. The text form
-// (printer.cpp / parser.cpp) round-trips; canonical_hash keys the executable cache on the whole
+// (text.cpp) round-trips; canonical_hash keys the executable cache on the whole
 // graph (wiring, attributes, shapes, outputs, assigns), never on the op sequence alone.
 #pragma once
 #include <cstdint>
@@ -101,7 +101,16 @@ std::vector<int> canonical_ids(const Graph& g);
 //       }
 //     }
 std::string print(const Graph& g);
-Graph parse(const std::string& text);  // raises ValueError with the line and what was expected
+// Raises ValueError with the line and what was expected. consts: the constants' payloads in
+// declaration order (an artifact stores them as blobs: exact, where the text holds only a rounded
+// value of 1-element constants); each must match its declared type. Without them a constant is
+// filled with its printed value (0 when none).
+Graph parse(const std::string& text, const std::vector<Tensor>* consts = nullptr);
+
+// Re-derives every node's result types with its op's own shape rule (infer, or the view function)
+// and raises Error naming the node where they differ from the recorded ones: a graph read from a
+// file is checked before any kernel trusts its shapes. FusedElementwise bodies are checked too.
+void check_types(const Graph& g);
 
 // Structural checks: every value defined exactly once before use, ids in range, producers and
 // output indices consistent, assigns target state values of the same shape and dtype. Raises Error.

@@ -79,7 +79,10 @@ namespace {
 
 struct Parser {
   const std::string& s;
+  const std::vector<Tensor>* consts = nullptr;  // payloads of the constants, in order (or null)
   size_t i = 0;
+  size_t next_const = 0;
+  int depth = 0;
   std::vector<int> remap;  // text id -> graph id
 
   [[noreturn]] void fail(const std::string& what) {
@@ -115,7 +118,8 @@ struct Parser {
   int new_value_ref() {
     expect("%");
     int64_t t = integer();
-    if (t < 0) fail("a value id");
+    // Ids are dense, so each takes some text: a larger one is malformed (and would size `remap`).
+    if (t < 0 || t > static_cast<int64_t>(s.size())) fail("a value id");
     return static_cast<int>(t);
   }
   void bind(int text_id, int graph_id) {
@@ -128,8 +132,18 @@ struct Parser {
     m.dtype = dtype_from_name(ident());
     expect("[");
     if (!accept("]")) {
-      do m.shape.push_back(integer()); while (accept(","));
+      do {
+        int64_t d = integer();
+        if (d < 0) fail("a non-negative size");
+        m.shape.push_back(d);
+      } while (accept(","));
       expect("]");
+    }
+    if (m.shape.size() > 64) fail("at most 64 dimensions");
+    try {
+      numel_of(m.shape);
+    } catch (const Error&) {
+      fail("a shape whose size fits int64");
     }
     return m;
   }
@@ -200,18 +214,29 @@ struct Parser {
           id = g.add_state(m.shape, m.dtype);
         } else if (kind == "const" || kind == "scalar") {
           LUCID_CHECK(kind == "const" || m.shape.empty(), ValueError, "parse: a Python-scalar constant ('scalar') is 0-d");
-          Tensor c = Tensor::empty(m.shape, m.dtype);
+          Tensor c;
           double v = 0;
+          bool has_value = false;
           if (accept("=")) {
             std::variant<int64_t, double, bool, IntList, DType, std::string> av = attr_value();
             if (std::holds_alternative<double>(av)) v = std::get<double>(av);
             else if (std::holds_alternative<int64_t>(av)) v = static_cast<double>(std::get<int64_t>(av));
             else fail("a number");
+            has_value = true;
           }
-          LUCID_DISPATCH_ALL(m.dtype, "parse", [&] {
-            scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(v));
-            for (int64_t k = 0; k < c.numel(); ++k) c.data<scalar_t>()[k] = sv;
-          });
+          if (consts) {  // the payload comes with the text (an artifact): exact, and no allocation here
+            if (next_const >= consts->size()) fail(str("at most ", consts->size(), " constants"));
+            const Tensor& given = (*consts)[next_const++];
+            if (given.shape() != m.shape || given.dtype() != m.dtype)
+              fail(str("a constant matching its payload (", dtype_name(given.dtype()), shape_str(given.shape()), ")"));
+            c = given;
+          } else {
+            c = Tensor::empty(m.shape, m.dtype);
+            LUCID_DISPATCH_ALL(m.dtype, "parse", [&] {
+              scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(has_value ? v : 0.0));
+              for (int64_t k = 0; k < c.numel(); ++k) c.data<scalar_t>()[k] = sv;
+            });
+          }
           c.impl()->is_wrapped_number = kind == "scalar";
           id = g.add_const(c);
         } else {
@@ -238,7 +263,7 @@ struct Parser {
         ws();
         size_t e = i;
         while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e]))) ++e;
-        if (e == i) fail("a number of draws");
+        if (e == i || e - i > 18) fail("a number of draws");
         g.set_rng_draws(std::stoll(s.substr(i, e - i)));
         i = e;
         continue;
@@ -270,7 +295,10 @@ struct Parser {
       std::vector<int> outs;
       if (accept("{")) {
         if (op != OpId::FusedElementwise || !a.items().empty()) fail("a body only on FusedElementwise, without attributes");
+        if (depth >= 4) fail("bodies nested at most 4 deep");
+        ++depth;
         auto body = std::make_shared<const Graph>(graph());
+        --depth;
         expect("}");
         outs = g.add_fused(ins, std::move(body), metas);
       } else {
@@ -292,9 +320,11 @@ struct Parser {
 
 }  // namespace
 
-Graph parse(const std::string& text) {
-  Parser p{text};
+Graph parse(const std::string& text, const std::vector<Tensor>* consts) {
+  Parser p{text, consts};
   Graph g = p.run();
+  if (consts && p.next_const != consts->size())
+    throw ValueError(str("ir.parse: ", consts->size(), " constant payloads given, the text declares ", p.next_const));
   verify(g);
   return g;
 }

@@ -47,8 +47,16 @@ Cache& cache() {
 }  // namespace
 
 CompileResult compile_graph(const ir::Graph& traced, const std::string& dump) {
+  ir::PassStats stats;
+  ir::Graph g = ir::optimize(traced, dump, &stats);
+  CompileResult r = build_executable(std::move(g));
+  r.stats = stats;
+  return r;
+}
+
+CompileResult build_executable(ir::Graph g) {
   CompileResult r;
-  ir::Graph g = ir::optimize(traced, dump, &r.stats);
+  r.stats.nodes_before = r.stats.nodes_after = static_cast<int>(g.nodes().size());
   r.hash = ir::canonical_hash(g);
   std::string text = ir::print(g);
   Cache& c = cache();

@@ -22,6 +22,10 @@ struct CompileResult {
 // dump: LUCID_DUMP_IR's value ("" for none).
 CompileResult compile_graph(const ir::Graph& traced, const std::string& dump);
 
+// The cached executable for an already optimised graph, or a new one (planned, not optimised
+// again): compile_graph's second half, and how artifacts and the compile cache build theirs.
+CompileResult build_executable(ir::Graph optimized);
+
 // A joint forward+backward trace: partitioned, then each half compiled as above.
 struct JointCompileResult {
   CompileResult forward, backward;
