@@ -1,4 +1,5 @@
-// The op registry: an array indexed by OpId, filled by each family's static registrars.
+// The op registry: an array indexed by OpId, filled by each family's static registrars (which parse
+// each op's attribute schema), with the schema checks and the registry hash over it.
 #include <string>
 
 #include "lucid/ops/op_def.h"
