@@ -207,8 +207,20 @@ def make_artifacts(tmpdir):
     return out
 
 
-def run(n_cases, tmpdir, seed=0, log=None):
-    """n_cases mutations spread over the artifacts and kinds; returns {kind: {outcome: count}}."""
+def check_runner(runner, path):
+    """The C++ loader on a mutated file: it exits 0 (ran) or 1 (a clear error on stderr); a signal
+    (a crash) or any other status is a finding."""
+    import subprocess  # noqa: PLC0415
+    p = subprocess.run([runner, path], capture_output=True, text=True, timeout=60)
+    assert p.returncode in (0, 1), f"run_artifact exited with {p.returncode} on a mutated file: {p.stderr[-300:]}"
+    if p.returncode == 1:
+        assert "run_artifact: " in p.stderr, p.stderr[-300:]
+    return p.returncode
+
+
+def run(n_cases, tmpdir, seed=0, log=None, runner=None, runner_cases=0):
+    """n_cases mutations spread over the artifacts and kinds; returns {kind: {outcome: count}}.
+    runner: the C++ runner binary, given the first runner_cases mutated files as well."""
     rng = random.Random(seed)
     arts = make_artifacts(tmpdir)
     datas = [open(p, "rb").read() for p, _, _ in arts]
@@ -222,6 +234,9 @@ def run(n_cases, tmpdir, seed=0, log=None):
         with open(path, "wb") as f:
             f.write(bad)
         outcome = check_case(path, kind, arts[a][2], arts[a][1])
+        if runner and c < runner_cases:
+            rc = check_runner(runner, path)
+            assert (rc == 1) == (outcome == "rejected") or kind in SEMANTIC, (kind, outcome, rc)
         tally.setdefault(kind, {}).setdefault(outcome, 0)
         tally[kind][outcome] += 1
         if log and c % 1000 == 999:
