@@ -503,6 +503,22 @@ def test_two_processes_saving_one_path(tmp_path):
     assert os.listdir(tmp_path) == ["shared.lucid"]  # no temporary files left
 
 
+def test_signatures_selects_entries(tmp_path):
+    lucid.manual_seed(0)
+    cm = lucid.compile(nn.Linear(3, 2).eval())
+    with lucid.no_grad():
+        for b in (1, 2, 3):
+            cm(lucid.randn(b, 3))
+    keys = cm.cache_info()["keys"]
+    save_compiled(cm, tmp_path / "one.lucid", signatures=keys[1])
+    loaded = load_compiled(tmp_path / "one.lucid")
+    assert loaded.signatures == [keys[1] + " (no_grad, eval)"]
+    with lucid.no_grad(), pytest.raises(ArtifactError, match="no saved signature"):
+        loaded(lucid.randn(1, 3))
+    with pytest.raises(ArtifactError, match="no compiled signature '\\(float32\\[9,3\\]\\)'"):
+        save_compiled(cm, tmp_path / "bad.lucid", signatures=["(float32[9,3])"])
+
+
 def test_ir_and_introspection(tmp_path):
     path, x = _small(tmp_path)
     loaded = load_compiled(path)
