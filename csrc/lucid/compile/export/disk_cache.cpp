@@ -65,12 +65,13 @@ uint64_t cap_bytes() {
   return static_cast<uint64_t>(mb * (1 << 20));
 }
 
-// mkdir -p; false when the directory can't be made.
+// mkdir -p, private to the user (0700: see disk_cache.h on who may write entries); false when
+// the directory can't be made.
 bool make_dirs(const std::string& dir) {
   for (size_t i = 1; i <= dir.size(); ++i) {
     if (i < dir.size() && dir[i] != '/') continue;
     std::string part = dir.substr(0, i);
-    if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) return false;
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
   struct stat st {};
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

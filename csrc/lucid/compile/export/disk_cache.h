@@ -23,6 +23,12 @@
 // LUCID_COMPILE_CACHE_MB (default 1024; fractions allowed), the least recently used are deleted.
 // Only *.lcc files (and this cache's temporary files) are ever deleted. A failed write (read-only
 // directory, full disk) leaves the compile as it was and warns once per process on stderr.
+//
+// Trust: reading an entry is as safe as loading an artifact (no code runs, sizes are bounded by
+// the file, programs are verified and type-checked), and accidents (corruption, truncation,
+// collisions, renamed files, another build's entries) are caught. A well-formed entry written on
+// purpose with another program under a graph's key would be served, as in any compile cache
+// (ccache, torch inductor's), so the directories this cache creates are private (mode 0700).
 #pragma once
 #include <string>
 
