@@ -5,7 +5,7 @@
 //    "stamp", "build", "ops": {name: schema}, "traced": blob (the traced graph's text),
 //    "programs": [program (program_io.h) + {"hash": canonical hash, 16 hex digits,
 //                 "stats": {"nodes_before", "nodes_after", "fused_groups"}}],
-//    "num_saved": n (joint), "blobs": [...]}
+//    "num_saved": n (0 for a graph), "blobs": [...]}
 #include "lucid/compile/export/disk_cache.h"
 
 #include <dirent.h>

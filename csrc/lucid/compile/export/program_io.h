@@ -16,7 +16,9 @@ namespace lucid::artifact {
 
 json shape_json(const Shape& s);
 
-// A new contiguous tensor holding t's values (owning its memory, not borrowing a mapping).
+// A new contiguous tensor holding t's values, owning its memory: artifact loading copies the
+// weights it is given (as load_state_dict copies: a loaded training step never updates the
+// caller's tensors); the compile cache copies constants out of the mapped file.
 Tensor fresh_copy(const Tensor& t);
 
 // What a writer keeps alive until the container is written (ContainerWriter borrows blob data).
