@@ -5,8 +5,11 @@ written to OUT_NPY for the parent to check. Only the framework of KIND is import
 
 Usage: python bench/_aot_fresh.py KIND ARTIFACT INPUTS_NPZ OUT_NPY [--params NPZ] [--opt JSON]
                                    [--cache-dir DIR] [--threads N] [--min-time S]
-KIND: torch_jit, torch_aoti, jax_export (forward), torch_jit_step, torch_aoti_step, jax_export_step.
---cache-dir: jax's persistent compilation cache (cold when empty, warm on a second run).
+KIND: lucid, torch_jit, torch_aoti, jax_export (forward), lucid_step, torch_jit_step, torch_aoti_step,
+jax_export_step; lucid_compile: no artifact, the model (--model, a tests/python/compile_models.py
+name) built from its code and compiled on its first call, whose trace and compile count in load_s.
+--cache-dir: jax's persistent compilation cache, lucid's LUCID_COMPILE_CACHE_DIR (cold when empty,
+warm on a second run).
 """
 import argparse
 import json
@@ -40,17 +43,49 @@ def _jax(threads, cache_dir):
     return jax
 
 
+def _lucid(a):
+    if a.cache_dir:
+        os.environ["LUCID_COMPILE_CACHE_DIR"] = a.cache_dir
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import lucid  # noqa: PLC0415
+    if a.threads:
+        lucid.set_num_threads(a.threads)
+    return lucid
+
+
 def _load(kind, a, inputs):
     """(import_s, load_s, call) where call() runs the artifact once and returns a NumPy array."""
     t0 = time.perf_counter()
-    if kind.startswith("torch"):
+    if kind.startswith("lucid"):
+        lucid = _lucid(a)
+    elif kind.startswith("torch"):
         torch = _torch(a.threads)
     else:
         jax = _jax(a.threads, a.cache_dir)
     import_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    if kind in ("torch_jit", "torch_aoti"):
+    if kind in ("lucid", "lucid_step"):
+        loaded = lucid.compile.load_compiled(a.artifact)
+        args = tuple(lucid.tensor(x) for x in inputs)
+
+        def call():
+            with lucid.no_grad():
+                return loaded(*args).numpy()
+    elif kind == "lucid_compile":  # no artifact: the model's code, compiled (the disk cache cold or warm)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+        import compile_models  # noqa: PLC0415
+        lm, _ = compile_models.MODELS[a.model].build(train=False)
+        t0 = time.perf_counter()  # load_s: the compile alone, not torch's import or the weights' setup
+        cm = lucid.compile(lm)
+        args = tuple(lucid.tensor(x) for x in inputs)
+
+        def call():
+            with lucid.no_grad():
+                return cm(*args).numpy()
+        with lucid.no_grad():
+            cm(*args)  # the first call traces (and runs eagerly); the compile is in load_s
+    elif kind in ("torch_jit", "torch_aoti"):
         mod = torch.jit.load(a.artifact) if kind == "torch_jit" else torch._inductor.aoti_load_package(a.artifact)
         args = tuple(torch.from_numpy(x) for x in inputs)
 
@@ -125,6 +160,8 @@ def main():
     ap.add_argument("--cache-dir")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--min-time", type=float, default=0.1)
+    ap.add_argument("--model")
+    ap.add_argument("--batch", type=int)
     a = ap.parse_args()
     with np.load(a.inputs) as z:
         inputs = [z[f"arr_{i}"] for i in range(len(z.files))]

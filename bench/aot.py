@@ -31,10 +31,12 @@ Results: bench/results/aot.json.
 """
 import argparse
 import atexit
+import json
 import os
 import shutil
 import sys
 import tempfile
+import time
 
 # torch.compile (the in-process reference of the AOTInductor column) compiles cold, as in
 # compile_forward.py: a fresh inductor cache directory for this run. Set before torch is imported.
@@ -61,25 +63,136 @@ STEP_PROBLEM = "mlp"  # compile_training.SPECS key of the training-step row
 
 
 # ------------------------------------------------------------------------------------------------
-# lucid columns (the lead fills these in once save_compiled / load_compiled exist)
+# lucid
 # ------------------------------------------------------------------------------------------------
 
+RUNNER = os.path.join(os.path.dirname(__file__), "..", "build", "release", "run_artifact")
+
+
+def _cpp_call_s(path, scratch, arrays, iters):
+    """Seconds per call of the C++ runner (examples/cpp/run_artifact --iters) on the same inputs."""
+    import subprocess  # noqa: PLC0415
+    from safetensors.numpy import save_file  # noqa: PLC0415
+    if not os.path.exists(RUNNER):
+        return f"{RUNNER} not built"
+    inp = os.path.join(scratch, "inputs.safetensors")
+    save_file({str(i): a for i, a in enumerate(arrays)}, inp)
+    env = dict(os.environ)
+    if THREADS:
+        env["OMP_NUM_THREADS"] = str(THREADS)
+    p = subprocess.run([RUNNER, path, "--inputs", inp, "--iters", str(iters)], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return f"run_artifact failed: {p.stderr.strip()[:160]}"
+    return json.loads(p.stdout.strip().splitlines()[-1])["call_us"] * 1e-6
+
+
+def _lucid_fresh(kind, path, scratch, ref, extra=()):
+    import _aot_peers as P  # noqa: PLC0415
+    return P.fresh_processes(kind, path, scratch, ref, THREADS, extra)
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
 def lucid_row(spec, batch, scratch):
-    """LUCID COLUMNS GO HERE: lucid.compile.save_compiled(cm, path) / load_compiled(path) for the
-    model `spec` (compile_models.ModelSpec) at `batch`, artifacts under `scratch`. Returns the
-    fields of bench/_aot_peers.py (save_s, load_s, file_bytes, err, call_s, inproc_s,
-    loaded_vs_inproc, trace_compile_s, fresh_cold, fresh_warm) plus cpp_call_s (the C++ runner
-    build/release/run_artifact <path> --iters N); {} until then (blank cells). Timing and threads:
-    TIMING, THREADS; the fresh-process runs can reuse _aot_peers.fresh_processes with a "lucid" kind
-    added to bench/_aot_fresh.py."""
-    return {}
+    """save_compiled / load_compiled of lucid.compile(model) for `spec` at `batch`: the fields of
+    bench/_aot_peers.py, plus cpp_call_s (the C++ runner) and fresh_compile_cold / _warm: a fresh
+    process that builds the model from its code and compiles it (first call) with the persistent
+    compile cache empty, then filled: what the disk cache saves when there is no artifact."""
+    import _aot_peers as P  # noqa: PLC0415
+    from _common import timeit, timeit_interleaved  # noqa: PLC0415
+    r = P.Row(inproc_what="lucid.compile (in-process)")
+    os.makedirs(scratch, exist_ok=True)
+    arrays = spec.make_numpy(batch, seed=0)
+    P._save_inputs(scratch, arrays)
+    lm, tm = spec.build(train=False)
+    args = tuple(lucid.tensor(a) for a in arrays)
+    with torch.inference_mode():
+        ref = tm(*(torch.from_numpy(a.copy()) for a in arrays)).numpy()
+    path = os.path.join(scratch, "model.lucid")
+    cache = tempfile.mkdtemp(prefix="lucid_aot_cache_", dir=scratch)
+    os.environ["LUCID_COMPILE_CACHE_DIR"] = cache  # in-process compile: cold, like the peers'
+    try:
+        cm = lucid.compile(lm, strict=True)
+        with lucid.no_grad():
+            r["eager_s"] = timeit(lambda: lm(*args), **TIMING)
+            first, _ = _timed(lambda: cm(*args))  # trace + compile (+ the traced call, eager)
+            second, _ = _timed(lambda: cm(*args))
+            r["trace_compile_s"] = first + second
+        r["save_s"], _ = _timed(lambda: lucid.compile.save_compiled(cm, path))
+        r["file_bytes"] = os.path.getsize(path)
+    except Exception as e:  # noqa: BLE001
+        return r.fail("compile/save", e)
+    try:
+        r["load_s"], loaded = _timed(lambda: lucid.compile.load_compiled(path))
+        with lucid.no_grad():
+            r["err"] = P.max_rel_err(loaded(*args).numpy(), ref)
+            t = timeit_interleaved({"loaded": lambda: loaded(*args), "inproc": lambda: cm(*args)},
+                                   **P._interleaved(TIMING))
+        r["call_s"], r["inproc_s"] = t["loaded"], t["inproc"]
+        r["loaded_vs_inproc"] = t["inproc"] / t["loaded"]
+    except Exception as e:  # noqa: BLE001
+        r.fail("load/call", e)
+    r["cpp_call_s"] = _cpp_call_s(path, scratch, arrays, max(20, int(0.3 / max(r.get("call_s", 1e-3), 1e-6))))
+    r["fresh_cold"], r["fresh_warm"] = _lucid_fresh("lucid", path, scratch, ref)
+    r["fresh_compile_cold"], r["fresh_compile_warm"] = _lucid_fresh("lucid_compile", path, scratch, ref,
+                                                                    ("--model", spec.name, "--batch", str(batch)))
+    return r
 
 
 def lucid_step_row(scratch):
-    """LUCID COLUMNS GO HERE: the same for a saved and loaded lucid.compile.fused_step of
-    compile_training.Problem(STEP_PROBLEM), with steps_checked / step_err against torch eager as
-    the peers report them; {} until then."""
-    return {}
+    """The same for a saved and loaded lucid.compile.fused_step of compile_training.Problem(STEP_PROBLEM):
+    saved after the step is compiled, loaded, and checked against torch eager over CHECK_STEPS steps."""
+    import _aot_peers as P  # noqa: PLC0415
+    from _common import timeit_interleaved  # noqa: PLC0415
+    r = P.Row(what="lucid.compile.fused_step (forward, loss, backward, Adam update: the whole step)",
+              inproc_what="fused_step (in-process)")
+    os.makedirs(scratch, exist_ok=True)
+    prob = ctrain.Problem(STEP_PROBLEM)
+    arrays = (prob.x, prob.y)
+    P._save_inputs(scratch, arrays)
+    path = os.path.join(scratch, "step.lucid")
+    m = prob.lucid_model()
+    opt = getattr(lucid.optim, prob.opt_name)(m.parameters(), **prob.opt_kw)
+    step = lucid.compile.fused_step(m, lucid.nn.functional.cross_entropy, opt)
+    x, y = lucid.tensor(prob.x), lucid.tensor(prob.y)
+    try:
+        t0 = time.perf_counter()
+        losses = [step(x, y).item() for _ in range(4)]  # eager while Adam creates its state, then traced
+        r["trace_compile_s"] = time.perf_counter() - t0
+        r["save_s"], _ = _timed(lambda: lucid.compile.save_compiled(step, path))
+        r["file_bytes"] = os.path.getsize(path)
+        r["load_s"], loaded = _timed(lambda: lucid.compile.load_compiled(path))
+        t = timeit_interleaved({"loaded": lambda: loaded(x, y), "inproc": lambda: step(x, y)}, **P._interleaved(TIMING))
+        r["call_s"], r["inproc_s"] = t["loaded"], t["inproc"]
+        r["loaded_vs_inproc"] = t["inproc"] / t["loaded"]
+        r["initial_loss"] = losses[0]
+    except Exception as e:  # noqa: BLE001
+        return r.fail("step/save/load", e)
+    # correctness: a fresh artifact of the first CHECK_STEPS steps' model against torch eager
+    tstep, tparams = prob.torch_step(compiled=False)
+    for _ in range(P.CHECK_STEPS + 4):
+        tstep()
+    m2 = prob.lucid_model()
+    opt2 = getattr(lucid.optim, prob.opt_name)(m2.parameters(), **prob.opt_kw)
+    s2 = lucid.compile.fused_step(m2, lucid.nn.functional.cross_entropy, opt2)
+    for _ in range(4):
+        s2(x, y)
+    p2 = os.path.join(scratch, "check.lucid")
+    lucid.compile.save_compiled(s2, p2)
+    l2 = lucid.compile.load_compiled(p2)
+    for _ in range(P.CHECK_STEPS):
+        l2(x, y)
+    want = tparams()
+    got = {k[len("model."):]: v.detach().numpy() for k, v in l2._core.state_dict().items() if k.startswith("model.")}
+    r["steps_checked"] = P.CHECK_STEPS + 4
+    r["step_err"] = max(P.max_rel_err(got[k], want[k]) for k in want)
+    r["cpp_call_s"] = _cpp_call_s(path, scratch, arrays, 200)
+    r["fresh_cold"], r["fresh_warm"] = _lucid_fresh("lucid_step", path, scratch, None)
+    return r
 
 
 # ------------------------------------------------------------------------------------------------
@@ -179,12 +292,13 @@ def table_row(label, fw, r):
             _cell(r.get("call_s"), fmt="{:.3f}"),
             _cell(r.get("inproc_s"), fmt="{:.3f}"), _cell(r.get("loaded_vs_inproc"), 1, "{:.2f}x"),
             _fresh_cell(r.get("fresh_cold")), _fresh_cell(r.get("fresh_warm")), _cell(r.get("trace_compile_s")),
-            _cell(r.get("cpp_call_s"), fmt="{:.3f}"), _err_cell(r))
+            _cell(r.get("cpp_call_s"), fmt="{:.3f}"), _fresh_cell(r.get("fresh_compile_cold")),
+            _fresh_cell(r.get("fresh_compile_warm")), _err_cell(r))
 
 
 HEADER = ["model", "framework", "save ms", "load ms", "file KiB (+weights)", "loaded call ms", "in-process ms",
           "in-proc/loaded", "fresh cold: load+1st ms", "fresh warm: load+1st ms", "trace+compile saved ms",
-          "C++ runner call ms", "err vs torch"]
+          "C++ runner call ms", "fresh compile, disk cache cold ms", "... warm ms", "err vs torch"]
 
 
 def notes_for(label, fw, r):

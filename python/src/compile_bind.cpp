@@ -664,6 +664,7 @@ LUCID_BINDER(compile) {
       .def_prop_ro("memory_plan", [](const PyExecutable& e) { return e.exe->plan().str(e.exe->graph()); })
       .def_prop_ro("arena_bytes", [](const PyExecutable& e) { return e.exe->arena_bytes(); })
       .def_prop_ro("num_instructions", [](const PyExecutable& e) { return e.exe->num_instructions(); })
+      .def_prop_ro("num_outputs", [](const PyExecutable& e) { return e.exe->graph().outputs().size(); })
       .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); })
       .def("_trim", [](const PyExecutable& e) { e.exe->trim(); });
 

@@ -60,7 +60,7 @@ nb::dict entry_to(const artifact::EntryRecord& e) {
 }  // namespace
 
 LUCID_BINDER(export) {
-  // tensors: [(name, Tensor, role, requires_grad)]; entries: dicts (see entry_from).
+  // tensors: [(name, Tensor, role, requires_grad, weight)]; entries: dicts (see entry_from).
   m.def("_save_artifact", [](const std::string& path, const std::string& kind, nb::list tensors, nb::list entries,
                              bool weights, const std::string& python) {
     artifact::SaveRequest req;
@@ -69,11 +69,14 @@ LUCID_BINDER(export) {
     req.python = python;
     for (nb::handle t : tensors)
       req.tensors.push_back({nb::cast<std::string>(t[0]), nb::cast<Tensor>(t[1]), nb::cast<std::string>(t[2]),
-                             nb::cast<bool>(t[3])});
+                             nb::cast<bool>(t[3]), nb::cast<bool>(t[4])});
     for (nb::handle e : entries) req.entries.push_back(entry_from(e));
     nb::gil_scoped_release nogil;
     artifact::save(path, req);
   });
+
+  // The container's checksum of some bytes (tests edit headers and blobs and re-checksum them).
+  m.def("_artifact_checksum", [](nb::bytes b) { return artifact::checksum_hex(b.c_str(), b.size()); });
 
   nb::class_<artifact::Artifact>(m, "_Artifact")
       .def_static("load", [](const std::string& path, nb::object weights) {
@@ -92,7 +95,7 @@ LUCID_BINDER(export) {
       .def_prop_ro("signatures", &artifact::Artifact::signatures)
       .def("tensors", [](artifact::Artifact& a) {
         nb::list l;
-        for (const artifact::NamedTensor& t : a.tensors()) l.append(nb::make_tuple(t.name, t.value, t.role, t.requires_grad));
+        for (const artifact::NamedTensor& t : a.tensors()) l.append(nb::make_tuple(t.name, t.value, t.role, t.requires_grad, t.weight));
         return l;
       })
       .def("entries", [](const artifact::Artifact& a) {

@@ -88,7 +88,7 @@ void check_float(const char* op, const Tensor& x) {
 
 }  // namespace
 
-LUCID_REGISTER_OP(Im2Col, [] {
+LUCID_REGISTER_OP(Im2Col, "kernel_size:ints, dilation:ints, padding:ints, stride:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -122,7 +122,7 @@ LUCID_REGISTER_OP(Im2Col, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Col2Im, [] {
+LUCID_REGISTER_OP(Col2Im, "output_size:ints, kernel_size:ints, dilation:ints, padding:ints, stride:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {

@@ -109,7 +109,7 @@ Tensor bias_grad(const Tensor& g) {
 }  // namespace
 
 // ---- Conv ---------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Conv, [] {
+LUCID_REGISTER_OP(Conv, "stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int", [] {
   OpDef d;
   d.num_inputs = 3;
   d.save = kSaveInputs;
@@ -138,7 +138,7 @@ Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& bias, const C
 // ---- ConvFused: conv + bias + activation + residual in one oneDNN call ----------------------
 // out = act(conv(x, w) + b) + residual, or act(conv(x, w) + b + residual) when residual_first.
 // The compiler emits it after autodiff (like LinearFused), so it is not differentiable.
-LUCID_REGISTER_OP(ConvFused, [] {
+LUCID_REGISTER_OP(ConvFused, "stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int, activation:str, residual_first:bool?", [] {
   OpDef d;
   d.num_inputs = 4;
   d.differentiable = false;
@@ -168,7 +168,7 @@ Tensor conv_fused(const Tensor& x, const Tensor& w, const Tensor& bias, const Te
 }
 
 // ---- ConvBackwardInput --------------------------------------------------------------------
-LUCID_REGISTER_OP(ConvBackwardInput, [] {
+LUCID_REGISTER_OP(ConvBackwardInput, "stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int, input_shape:ints", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs;
@@ -209,7 +209,7 @@ Tensor conv_backward_input(const Tensor& grad_out, const Tensor& w, const Shape&
 }
 
 // ---- ConvBackwardWeight -------------------------------------------------------------------
-LUCID_REGISTER_OP(ConvBackwardWeight, [] {
+LUCID_REGISTER_OP(ConvBackwardWeight, "stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int, weight_shape:ints", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs;
@@ -295,7 +295,7 @@ Shape conv_transpose_out_shape(const Tensor& x, const Tensor& w, const Tensor& b
 
 }  // namespace
 
-LUCID_REGISTER_OP(ConvTranspose, [] {
+LUCID_REGISTER_OP(ConvTranspose, "stride:ints, padding:ints, output_padding:ints, dilation:ints, groups:int", [] {
   OpDef d;
   d.num_inputs = 3;
   d.save = kSaveInputs;

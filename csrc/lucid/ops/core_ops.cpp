@@ -16,7 +16,7 @@
 namespace lucid {
 
 // ---- Copy ---------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Copy, [] {
+LUCID_REGISTER_OP(Copy, "dtype:dtype", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -63,7 +63,7 @@ static void sum_to_kernel(const TensorList& in, const TensorList& out, const Att
   reduce_sum_into(x, dims, out[0]);
 }
 
-LUCID_REGISTER_OP(SumTo, [] {
+LUCID_REGISTER_OP(SumTo, "shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -85,7 +85,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 }
 
 // ---- Expand -------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Expand, [] {
+LUCID_REGISTER_OP(Expand, "shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -173,7 +173,7 @@ bool view_strides(const Tensor& x, const Shape& shape, Strides& out) {
   return true;
 }
 
-LUCID_REGISTER_OP(Reshape, [] {
+LUCID_REGISTER_OP(Reshape, "shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -195,13 +195,13 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 }
 
 // ---- Add, Mul, Neg ------------------------------------------------------------------------
-LUCID_REGISTER_OP(Add, [] {
+LUCID_REGISTER_OP(Add, "", [] {
   OpDef d = elementwise_op<OpId::Add, sm::Add, 2, EwDType::Same>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.grads[0]}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Mul, [] {
+LUCID_REGISTER_OP(Mul, "", [] {
   OpDef d = elementwise_op<OpId::Mul, sm::Mul, 2, EwDType::Same>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -214,7 +214,7 @@ LUCID_REGISTER_OP(Mul, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Neg, [] {
+LUCID_REGISTER_OP(Neg, "", [] {
   OpDef d = elementwise_op<OpId::Neg, sm::Neg, 1, EwDType::Same, EwDomain::Numeric>();
   d.vjp = [](const VjpContext& c) { return TensorList{neg(c.grads[0])}; };
   return d;
@@ -249,7 +249,7 @@ static bool fill_overflows(double v, DType t) {
 
 // Fill writes a scalar into its output. Out of place it takes the shape and dtype attributes;
 // fill_ / zero_ are its in-place form (inputs empty, destination given).
-LUCID_REGISTER_OP(Fill, [] {
+LUCID_REGISTER_OP(Fill, "value:float, shape:ints?, dtype:dtype?", [] {
   OpDef d;
   d.num_inputs = 0;
   d.differentiable = false;

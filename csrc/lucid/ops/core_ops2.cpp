@@ -9,13 +9,13 @@
 
 namespace lucid {
 
-LUCID_REGISTER_OP(Sub, [] {
+LUCID_REGISTER_OP(Sub, "", [] {
   OpDef d = elementwise_op<OpId::Sub, sm::Sub, 2, EwDType::Same, EwDomain::Numeric>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.needs_grad[1] ? neg(c.grads[0]) : Tensor()}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Div, [] {
+LUCID_REGISTER_OP(Div, "", [] {
   OpDef d = elementwise_op<OpId::Div, sm::Div, 2, EwDType::Float, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -38,7 +38,7 @@ static IntList inverse_perm(const IntList& p) {
   return inv;
 }
 
-LUCID_REGISTER_OP(Permute, [] {
+LUCID_REGISTER_OP(Permute, "dims:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -130,7 +130,7 @@ static void sum_kernel(const TensorList& in, const TensorList& out, const Attrs&
   reduce_sum_into(in[0], reduce_dims(a.ints("dims"), in[0].ndim(), "sum"), out[0]);
 }
 
-LUCID_REGISTER_OP(Sum, [] {
+LUCID_REGISTER_OP(Sum, "dims:ints, keepdim:bool, dtype:dtype?", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {

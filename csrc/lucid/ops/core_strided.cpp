@@ -27,7 +27,7 @@ static Tensor strided_region(const Tensor& base, const Attrs& a) {
   return Tensor::make_view(base, a.ints("shape"), a.ints("strides"), base.offset() + a.i("offset"));
 }
 
-LUCID_REGISTER_OP(AsStrided, [] {
+LUCID_REGISTER_OP(AsStrided, "shape:ints, strides:ints, offset:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -43,7 +43,7 @@ LUCID_REGISTER_OP(AsStrided, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(AsStridedScatter, [] {
+LUCID_REGISTER_OP(AsStridedScatter, "shape:ints, strides:ints, offset:int", [] {
   OpDef d;
   d.num_inputs = 2;
   d.infer = [](const TensorList& in, const Attrs& a) {

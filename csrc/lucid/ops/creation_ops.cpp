@@ -16,7 +16,7 @@ static OpDef creation_op() {
   return d;
 }
 
-LUCID_REGISTER_OP(Empty, [] {
+LUCID_REGISTER_OP(Empty, "shape:ints, dtype:dtype", [] {
   OpDef d = creation_op();
   d.infer = [](const TensorList&, const Attrs& a) { return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}}; };
   d.cpu_kernel = [](const TensorList&, const TensorList&, const Attrs&) {};
@@ -47,7 +47,7 @@ static void fill_index(const Tensor& o, const F& f) {
   });
 }
 
-LUCID_REGISTER_OP(Arange, [] {
+LUCID_REGISTER_OP(Arange, "start:float, end:float, step:float, dtype:dtype", [] {
   OpDef d = creation_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     int64_t n = arange_size(a.f("start"), a.f("end"), a.f("step"));
@@ -77,7 +77,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
 }
 
 // ---- Linspace --------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Linspace, [] {
+LUCID_REGISTER_OP(Linspace, "start:float, end:float, steps:int, dtype:dtype", [] {
   OpDef d = creation_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     int64_t n = a.i("steps");
@@ -109,7 +109,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
 }
 
 // ---- Eye -------------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Eye, [] {
+LUCID_REGISTER_OP(Eye, "n:int, m:int, dtype:dtype", [] {
   OpDef d = creation_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     int64_t n = a.i("n"), m = a.i("m");

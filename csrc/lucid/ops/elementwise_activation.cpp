@@ -14,7 +14,7 @@ namespace lucid {
 
 static Tensor sc(double v) { return scalar_tensor(v); }
 
-LUCID_REGISTER_OP(Relu, [] {
+LUCID_REGISTER_OP(Relu, "", [] {
   OpDef d = elementwise_op<OpId::Relu, sm::Relu, 1, EwDType::Same, EwDomain::Numeric>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
@@ -25,7 +25,7 @@ LUCID_REGISTER_OP(Relu, [] {
 }());
 
 // relu6 is hardtanh(x, 0, 6): gradient where 0 < x < 6.
-LUCID_REGISTER_OP(Relu6, [] {
+LUCID_REGISTER_OP(Relu6, "", [] {
   OpDef d = elementwise_op<OpId::Relu6, sm::Relu6, 1, EwDType::Same, EwDomain::Numeric>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -35,7 +35,7 @@ LUCID_REGISTER_OP(Relu6, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(LeakyRelu, [] {
+LUCID_REGISTER_OP(LeakyRelu, "negative_slope:float", [] {
   OpDef d = elementwise_attr_op<OpId::LeakyRelu, sm::LeakyRelu, 1, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -45,7 +45,7 @@ LUCID_REGISTER_OP(LeakyRelu, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Elu, [] {
+LUCID_REGISTER_OP(Elu, "alpha:float", [] {
   OpDef d = elementwise_attr_op<OpId::Elu, sm::Elu, 1, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -56,7 +56,7 @@ LUCID_REGISTER_OP(Elu, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Gelu, [] {
+LUCID_REGISTER_OP(Gelu, "approximate:str", [] {
   OpDef d = elementwise_attr_op<OpId::Gelu, sm::Gelu, 1, EwDType::Same, EwDomain::Floating>();
   d.infer = [](const TensorList& in, const Attrs& a) {
     const std::string& ap = a.s("approximate");
@@ -86,7 +86,7 @@ LUCID_REGISTER_OP(Gelu, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Silu, [] {
+LUCID_REGISTER_OP(Silu, "", [] {
   OpDef d = elementwise_op<OpId::Silu, sm::Silu, 1, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -98,7 +98,7 @@ LUCID_REGISTER_OP(Silu, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Hardswish, [] {
+LUCID_REGISTER_OP(Hardswish, "", [] {
   OpDef d = elementwise_op<OpId::Hardswish, sm::Hardswish, 1, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -109,7 +109,7 @@ LUCID_REGISTER_OP(Hardswish, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Hardsigmoid, [] {
+LUCID_REGISTER_OP(Hardsigmoid, "", [] {
   OpDef d = elementwise_op<OpId::Hardsigmoid, sm::Hardsigmoid, 1, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -119,7 +119,7 @@ LUCID_REGISTER_OP(Hardsigmoid, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Hardtanh, [] {
+LUCID_REGISTER_OP(Hardtanh, "min_val:float, max_val:float", [] {
   OpDef d = elementwise_attr_op<OpId::Hardtanh, sm::Hardtanh, 1, EwDType::Same, EwDomain::Numeric>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -130,7 +130,7 @@ LUCID_REGISTER_OP(Hardtanh, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Softplus, [] {
+LUCID_REGISTER_OP(Softplus, "beta:float, threshold:float", [] {
   OpDef d = elementwise_attr_op<OpId::Softplus, sm::Softplus, 1, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -143,7 +143,7 @@ LUCID_REGISTER_OP(Softplus, [] {
 
 // ---- fused backwards (non-differentiable: only used when no higher-order graph is built) ----
 #define EW_BACKWARD(Name)                                                                       \
-  LUCID_REGISTER_OP(Name, [] {                                                                  \
+  LUCID_REGISTER_OP(Name, "", [] {                                                              \
     OpDef d = elementwise_op<OpId::Name, sm::Name, 2, EwDType::Same, EwDomain::Floating>();     \
     d.differentiable = false;                                                                   \
     return d;                                                                                   \
@@ -154,7 +154,7 @@ EW_BACKWARD(SigmoidBackward);
 EW_BACKWARD(TanhBackward);
 EW_BACKWARD(SiluBackward);
 
-LUCID_REGISTER_OP(GeluBackward, [] {
+LUCID_REGISTER_OP(GeluBackward, "approximate:str", [] {
   OpDef d = elementwise_attr_op<OpId::GeluBackward, sm::GeluBackward, 2, EwDType::Same, EwDomain::Floating>();
   d.differentiable = false;
   return d;

@@ -13,7 +13,7 @@ static Tensor sc(double v) { return scalar_tensor(v); }
 #define EW_ACT_ATTR(Name, Functor, Domain) \
   elementwise_attr_op<OpId::Name, sm::Functor, 1, EwDType::Same, EwDomain::Domain>()
 
-LUCID_REGISTER_OP(Selu, [] {
+LUCID_REGISTER_OP(Selu, "", [] {
   OpDef d = EW_ACT(Selu, Selu);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -24,7 +24,7 @@ LUCID_REGISTER_OP(Selu, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Celu, [] {
+LUCID_REGISTER_OP(Celu, "alpha:float", [] {
   OpDef d = EW_ACT_ATTR(Celu, Celu, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -36,7 +36,7 @@ LUCID_REGISTER_OP(Celu, [] {
 }());
 
 // d/dx x tanh(softplus(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)
-LUCID_REGISTER_OP(Mish, [] {
+LUCID_REGISTER_OP(Mish, "", [] {
   OpDef d = EW_ACT(Mish, Mish);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -48,7 +48,7 @@ LUCID_REGISTER_OP(Mish, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Softsign, [] {
+LUCID_REGISTER_OP(Softsign, "", [] {
   OpDef d = EW_ACT(Softsign, Softsign);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -58,14 +58,14 @@ LUCID_REGISTER_OP(Softsign, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(LogSigmoid, [] {
+LUCID_REGISTER_OP(LogSigmoid, "", [] {
   OpDef d = EW_ACT(LogSigmoid, LogSigmoid);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], sigmoid(neg(c.inputs[0])))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Tanhshrink, [] {
+LUCID_REGISTER_OP(Tanhshrink, "", [] {
   OpDef d = EW_ACT(Tanhshrink, Tanhshrink);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -82,21 +82,21 @@ static TensorList shrink_vjp(const VjpContext& c) {
   return TensorList{where(logical_or(gt(x, sc(l)), lt(x, sc(-l))), c.grads[0], sc(0.0))};
 }
 
-LUCID_REGISTER_OP(Softshrink, [] {
+LUCID_REGISTER_OP(Softshrink, "lambd:float", [] {
   OpDef d = EW_ACT_ATTR(Softshrink, Softshrink, Floating);
   d.save = kSaveInputs;
   d.vjp = shrink_vjp;
   return d;
 }());
 
-LUCID_REGISTER_OP(Hardshrink, [] {
+LUCID_REGISTER_OP(Hardshrink, "lambd:float", [] {
   OpDef d = EW_ACT_ATTR(Hardshrink, Hardshrink, Floating);
   d.save = kSaveInputs;
   d.vjp = shrink_vjp;
   return d;
 }());
 
-LUCID_REGISTER_OP(Threshold, [] {
+LUCID_REGISTER_OP(Threshold, "threshold:float, value:float", [] {
   OpDef d = EW_ACT_ATTR(Threshold, Threshold, Numeric);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {

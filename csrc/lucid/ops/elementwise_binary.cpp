@@ -21,7 +21,7 @@ static bool wrapped_value(const Tensor& t, double& v) {
 }
 
 // ---- pow ----------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Pow, [] {
+LUCID_REGISTER_OP(Pow, "", [] {
   OpDef d = EW_BINARY(Pow, Pow, Same, Numeric);
   d.infer = [](const TensorList& in, const Attrs&) {
     std::vector<TensorMeta> m = infer_elementwise(OpId::Pow, EwDType::Same, in);
@@ -73,14 +73,14 @@ static TensorList minmax_vjp(const VjpContext& c, bool is_max) {
   return r;
 }
 
-LUCID_REGISTER_OP(Maximum, [] {
+LUCID_REGISTER_OP(Maximum, "", [] {
   OpDef d = EW_BINARY(Maximum, Maximum, Same, All);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return minmax_vjp(c, true); };
   return d;
 }());
 
-LUCID_REGISTER_OP(Minimum, [] {
+LUCID_REGISTER_OP(Minimum, "", [] {
   OpDef d = EW_BINARY(Minimum, Minimum, Same, All);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return minmax_vjp(c, false); };
@@ -115,7 +115,7 @@ static OpDef zero_checked(OpDef d) {
   return d;
 }
 
-LUCID_REGISTER_OP(FloorDivide, [] {
+LUCID_REGISTER_OP(FloorDivide, "", [] {
   OpDef d = zero_checked<OpId::FloorDivide>(EW_BINARY(FloorDivide, FloorDivide, Same, Numeric));
   d.vjp = [](const VjpContext& c) {
     TensorList r(2);
@@ -126,7 +126,7 @@ LUCID_REGISTER_OP(FloorDivide, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Remainder, [] {
+LUCID_REGISTER_OP(Remainder, "", [] {
   OpDef d = zero_checked<OpId::Remainder>(EW_BINARY(Remainder, Remainder, Same, Numeric));
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -141,7 +141,7 @@ LUCID_REGISTER_OP(Remainder, [] {
 
 // ---- comparisons, logical and bitwise ops (non-differentiable) ----------------------------
 #define EW_NONDIFF(Name, Rule, Domain)                \
-  LUCID_REGISTER_OP(Name, [] {                        \
+  LUCID_REGISTER_OP(Name, "", [] {                    \
     OpDef d = EW_BINARY(Name, Name, Rule, Domain);    \
     d.differentiable = false;                         \
     return d;                                         \
@@ -208,7 +208,7 @@ static void where_kernel(const TensorList& in, const TensorList& out, const Attr
   });
 }
 
-LUCID_REGISTER_OP(Where, [] {
+LUCID_REGISTER_OP(Where, "", [] {
   OpDef d = elementwise_op<OpId::Where, sm::Where, 3, EwDType::Same, EwDomain::All>();
   d.cpu_kernel = where_kernel;
   d.infer = [](const TensorList& in, const Attrs&) {
@@ -233,7 +233,7 @@ LUCID_REGISTER_OP(Where, [] {
 }());
 
 // ---- lerp ---------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Lerp, [] {
+LUCID_REGISTER_OP(Lerp, "", [] {
   OpDef d = elementwise_op<OpId::Lerp, sm::Lerp, 3, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -270,7 +270,7 @@ struct ClampF : sm::Clamp {
   }
 };
 
-LUCID_REGISTER_OP(Clamp, [] {
+LUCID_REGISTER_OP(Clamp, "min:float?, max:float?", [] {
   OpDef d = elementwise_attr_op<OpId::Clamp, ClampF, 1, EwDType::Same, EwDomain::Numeric>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -320,7 +320,7 @@ static void masked_fill_kernel(const TensorList& in, const TensorList& out, cons
   });
 }
 
-LUCID_REGISTER_OP(MaskedFill, [] {
+LUCID_REGISTER_OP(MaskedFill, "value:float", [] {
   OpDef d = elementwise_attr_op<OpId::MaskedFill, MaskedFillF, 2, EwDType::Same, EwDomain::All>();
   d.cpu_kernel = masked_fill_kernel;
   d.nondiff_inputs = {1};
@@ -330,7 +330,7 @@ LUCID_REGISTER_OP(MaskedFill, [] {
 }());
 
 // ---- addcmul / addcdiv --------------------------------------------------------------------
-LUCID_REGISTER_OP(Addcmul, [] {
+LUCID_REGISTER_OP(Addcmul, "value:float", [] {
   OpDef d = elementwise_attr_op<OpId::Addcmul, sm::Addcmul, 3, EwDType::Same, EwDomain::Numeric>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -345,7 +345,7 @@ LUCID_REGISTER_OP(Addcmul, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Addcdiv, [] {
+LUCID_REGISTER_OP(Addcdiv, "value:float", [] {
   OpDef d = elementwise_attr_op<OpId::Addcdiv, sm::Addcdiv, 3, EwDType::Same, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {

@@ -28,41 +28,41 @@ static OpDef unary(uint8_t save, Deriv) {
   return d;
 }
 
-LUCID_REGISTER_OP(Tan, (unary<OpId::Tan, sm::Tan>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
+LUCID_REGISTER_OP(Tan, "", (unary<OpId::Tan, sm::Tan>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
   return add(mul(o, o), one());  // 1 + tan^2
 })));
-LUCID_REGISTER_OP(Asin, (unary<OpId::Asin, sm::Asin>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Asin, "", (unary<OpId::Asin, sm::Asin>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return rsqrt(sub(one(), mul(x, x)));
 })));
-LUCID_REGISTER_OP(Acos, (unary<OpId::Acos, sm::Acos>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Acos, "", (unary<OpId::Acos, sm::Acos>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return neg(rsqrt(sub(one(), mul(x, x))));
 })));
-LUCID_REGISTER_OP(Atan, (unary<OpId::Atan, sm::Atan>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Atan, "", (unary<OpId::Atan, sm::Atan>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return reciprocal(add(mul(x, x), one()));
 })));
-LUCID_REGISTER_OP(Sinh, (unary<OpId::Sinh, sm::Sinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Sinh, "", (unary<OpId::Sinh, sm::Sinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return cosh(x);
 })));
-LUCID_REGISTER_OP(Cosh, (unary<OpId::Cosh, sm::Cosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Cosh, "", (unary<OpId::Cosh, sm::Cosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return sinh(x);
 })));
-LUCID_REGISTER_OP(Asinh, (unary<OpId::Asinh, sm::Asinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Asinh, "", (unary<OpId::Asinh, sm::Asinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return rsqrt(add(mul(x, x), one()));
 })));
-LUCID_REGISTER_OP(Acosh, (unary<OpId::Acosh, sm::Acosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Acosh, "", (unary<OpId::Acosh, sm::Acosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return rsqrt(sub(mul(x, x), one()));
 })));
-LUCID_REGISTER_OP(Atanh, (unary<OpId::Atanh, sm::Atanh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Atanh, "", (unary<OpId::Atanh, sm::Atanh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return reciprocal(sub(one(), mul(x, x)));
 })));
-LUCID_REGISTER_OP(Erfc, (unary<OpId::Erfc, sm::Erfc>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Erfc, "", (unary<OpId::Erfc, sm::Erfc>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return mul(exp(neg(mul(x, x))), scalar_tensor(-1.1283791670955126));  // -2/sqrt(pi) exp(-x^2)
 })));
-LUCID_REGISTER_OP(Erfinv, (unary<OpId::Erfinv, sm::Erfinv>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
+LUCID_REGISTER_OP(Erfinv, "", (unary<OpId::Erfinv, sm::Erfinv>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
   return mul(exp(mul(o, o)), scalar_tensor(0.88622692545275801));  // sqrt(pi)/2 exp(erfinv(x)^2)
 })));
 
-LUCID_REGISTER_OP(Atan2, [] {
+LUCID_REGISTER_OP(Atan2, "", [] {
   OpDef d = EW_MATH(Atan2, 2);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -76,13 +76,13 @@ LUCID_REGISTER_OP(Atan2, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Lgamma, (unary<OpId::Lgamma, sm::Lgamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Lgamma, "", (unary<OpId::Lgamma, sm::Lgamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return digamma(x);
 })));
-LUCID_REGISTER_OP(Digamma, (unary<OpId::Digamma, sm::Digamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Digamma, "", (unary<OpId::Digamma, sm::Digamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return polygamma(1, x);
 })));
-LUCID_REGISTER_OP(Polygamma, [] {
+LUCID_REGISTER_OP(Polygamma, "n:int", [] {
   OpDef d = elementwise_attr_op<OpId::Polygamma, sm::Polygamma, 1, EwDType::Float, EwDomain::Floating>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {

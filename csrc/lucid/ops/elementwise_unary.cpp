@@ -18,21 +18,21 @@ static Tensor sc(double v) { return scalar_tensor(v); }
 // Ops whose derivative is zero almost everywhere (sign, floor, ...): PyTorch returns zeros.
 static TensorList zero_grad(const VjpContext& c) { return TensorList{zeros_like(c.grads[0])}; }
 
-LUCID_REGISTER_OP(Abs, [] {
+LUCID_REGISTER_OP(Abs, "", [] {
   OpDef d = EW_UNARY(Abs, Abs, Same, Numeric);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], sign(c.inputs[0]))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Exp, [] {
+LUCID_REGISTER_OP(Exp, "", [] {
   OpDef d = EW_UNARY(Exp, Exp, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], c.outputs[0])}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Log, [] {
+LUCID_REGISTER_OP(Log, "", [] {
   OpDef d = EW_UNARY(Log, Log, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], c.inputs[0])}; };
@@ -40,42 +40,42 @@ LUCID_REGISTER_OP(Log, [] {
 }());
 
 // d/dx log_b(x) = 1 / (x ln b)
-LUCID_REGISTER_OP(Log2, [] {
+LUCID_REGISTER_OP(Log2, "", [] {
   OpDef d = EW_UNARY(Log2, Log2, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.inputs[0], sc(0.6931471805599453)))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Log10, [] {
+LUCID_REGISTER_OP(Log10, "", [] {
   OpDef d = EW_UNARY(Log10, Log10, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.inputs[0], sc(2.302585092994046)))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Log1p, [] {
+LUCID_REGISTER_OP(Log1p, "", [] {
   OpDef d = EW_UNARY(Log1p, Log1p, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], add(c.inputs[0], sc(1.0)))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Expm1, [] {
+LUCID_REGISTER_OP(Expm1, "", [] {
   OpDef d = EW_UNARY(Expm1, Expm1, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], add(c.outputs[0], sc(1.0)))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Sqrt, [] {
+LUCID_REGISTER_OP(Sqrt, "", [] {
   OpDef d = EW_UNARY(Sqrt, Sqrt, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.outputs[0], sc(2.0)))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Rsqrt, [] {
+LUCID_REGISTER_OP(Rsqrt, "", [] {
   OpDef d = EW_UNARY(Rsqrt, Rsqrt, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
@@ -85,7 +85,7 @@ LUCID_REGISTER_OP(Rsqrt, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Reciprocal, [] {
+LUCID_REGISTER_OP(Reciprocal, "", [] {
   OpDef d = EW_UNARY(Reciprocal, Reciprocal, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
@@ -95,28 +95,28 @@ LUCID_REGISTER_OP(Reciprocal, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Square, [] {
+LUCID_REGISTER_OP(Square, "", [] {
   OpDef d = EW_UNARY(Square, Square, Same, Numeric);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], mul(c.inputs[0], sc(2.0)))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Sin, [] {
+LUCID_REGISTER_OP(Sin, "", [] {
   OpDef d = EW_UNARY(Sin, Sin, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], cos(c.inputs[0]))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Cos, [] {
+LUCID_REGISTER_OP(Cos, "", [] {
   OpDef d = EW_UNARY(Cos, Cos, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{neg(mul(c.grads[0], sin(c.inputs[0])))}; };
   return d;
 }());
 
-LUCID_REGISTER_OP(Tanh, [] {
+LUCID_REGISTER_OP(Tanh, "", [] {
   OpDef d = EW_UNARY(Tanh, Tanh, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
@@ -128,7 +128,7 @@ LUCID_REGISTER_OP(Tanh, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Sigmoid, [] {
+LUCID_REGISTER_OP(Sigmoid, "", [] {
   OpDef d = EW_UNARY(Sigmoid, Sigmoid, Float, Floating);
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
@@ -139,7 +139,7 @@ LUCID_REGISTER_OP(Sigmoid, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Erf, [] {
+LUCID_REGISTER_OP(Erf, "", [] {
   OpDef d = EW_UNARY(Erf, Erf, Float, Floating);
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
@@ -150,55 +150,55 @@ LUCID_REGISTER_OP(Erf, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Sign, [] {
+LUCID_REGISTER_OP(Sign, "", [] {
   OpDef d = EW_UNARY(Sign, Sign, Same, All);
   d.vjp = zero_grad;
   return d;
 }());
 
-LUCID_REGISTER_OP(Floor, [] {
+LUCID_REGISTER_OP(Floor, "", [] {
   OpDef d = EW_UNARY(Floor, Floor, Same, Numeric);
   d.vjp = zero_grad;
   return d;
 }());
 
-LUCID_REGISTER_OP(Ceil, [] {
+LUCID_REGISTER_OP(Ceil, "", [] {
   OpDef d = EW_UNARY(Ceil, Ceil, Same, Numeric);
   d.vjp = zero_grad;
   return d;
 }());
 
-LUCID_REGISTER_OP(Round, [] {
+LUCID_REGISTER_OP(Round, "", [] {
   OpDef d = EW_UNARY(Round, Round, Same, Numeric);
   d.vjp = zero_grad;
   return d;
 }());
 
-LUCID_REGISTER_OP(Trunc, [] {
+LUCID_REGISTER_OP(Trunc, "", [] {
   OpDef d = EW_UNARY(Trunc, Trunc, Same, Numeric);
   d.vjp = zero_grad;
   return d;
 }());
 
-LUCID_REGISTER_OP(IsNan, [] {
+LUCID_REGISTER_OP(IsNan, "", [] {
   OpDef d = EW_UNARY(IsNan, IsNan, Bool, All);
   d.differentiable = false;
   return d;
 }());
 
-LUCID_REGISTER_OP(IsInf, [] {
+LUCID_REGISTER_OP(IsInf, "", [] {
   OpDef d = EW_UNARY(IsInf, IsInf, Bool, All);
   d.differentiable = false;
   return d;
 }());
 
-LUCID_REGISTER_OP(LogicalNot, [] {
+LUCID_REGISTER_OP(LogicalNot, "", [] {
   OpDef d = EW_UNARY(LogicalNot, LogicalNot, BoolInputs, All);
   d.differentiable = false;
   return d;
 }());
 
-LUCID_REGISTER_OP(BitwiseNot, [] {
+LUCID_REGISTER_OP(BitwiseNot, "", [] {
   OpDef d = EW_UNARY(BitwiseNot, BitwiseNot, Same, Integral);
   d.differentiable = false;
   return d;

@@ -90,7 +90,7 @@ static void check_dim_index(const Tensor& x, const Tensor& index, const Tensor* 
   }
 }
 
-LUCID_REGISTER_OP(Gather, [] {
+LUCID_REGISTER_OP(Gather, "dim:int", [] {
   OpDef d;
   d.num_inputs = 2;
   d.nondiff_inputs = {1};
@@ -195,7 +195,7 @@ static std::vector<TensorMeta> infer_scatter(const TensorList& in, const Attrs& 
   return {{in[0].shape(), in[0].dtype()}};
 }
 
-LUCID_REGISTER_OP(ScatterAdd, [] {
+LUCID_REGISTER_OP(ScatterAdd, "dim:int", [] {
   OpDef d;
   d.num_inputs = 3;
   d.nondiff_inputs = {1};
@@ -214,7 +214,7 @@ LUCID_REGISTER_OP(ScatterAdd, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Scatter, [] {
+LUCID_REGISTER_OP(Scatter, "dim:int", [] {
   OpDef d;
   d.num_inputs = 3;
   d.nondiff_inputs = {1};
@@ -334,7 +334,7 @@ static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorLi
   return T;
 }
 
-LUCID_REGISTER_OP(IndexGather, [] {
+LUCID_REGISTER_OP(IndexGather, "dims:ints", [] {
   OpDef d;
   d.num_inputs = -1;
   d.nondiff_inputs = index_inputs(1);
@@ -436,7 +436,7 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
   });
 }
 
-LUCID_REGISTER_OP(IndexPut, [] {
+LUCID_REGISTER_OP(IndexPut, "dims:ints, accumulate:bool", [] {
   OpDef d;
   d.num_inputs = -1;
   d.nondiff_inputs = index_inputs(2);

@@ -84,7 +84,7 @@ Tensor solve_tri_right(const Tensor& A, const Tensor& B, bool upper) {
 }  // namespace
 
 // ---- LinalgSolve / LinalgSolveTriangular ---------------------------------------------------
-LUCID_REGISTER_OP(LinalgSolve, [] {
+LUCID_REGISTER_OP(LinalgSolve, "", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs | kSaveOutputs;
@@ -107,7 +107,7 @@ LUCID_REGISTER_OP(LinalgSolve, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(LinalgSolveTriangular, [] {
+LUCID_REGISTER_OP(LinalgSolveTriangular, "upper:bool, unitriangular:bool", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs | kSaveOutputs;
@@ -176,7 +176,7 @@ Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, boo
 }
 
 // ---- LinalgInv / LinalgDet / LinalgSlogdet ----------------------------------------------------
-LUCID_REGISTER_OP(LinalgInv, [] {
+LUCID_REGISTER_OP(LinalgInv, "", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
@@ -194,7 +194,7 @@ LUCID_REGISTER_OP(LinalgInv, [] {
 
 Tensor linalg_inv(const Tensor& A) { return dispatch1(OpId::LinalgInv, {A}); }
 
-LUCID_REGISTER_OP(LinalgDet, [] {
+LUCID_REGISTER_OP(LinalgDet, "", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveInputs | kSaveOutputs;
@@ -212,7 +212,7 @@ LUCID_REGISTER_OP(LinalgDet, [] {
 
 Tensor linalg_det(const Tensor& A) { return dispatch1(OpId::LinalgDet, {A}); }
 
-LUCID_REGISTER_OP(LinalgSlogdet, [] {
+LUCID_REGISTER_OP(LinalgSlogdet, "", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveInputs;
@@ -238,7 +238,7 @@ std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
 }
 
 // ---- LinalgCholesky -------------------------------------------------------------------------
-LUCID_REGISTER_OP(LinalgCholesky, [] {
+LUCID_REGISTER_OP(LinalgCholesky, "upper:bool", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
@@ -264,7 +264,7 @@ LUCID_REGISTER_OP(LinalgCholesky, [] {
 Tensor linalg_cholesky(const Tensor& A, bool upper) { return dispatch1(OpId::LinalgCholesky, {A}, {{"upper", upper}}); }
 
 // ---- LinalgQr -------------------------------------------------------------------------------
-LUCID_REGISTER_OP(LinalgQr, [] {
+LUCID_REGISTER_OP(LinalgQr, "mode:str", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
@@ -354,7 +354,7 @@ Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const
 }
 }  // namespace
 
-LUCID_REGISTER_OP(LinalgSvd, [] {
+LUCID_REGISTER_OP(LinalgSvd, "full_matrices:bool, compute_uv:bool", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
@@ -396,7 +396,7 @@ Tensor linalg_svdvals(const Tensor& A) {
 }
 
 // ---- LinalgEigh -----------------------------------------------------------------------------
-LUCID_REGISTER_OP(LinalgEigh, [] {
+LUCID_REGISTER_OP(LinalgEigh, "upper:bool, compute_v:bool", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
@@ -472,7 +472,7 @@ Tensor pinv_backward(const Tensor& g, const Tensor& P, const Tensor& A) {
 }
 }  // namespace
 
-LUCID_REGISTER_OP(LinalgLstsq, [] {
+LUCID_REGISTER_OP(LinalgLstsq, "rcond:float, driver:str", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs;

@@ -77,7 +77,7 @@ bool broadcasts_to(const Shape& s, const Shape& target) {
 Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 
 // ---- Matmul -------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Matmul, [] {
+LUCID_REGISTER_OP(Matmul, "", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs;
@@ -140,7 +140,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 }
 
 // ---- Addmm --------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Addmm, [] {
+LUCID_REGISTER_OP(Addmm, "beta:float, alpha:float", [] {
   OpDef d;
   d.num_inputs = 3;
   d.save = kSaveInputs;
@@ -213,7 +213,7 @@ void linear_kernel(const Tensor& x, const Tensor& w, const Tensor& bias, const c
 
 }  // namespace
 
-LUCID_REGISTER_OP(Linear, [] {
+LUCID_REGISTER_OP(Linear, "", [] {
   OpDef d;
   d.num_inputs = 3;
   d.save = kSaveInputs;
@@ -248,7 +248,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   return dispatch1(OpId::Linear, {x, w, bias});
 }
 
-LUCID_REGISTER_OP(LinearFused, [] {
+LUCID_REGISTER_OP(LinearFused, "activation:str, residual_first:bool?", [] {
   OpDef d;
   d.num_inputs = 4;
   d.differentiable = false;  // emitted by the compiler after autodiff; eager code uses Linear

@@ -135,7 +135,7 @@ Tensor grad_scale(const Tensor& g, const Tensor& x, int64_t red, double denom) {
 }  // namespace
 
 // ---- NllLoss: inputs (input, target, weight) -> (loss, total_weight) -----------------------
-LUCID_REGISTER_OP(NllLoss, [] {
+LUCID_REGISTER_OP(NllLoss, "reduction:int, ignore_index:int", [] {
   OpDef d;
   d.num_inputs = 3;
   d.nondiff_inputs = {1, 2};
@@ -189,7 +189,7 @@ LUCID_REGISTER_OP(NllLoss, [] {
 }());
 
 // inputs (grad, input, target, weight, total_weight) -> d input
-LUCID_REGISTER_OP(NllLossBackward, [] {
+LUCID_REGISTER_OP(NllLossBackward, "reduction:int, ignore_index:int", [] {
   OpDef d;
   d.num_inputs = 5;
   d.vjp = LUCID_NO_DOUBLE_BACKWARD("nll_loss backward");
@@ -301,7 +301,7 @@ void ce_rows(const T* xp, const T* tpf, const int64_t* tpi, const CeArgs& a, std
 
 }  // namespace
 
-LUCID_REGISTER_OP(CrossEntropy, [] {
+LUCID_REGISTER_OP(CrossEntropy, "reduction:int, ignore_index:int, label_smoothing:float", [] {
   OpDef d;
   d.num_inputs = 3;
   d.nondiff_inputs = {2};
@@ -376,7 +376,7 @@ LUCID_REGISTER_OP(CrossEntropy, [] {
 }());
 
 // inputs (grad, input, target, weight) -> (d input, d target); d target is empty for class targets.
-LUCID_REGISTER_OP(CrossEntropyBackward, [] {
+LUCID_REGISTER_OP(CrossEntropyBackward, "reduction:int, ignore_index:int, label_smoothing:float", [] {
   OpDef d;
   d.num_inputs = 4;
   d.vjp = LUCID_NO_DOUBLE_BACKWARD("cross_entropy backward");

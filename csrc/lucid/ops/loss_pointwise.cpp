@@ -317,17 +317,17 @@ OpDef backward_op(int num_inputs, int num_outputs) {
 
 }  // namespace
 
-LUCID_REGISTER_OP(MseLoss, loss_op<kMse>(2));
-LUCID_REGISTER_OP(L1Loss, loss_op<kL1>(2));
-LUCID_REGISTER_OP(SmoothL1Loss, loss_op<kSmoothL1>(2));
-LUCID_REGISTER_OP(HuberLoss, loss_op<kHuber>(2));
-LUCID_REGISTER_OP(PointwiseLossBackward, backward_op(3, 1));
-LUCID_REGISTER_OP(BinaryCrossEntropy, loss_op<kBce>(3));
-LUCID_REGISTER_OP(BinaryCrossEntropyBackward, backward_op(5, 2));
-LUCID_REGISTER_OP(BinaryCrossEntropyWithLogits, loss_op<kBceLogits>(4));
-LUCID_REGISTER_OP(BceWithLogitsBackward, backward_op(5, 2));
-LUCID_REGISTER_OP(KlDiv, loss_op<kKlDiv>(2));
-LUCID_REGISTER_OP(KlDivBackward, backward_op(5, 2));
+LUCID_REGISTER_OP(MseLoss, "reduction:int, beta:float?", loss_op<kMse>(2));
+LUCID_REGISTER_OP(L1Loss, "reduction:int, beta:float?", loss_op<kL1>(2));
+LUCID_REGISTER_OP(SmoothL1Loss, "reduction:int, beta:float?", loss_op<kSmoothL1>(2));
+LUCID_REGISTER_OP(HuberLoss, "reduction:int, beta:float?", loss_op<kHuber>(2));
+LUCID_REGISTER_OP(PointwiseLossBackward, "reduction:int, beta:float?, kind:int, order:int?", backward_op(3, 1));
+LUCID_REGISTER_OP(BinaryCrossEntropy, "reduction:int, beta:float?", loss_op<kBce>(3));
+LUCID_REGISTER_OP(BinaryCrossEntropyBackward, "reduction:int, beta:float?, kind:int, order:int?", backward_op(5, 2));
+LUCID_REGISTER_OP(BinaryCrossEntropyWithLogits, "reduction:int, beta:float?", loss_op<kBceLogits>(4));
+LUCID_REGISTER_OP(BceWithLogitsBackward, "reduction:int, beta:float?, kind:int, order:int?", backward_op(5, 2));
+LUCID_REGISTER_OP(KlDiv, "reduction:int, beta:float?", loss_op<kKlDiv>(2));
+LUCID_REGISTER_OP(KlDivBackward, "reduction:int, beta:float?, kind:int, order:int?", backward_op(5, 2));
 
 // ---- C++ API: promote input/target, broadcast (expand) target and weights to the input -----
 namespace {

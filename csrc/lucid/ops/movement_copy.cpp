@@ -63,7 +63,7 @@ static std::vector<TensorMeta> infer_cat(const TensorList& in, const Attrs& a) {
   return {{out, dt}};
 }
 
-LUCID_REGISTER_OP(Cat, [] {
+LUCID_REGISTER_OP(Cat, "dim:int", [] {
   OpDef d;
   d.num_inputs = -1;
   d.infer = infer_cat;
@@ -121,7 +121,7 @@ static IntList unique_dims(const IntList& dims, int64_t nd, const char* op) {
   return out;
 }
 
-LUCID_REGISTER_OP(Flip, [] {
+LUCID_REGISTER_OP(Flip, "dims:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -152,7 +152,7 @@ LUCID_REGISTER_OP(Flip, [] {
 Tensor flip(const Tensor& x, const IntList& dims) { return dispatch1(OpId::Flip, {x}, {{"dims", dims}}); }
 
 // ---- Roll ---------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Roll, [] {
+LUCID_REGISTER_OP(Roll, "shifts:ints, dims:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -232,7 +232,7 @@ static std::vector<TensorMeta> infer_tri(const TensorList& in, const Attrs&) {
   return {{in[0].shape(), in[0].dtype()}};
 }
 
-LUCID_REGISTER_OP(Tril, [] {
+LUCID_REGISTER_OP(Tril, "diagonal:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = infer_tri;
@@ -241,7 +241,7 @@ LUCID_REGISTER_OP(Tril, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Triu, [] {
+LUCID_REGISTER_OP(Triu, "diagonal:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = infer_tri;
@@ -254,7 +254,7 @@ Tensor tril(const Tensor& x, int64_t diagonal) { return dispatch1(OpId::Tril, {x
 Tensor triu(const Tensor& x, int64_t diagonal) { return dispatch1(OpId::Triu, {x}, {{"diagonal", diagonal}}); }
 
 // ---- Repeat -------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Repeat, [] {
+LUCID_REGISTER_OP(Repeat, "repeats:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -400,7 +400,7 @@ static int64_t pad_source(const std::string& mode, int64_t j, int64_t n, int64_t
 
 static Tensor select_view(const Tensor& t, int64_t d, int64_t i) { return narrow_view(t, d, i, 1); }
 
-LUCID_REGISTER_OP(Pad, [] {
+LUCID_REGISTER_OP(Pad, "pad:ints, mode:str, value:float", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -455,7 +455,7 @@ LUCID_REGISTER_OP(Pad, [] {
 }());
 
 // Adjoint of a non-constant Pad: every output gradient slice is added to its source slice.
-LUCID_REGISTER_OP(PadBackward, [] {
+LUCID_REGISTER_OP(PadBackward, "pad:ints, mode:str, shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {

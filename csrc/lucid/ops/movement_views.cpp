@@ -52,7 +52,7 @@ void add_into(const Tensor& dst, const Tensor& src) {
 // ---- View ---------------------------------------------------------------------------------
 static TensorList reshape_grad(const VjpContext& c) { return {reshape(c.grads[0], c.input_meta[0].shape)}; }
 
-LUCID_REGISTER_OP(View, [] {
+LUCID_REGISTER_OP(View, "shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -73,7 +73,7 @@ LUCID_REGISTER_OP(View, [] {
 Tensor view(const Tensor& x, const Shape& shape) { return dispatch1(OpId::View, {x}, {{"shape", shape}}); }
 
 // ---- Squeeze / Unsqueeze -----------------------------------------------------------------
-LUCID_REGISTER_OP(Squeeze, [] {
+LUCID_REGISTER_OP(Squeeze, "dims:ints, all:bool", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -99,7 +99,7 @@ LUCID_REGISTER_OP(Squeeze, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Unsqueeze, [] {
+LUCID_REGISTER_OP(Unsqueeze, "dim:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -200,7 +200,7 @@ static Attrs slice_attrs(const SliceSpec& s) {
   return {{"dims", s.dims}, {"starts", s.starts}, {"ends", s.ends}, {"steps", s.steps}};
 }
 
-LUCID_REGISTER_OP(Slice, [] {
+LUCID_REGISTER_OP(Slice, "dims:ints, starts:ints, ends:ints, steps:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -236,7 +236,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
 }
 
 // ---- SliceScatter (copy) ------------------------------------------------------------------
-LUCID_REGISTER_OP(SliceScatter, [] {
+LUCID_REGISTER_OP(SliceScatter, "dims:ints, starts:ints, ends:ints, steps:ints", [] {
   OpDef d;
   d.num_inputs = 2;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -291,7 +291,7 @@ static void normalize_select(const Shape& shape, IntList& dims, IntList& idx) {
   }
 }
 
-LUCID_REGISTER_OP(Select, [] {
+LUCID_REGISTER_OP(Select, "dims:ints, indices:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -355,7 +355,7 @@ static Tensor diagonal_view(const Tensor& x, int64_t offset, int64_t dim1, int64
   return Tensor::make_view(x, s, st, x.offset() + g.offset);
 }
 
-LUCID_REGISTER_OP(Diagonal, [] {
+LUCID_REGISTER_OP(Diagonal, "offset:int, dim1:int, dim2:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -369,7 +369,7 @@ LUCID_REGISTER_OP(Diagonal, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(DiagonalBackward, [] {
+LUCID_REGISTER_OP(DiagonalBackward, "shape:ints, offset:int, dim1:int, dim2:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -514,7 +514,7 @@ static void check_unfold(const Shape& shape, int64_t& dim, int64_t size, int64_t
   LUCID_CHECK(step > 0, ValueError, "unfold: step must be positive, got ", step);
 }
 
-LUCID_REGISTER_OP(Unfold, [] {
+LUCID_REGISTER_OP(Unfold, "dim:int, size:int, step:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.lowering = Lowering::View;
@@ -541,7 +541,7 @@ LUCID_REGISTER_OP(Unfold, [] {
 }());
 
 // Sums each window of the gradient back into its input positions (the adjoint of Unfold).
-LUCID_REGISTER_OP(UnfoldBackward, [] {
+LUCID_REGISTER_OP(UnfoldBackward, "shape:ints, dim:int, size:int, step:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {

@@ -252,7 +252,7 @@ void check_mask(const Tensor& m, const Tensor& q, int64_t B, int64_t L, int64_t 
 
 }  // namespace
 
-LUCID_REGISTER_OP(ScaledDotProductAttention, [] {
+LUCID_REGISTER_OP(ScaledDotProductAttention, "scale:float, is_causal:bool, dropout_p:float", [] {
   OpDef d;
   d.num_inputs = 5;
   d.nondiff_inputs = {4};
@@ -290,7 +290,7 @@ LUCID_REGISTER_OP(ScaledDotProductAttention, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(SdpaBackward, [] {
+LUCID_REGISTER_OP(SdpaBackward, "scale:float, dropout_p:float", [] {
   OpDef d;
   d.num_inputs = 6;
   d.vjp = LUCID_NO_DOUBLE_BACKWARD("scaled_dot_product_attention backward");

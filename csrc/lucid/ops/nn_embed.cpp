@@ -27,7 +27,7 @@ Tensor checked_indices(const Tensor& idx, int64_t num, const char* op) {
 }  // namespace
 
 // ---- Embedding: inputs (weight, indices); attrs padding_idx (-1: none), zero_padding -------
-LUCID_REGISTER_OP(Embedding, [] {
+LUCID_REGISTER_OP(Embedding, "padding_idx:int, zero_padding:bool?", [] {
   OpDef d;
   d.num_inputs = 2;
   d.nondiff_inputs = {1};
@@ -66,7 +66,7 @@ LUCID_REGISTER_OP(Embedding, [] {
 }());
 
 // ---- EmbeddingBackward: inputs (grad, indices) -> (num_weights, D), rows scatter-added ----
-LUCID_REGISTER_OP(EmbeddingBackward, [] {
+LUCID_REGISTER_OP(EmbeddingBackward, "num_weights:int, padding_idx:int", [] {
   OpDef d;
   d.num_inputs = 2;
   d.nondiff_inputs = {1};
@@ -244,7 +244,7 @@ void interp_kernel(const TensorList& in, const TensorList& out, const Attrs& a) 
 }  // namespace
 
 // attrs: size [OH, OW], input_size [H, W], mode, align_corners, scale_h, scale_w (<= 0: none).
-LUCID_REGISTER_OP(Interpolate, [] {
+LUCID_REGISTER_OP(Interpolate, "size:ints, input_size:ints, mode:str, align_corners:bool, scale_h:float, scale_w:float", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -263,7 +263,7 @@ LUCID_REGISTER_OP(Interpolate, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(InterpolateBackward, [] {
+LUCID_REGISTER_OP(InterpolateBackward, "size:ints, input_size:ints, mode:str, align_corners:bool, scale_h:float, scale_w:float", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {

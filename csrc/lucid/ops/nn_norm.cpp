@@ -348,7 +348,7 @@ TensorList norm_vjp(const VjpContext& c, int64_t kind, int64_t k, bool batch_sta
 }  // namespace
 
 // ---- BatchNorm: inputs (x, running_mean, running_var, weight, bias) -----------------------
-LUCID_REGISTER_OP(BatchNorm, [] {
+LUCID_REGISTER_OP(BatchNorm, "training:bool, momentum:float, eps:float", [] {
   OpDef d;
   d.num_inputs = 5;
   d.nondiff_inputs = {1, 2};
@@ -386,7 +386,7 @@ LUCID_REGISTER_OP(BatchNorm, [] {
 
 // running = (1 - momentum) * running + momentum * stat, where stat is the batch mean or, for
 // kind "var", the unbiased batch variance recovered from the saved rstd: (1/rstd^2 - eps) * n/(n-1).
-LUCID_REGISTER_OP(BatchNormUpdateStats, [] {
+LUCID_REGISTER_OP(BatchNormUpdateStats, "momentum:float, eps:float, n:int, kind:str", [] {
   OpDef d;
   d.num_inputs = 2;
   d.differentiable = false;
@@ -446,7 +446,7 @@ static NormLayout check_last_dims(const TensorList& in, const Attrs& a, int64_t 
   return make_layout(kind, x.shape(), k);
 }
 
-LUCID_REGISTER_OP(LayerNorm, [] {
+LUCID_REGISTER_OP(LayerNorm, "normalized_shape:ints, eps:float", [] {
   OpDef d;
   d.num_inputs = 3;
   d.infer = [](const TensorList& in, const Attrs& a) { return norm_outputs(in[0], check_last_dims(in, a, kLayer)); };
@@ -461,7 +461,7 @@ LUCID_REGISTER_OP(LayerNorm, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(RmsNorm, [] {
+LUCID_REGISTER_OP(RmsNorm, "normalized_shape:ints, eps:float", [] {
   OpDef d;
   d.num_inputs = 2;
   d.infer = [](const TensorList& in, const Attrs& a) { return norm_outputs(in[0], check_last_dims(in, a, kRms)); };
@@ -476,7 +476,7 @@ LUCID_REGISTER_OP(RmsNorm, [] {
 }());
 
 // ---- GroupNorm: inputs (x, weight, bias); attr num_groups --------------------------------------
-LUCID_REGISTER_OP(GroupNorm, [] {
+LUCID_REGISTER_OP(GroupNorm, "num_groups:int, eps:float", [] {
   OpDef d;
   d.num_inputs = 3;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -503,7 +503,7 @@ LUCID_REGISTER_OP(GroupNorm, [] {
 }());
 
 // ---- NormBackward: inputs (g, x, mean, rstd, weight) -> (gx, gweight, gbias) ---------------
-LUCID_REGISTER_OP(NormBackward, [] {
+LUCID_REGISTER_OP(NormBackward, "kind:int, k:int, batch_stats:bool", [] {
   OpDef d;
   d.num_inputs = 5;
   d.vjp = LUCID_NO_DOUBLE_BACKWARD("norm_backward (batch_norm/layer_norm/group_norm/rms_norm)");

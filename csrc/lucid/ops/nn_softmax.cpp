@@ -118,7 +118,7 @@ std::vector<TensorMeta> softmax_infer(const TensorList& in, const Attrs& a, cons
 
 }  // namespace
 
-LUCID_REGISTER_OP(Softmax, [] {
+LUCID_REGISTER_OP(Softmax, "dim:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) { return softmax_infer(in, a, "softmax"); };
@@ -134,7 +134,7 @@ LUCID_REGISTER_OP(Softmax, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(LogSoftmax, [] {
+LUCID_REGISTER_OP(LogSoftmax, "dim:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) { return softmax_infer(in, a, "log_softmax"); };
@@ -154,7 +154,7 @@ Tensor softmax(const Tensor& x, int64_t dim) { return dispatch1(OpId::Softmax, {
 Tensor log_softmax(const Tensor& x, int64_t dim) { return dispatch1(OpId::LogSoftmax, {x}, {{"dim", dim}}); }
 
 // ---- Dropout ------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Dropout, [] {
+LUCID_REGISTER_OP(Dropout, "p:float", [] {
   OpDef d;
   d.num_inputs = 2;
   d.nondiff_inputs = {1};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lucid/core/tensor.h"
+#include "lucid/ops/attr_schema.h"
 #include "lucid/ops/attrs.h"
 
 namespace lucid {
@@ -69,6 +70,11 @@ struct OpDef {
   const char* name = nullptr;      // OpId name, as printed in the IR ("BitwiseAnd")
   const char* api_name = nullptr;  // Python API name used in error messages ("bitwise_and")
   int num_inputs = -1;  // -1: variadic
+  // The attributes the op takes, "name:type[?], ..." (attr_schema.h); "" for none. Given to
+  // LUCID_REGISTER_OP, so every registered op declares one, and parsed there into attr_specs:
+  // a malformed schema fails at registration.
+  const char* attr_schema = nullptr;
+  std::vector<AttrSpec> attr_specs;
   InferFn infer = nullptr;
   KernelFn cpu_kernel = nullptr;
   ViewFn view = nullptr;
@@ -92,14 +98,23 @@ struct OpDef {
 const OpDef& op_def(OpId id);
 bool op_registered(OpId id);
 
+// Holds attrs to the op's declared schema (attr_schema.h): raises naming the op and attribute.
+void check_attrs(OpId id, const Attrs& attrs);
+// Canonical text of the op's attribute schema ("dim:ints, keepdim:bool"), stable across builds.
+std::string op_attr_schema(OpId id);
+// Stable hash over every registered op's name and schema text, in name order: the op-registry
+// stamp of saved artifacts (a renamed, added or removed op or a changed schema changes it).
+uint64_t op_registry_hash();
+
 struct OpRegistrar {
-  OpRegistrar(OpId id, OpDef def);
+  OpRegistrar(OpId id, const char* attr_schema, OpDef def);
 };
 
 #define LUCID_CONCAT_(a, b) a##b
 #define LUCID_CONCAT(a, b) LUCID_CONCAT_(a, b)
-// LUCID_REGISTER_OP(Add, [] { OpDef d; ...; return d; }())
-#define LUCID_REGISTER_OP(id, ...) \
-  static ::lucid::OpRegistrar LUCID_CONCAT(lucid_reg_, id)(::lucid::OpId::id, __VA_ARGS__)
+// LUCID_REGISTER_OP(Sum, "dims:ints, keepdim:bool, dtype:dtype?", [] { OpDef d; ...; return d; }())
+// The second argument is the op's attribute schema ("" for none), so no op registers without one.
+#define LUCID_REGISTER_OP(id, attr_schema, ...) \
+  static ::lucid::OpRegistrar LUCID_CONCAT(lucid_reg_, id)(::lucid::OpId::id, attr_schema, __VA_ARGS__)
 
 }  // namespace lucid

@@ -397,7 +397,7 @@ void check_indices(const char* op, const Tensor& idx, const Shape& expected) {
 }  // namespace
 
 // ---- MaxPool2d and its backward pair ------------------------------------------------------
-LUCID_REGISTER_OP(MaxPool2d, [] {
+LUCID_REGISTER_OP(MaxPool2d, "kernel_size:ints, stride:ints, padding:ints, dilation:ints, ceil_mode:bool", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;
@@ -417,7 +417,7 @@ LUCID_REGISTER_OP(MaxPool2d, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(MaxPool2dBackward, [] {
+LUCID_REGISTER_OP(MaxPool2dBackward, "input_shape:ints", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs;
@@ -444,7 +444,7 @@ LUCID_REGISTER_OP(MaxPool2dBackward, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(MaxPool2dGather, [] {
+LUCID_REGISTER_OP(MaxPool2dGather, "", [] {
   OpDef d;
   d.num_inputs = 2;
   d.save = kSaveInputs;
@@ -479,7 +479,7 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kerne
 }
 
 // ---- AvgPool2d ----------------------------------------------------------------------------
-LUCID_REGISTER_OP(AvgPool2d, [] {
+LUCID_REGISTER_OP(AvgPool2d, "kernel_size:ints, stride:ints, padding:ints, ceil_mode:bool, count_include_pad:bool, divisor_override:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -497,7 +497,7 @@ LUCID_REGISTER_OP(AvgPool2d, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(AvgPool2dBackward, [] {
+LUCID_REGISTER_OP(AvgPool2dBackward, "kernel_size:ints, stride:ints, padding:ints, ceil_mode:bool, count_include_pad:bool, divisor_override:int, input_shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -524,7 +524,7 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel, IntList stride, IntList paddi
 }
 
 // ---- AdaptiveAvgPool2d --------------------------------------------------------------------
-LUCID_REGISTER_OP(AdaptiveAvgPool2d, [] {
+LUCID_REGISTER_OP(AdaptiveAvgPool2d, "output_size:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -542,7 +542,7 @@ LUCID_REGISTER_OP(AdaptiveAvgPool2d, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(AdaptiveAvgPool2dBackward, [] {
+LUCID_REGISTER_OP(AdaptiveAvgPool2dBackward, "input_shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -568,7 +568,7 @@ LUCID_REGISTER_OP(AdaptiveAvgPool2dBackward, [] {
 }());
 
 // ---- AdaptiveMaxPool2d --------------------------------------------------------------------
-LUCID_REGISTER_OP(AdaptiveMaxPool2d, [] {
+LUCID_REGISTER_OP(AdaptiveMaxPool2d, "output_size:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveOutputs;

@@ -84,7 +84,7 @@ static void check_float(DType t, const char* op) {
 }
 
 // ---- Uniform ---------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Uniform, [] {
+LUCID_REGISTER_OP(Uniform, "shape:ints, dtype:dtype, seed:int, offset:int, low:float, high:float", [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     check_float(a.dtype("dtype"), "uniform");
@@ -172,7 +172,7 @@ static void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, ui
   });
 }
 
-LUCID_REGISTER_OP(Normal, [] {
+LUCID_REGISTER_OP(Normal, "shape:ints, dtype:dtype, mean:float, std:float, seed:int, offset:int", [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     check_float(a.dtype("dtype"), "normal");
@@ -209,7 +209,7 @@ static int randint_draws(int64_t low, int64_t high) {
   return static_cast<uint64_t>(high) - static_cast<uint64_t>(low) <= (uint64_t{1} << 32) ? 1 : 2;
 }
 
-LUCID_REGISTER_OP(RandInt, [] {
+LUCID_REGISTER_OP(RandInt, "shape:ints, dtype:dtype, seed:int, offset:int, low:int, high:int", [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     LUCID_CHECK(a.i("low") < a.i("high"), ValueError, "randint: expects 'low' < 'high', got low=", a.i("low"),
@@ -248,7 +248,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
 // ---- Bernoulli -------------------------------------------------------------------------------
 // With no input: probability attribute p. With one input: per-element probabilities (output
 // has the input's shape; dtype from the attribute).
-LUCID_REGISTER_OP(Bernoulli, [] {
+LUCID_REGISTER_OP(Bernoulli, "shape:ints, dtype:dtype, p:float?, seed:int, offset:int", [] {
   OpDef d = random_op();
   d.num_inputs = -1;
   d.nondiff_inputs = {0};
@@ -318,7 +318,7 @@ const Tensor& bernoulli_(const Tensor& x, const Tensor& p, Generator* gen) {
 // ---- RandPerm --------------------------------------------------------------------------------
 // Sorting indices by 64-bit Philox keys gives a uniform permutation (ties, probability ~n^2/2^65,
 // fall back to index order), deterministic and independent of the thread count.
-LUCID_REGISTER_OP(RandPerm, [] {
+LUCID_REGISTER_OP(RandPerm, "n:int, dtype:dtype, seed:int, offset:int", [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     int64_t n = a.i("n");
@@ -373,7 +373,7 @@ static void check_multinomial(const Tensor& p, int64_t num_samples, bool replace
   LUCID_CHECK(cats <= (int64_t{1} << 24), Error, "multinomial: the number of categories cannot exceed 2^24, got ", cats);
 }
 
-LUCID_REGISTER_OP(Multinomial, [] {
+LUCID_REGISTER_OP(Multinomial, "num_samples:int, replacement:bool, rows:int, categories:int, seed:int, offset:int", [] {
   OpDef d = random_op();
   d.num_inputs = 1;
   d.nondiff_inputs = {0};

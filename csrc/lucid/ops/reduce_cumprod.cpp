@@ -77,7 +77,7 @@ Tensor cumprod_grad_composite(const Tensor& g, const Tensor& x, int64_t dim) {
 
 }  // namespace
 
-LUCID_REGISTER_OP(Cumprod, [] {
+LUCID_REGISTER_OP(Cumprod, "dim:int, dtype:dtype?", [] {
   OpDef d;
   d.api_name = "cumprod";
   d.num_inputs = 1;
@@ -106,7 +106,7 @@ LUCID_REGISTER_OP(Cumprod, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(CumprodBackward, [] {
+LUCID_REGISTER_OP(CumprodBackward, "dim:int", [] {
   OpDef d;
   d.api_name = "cumprod_backward";
   d.num_inputs = 3;

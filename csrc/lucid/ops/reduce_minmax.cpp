@@ -114,8 +114,8 @@ static OpDef amax_op() {
   return d;
 }
 
-LUCID_REGISTER_OP(Amax, amax_op<true>());
-LUCID_REGISTER_OP(Amin, amax_op<false>());
+LUCID_REGISTER_OP(Amax, "dims:ints, keepdim:bool", amax_op<true>());
+LUCID_REGISTER_OP(Amin, "dims:ints, keepdim:bool", amax_op<false>());
 
 Tensor amax(const Tensor& x, const IntList& dims, bool keepdim) {
   return dispatch1(OpId::Amax, {x}, {{"dims", dims}, {"keepdim", keepdim}});
@@ -155,8 +155,8 @@ static OpDef max_dim_op() {
   return d;
 }
 
-LUCID_REGISTER_OP(MaxDim, max_dim_op<true>());
-LUCID_REGISTER_OP(MinDim, max_dim_op<false>());
+LUCID_REGISTER_OP(MaxDim, "dim:int, keepdim:bool", max_dim_op<true>());
+LUCID_REGISTER_OP(MinDim, "dim:int, keepdim:bool", max_dim_op<false>());
 
 std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) {
   TensorList r = dispatch(OpId::MaxDim, {x}, {{"dim", dim}, {"keepdim", keepdim}});
@@ -188,8 +188,8 @@ static OpDef argmax_op() {
   return d;
 }
 
-LUCID_REGISTER_OP(Argmax, argmax_op<true>());
-LUCID_REGISTER_OP(Argmin, argmax_op<false>());
+LUCID_REGISTER_OP(Argmax, "dim:int?, keepdim:bool", argmax_op<true>());
+LUCID_REGISTER_OP(Argmin, "dim:int?, keepdim:bool", argmax_op<false>());
 
 static Tensor arg_ext(OpId id, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   Attrs a{{"keepdim", keepdim}};
@@ -200,7 +200,7 @@ Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { retur
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_ext(OpId::Argmin, x, dim, keepdim); }
 
 // ---- Masks -------------------------------------------------------------------------------------------
-LUCID_REGISTER_OP(ReduceEqMask, [] {
+LUCID_REGISTER_OP(ReduceEqMask, "dtype:dtype", [] {
   OpDef d;
   d.num_inputs = 2;
   d.differentiable = false;
@@ -232,7 +232,7 @@ LUCID_REGISTER_OP(ReduceEqMask, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(IndexMask, [] {
+LUCID_REGISTER_OP(IndexMask, "dim:int, shape:ints, dtype:dtype", [] {
   OpDef d;
   d.num_inputs = 1;
   d.differentiable = false;

@@ -85,7 +85,7 @@ static DType mean_dtype(const Tensor& x, const Attrs& a, const char* op) {
   return t;
 }
 
-LUCID_REGISTER_OP(Mean, [] {
+LUCID_REGISTER_OP(Mean, "dims:ints, keepdim:bool?, dtype:dtype?", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) { return reduce_meta("mean", in[0], a, mean_dtype(in[0], a, "mean")); };
@@ -203,7 +203,7 @@ static Tensor var_grad_core(const VjpContext& c, const char* op, double factor) 
   return mul(keep_shape(c.grads[0], c, op), mul_scalar(centered, factor / std::max(0.0, n)));
 }
 
-LUCID_REGISTER_OP(Var, [] {
+LUCID_REGISTER_OP(Var, "dims:ints, keepdim:bool?, correction:float", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveInputs;
@@ -213,7 +213,7 @@ LUCID_REGISTER_OP(Var, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Std, [] {
+LUCID_REGISTER_OP(Std, "dims:ints, keepdim:bool?, correction:float", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveInputs | kSaveOutputs;
@@ -256,7 +256,7 @@ struct ProdR {
 
 static DType int_to_long(DType t) { return is_integral(t, true) ? DType::Int64 : t; }
 
-LUCID_REGISTER_OP(Prod, [] {
+LUCID_REGISTER_OP(Prod, "dims:ints, keepdim:bool?, dtype:dtype?", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveInputs | kSaveOutputs;  // the result only for the version check: PyTorch saves and reads it
@@ -307,7 +307,7 @@ static void prod_others_rows(const RowLayout& L, T* dst) {
   });
 }
 
-LUCID_REGISTER_OP(ProdOthers, [] {
+LUCID_REGISTER_OP(ProdOthers, "dims:ints", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -411,7 +411,7 @@ struct LseR {
   }
 };
 
-LUCID_REGISTER_OP(LogSumExp, [] {
+LUCID_REGISTER_OP(LogSumExp, "dims:ints, keepdim:bool?", [] {
   OpDef d;
   d.num_inputs = 1;
   d.save = kSaveInputs | kSaveOutputs;
@@ -442,7 +442,7 @@ struct ExpSubF {
 };
 }  // namespace
 
-LUCID_REGISTER_OP(ExpSub, [] {
+LUCID_REGISTER_OP(ExpSub, "", [] {
   OpDef d = elementwise_op<OpId::ExpSub, ExpSubF, 2, EwDType::Float, EwDomain::Floating>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
@@ -493,7 +493,7 @@ static void cumsum_rows(const T* x, T* y, int64_t outer, int64_t n, int64_t inne
   });
 }
 
-LUCID_REGISTER_OP(Cumsum, [] {
+LUCID_REGISTER_OP(Cumsum, "dim:int, reverse:bool?, dtype:dtype?", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
@@ -564,8 +564,8 @@ static OpDef bool_reduce_op() {
   return d;
 }
 
-LUCID_REGISTER_OP(All, bool_reduce_op<true>());
-LUCID_REGISTER_OP(Any, bool_reduce_op<false>());
+LUCID_REGISTER_OP(All, "dims:ints, keepdim:bool?", bool_reduce_op<true>());
+LUCID_REGISTER_OP(Any, "dims:ints, keepdim:bool?", bool_reduce_op<false>());
 
 Tensor all(const Tensor& x, const IntList& dims, bool keepdim) { return dispatch1(OpId::All, {x}, reduce_attrs(dims, keepdim)); }
 Tensor any(const Tensor& x, const IntList& dims, bool keepdim) { return dispatch1(OpId::Any, {x}, reduce_attrs(dims, keepdim)); }

@@ -1,4 +1,5 @@
-// The op registry: an array indexed by OpId, filled by each family's static registrars.
+// The op registry: an array indexed by OpId, filled by each family's static registrars (which parse
+// each op's attribute schema), with the schema checks and the registry hash over it.
 #include <string>
 
 #include "lucid/ops/op_def.h"
@@ -57,9 +58,31 @@ static const char* snake_name(int i) {
   return out.c_str();
 }
 
-OpRegistrar::OpRegistrar(OpId id, OpDef def) {
+static const OpDef& declared_def(OpId id) {
+  const OpDef& def = op_def(id);
+  LUCID_CHECK(def.name, ValueError, "op ", op_name(id), ": op is declared but has no definition in this build");
+  return def;
+}
+
+void check_attrs(OpId id, const Attrs& attrs) {
+  const OpDef& def = declared_def(id);
+  check_attrs(def.name, def.attr_specs, attrs);
+}
+
+std::string op_attr_schema(OpId id) { return format_attr_schema(declared_def(id).attr_specs); }
+
+uint64_t op_registry_hash() {
+  std::vector<std::pair<std::string, std::string>> ops;
+  for (int i = 0; i < kNumOps; ++i)
+    if (op_registered(static_cast<OpId>(i))) ops.emplace_back(kOpNames[i], op_attr_schema(static_cast<OpId>(i)));
+  return attr_schema_hash(std::move(ops));
+}
+
+OpRegistrar::OpRegistrar(OpId id, const char* attr_schema, OpDef def) {
   def.name = kOpNames[static_cast<int>(id)];
   def.api_name = snake_name(static_cast<int>(id));
+  def.attr_schema = attr_schema;
+  def.attr_specs = parse_attr_schema(def.name, attr_schema);
   table()[static_cast<int>(id)] = std::move(def);
 }
 

@@ -149,7 +149,7 @@ void check_median_dtype(const Tensor& x, const char* op) {
 
 }  // namespace
 
-LUCID_REGISTER_OP(Sort, [] {
+LUCID_REGISTER_OP(Sort, "dim:int, descending:bool, stable:bool", [] {
   OpDef d;
   d.api_name = "sort";
   d.num_inputs = 1;
@@ -171,7 +171,7 @@ LUCID_REGISTER_OP(Sort, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(TopK, [] {
+LUCID_REGISTER_OP(TopK, "k:int, dim:int, largest:bool, sorted:bool", [] {
   OpDef d;
   d.api_name = "topk";
   d.num_inputs = 1;
@@ -200,7 +200,7 @@ LUCID_REGISTER_OP(TopK, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Median, [] {
+LUCID_REGISTER_OP(Median, "ignore_nan:bool", [] {
   OpDef d;
   d.api_name = "median";
   d.num_inputs = 1;
@@ -234,7 +234,7 @@ LUCID_REGISTER_OP(Median, [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(MedianDim, [] {
+LUCID_REGISTER_OP(MedianDim, "dim:int, keepdim:bool, ignore_nan:bool", [] {
   OpDef d;
   d.api_name = "median";
   d.num_inputs = 1;

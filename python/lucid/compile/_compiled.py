@@ -82,6 +82,83 @@ def _flatten_output(out):
     return leaves, _OUT_UNFLATTEN, lambda ts: build(s, ts)
 
 
+def _value_spec(v):
+    """A Python value of a call or result as JSON (floats by repr: nan and inf survive)."""
+    if v is None:
+        return ["none"]
+    if type(v) is bool:
+        return ["bool", v]
+    if type(v) is int:
+        return ["int", str(v)]
+    if type(v) is float:
+        return ["float", repr(v)]
+    if type(v) is str:
+        return ["str", v]
+    return None
+
+
+def _call_spec(args, kwargs, flat):
+    """The call's structure for save_compiled, as JSON, mirroring what _CompiledCore keys
+    (python/src/compile_bind.cpp's SigWalk): tensors by dtype, shape, requires_grad and
+    contiguity, Python values by value, exact tuples, lists and dicts. A reason string when the
+    call holds something else (a namedtuple, a dataclass, an arbitrary hashable object) that a
+    loaded artifact could not rebuild, or when arguments alias each other."""
+    if len({_C._impl_id(t) for t in flat}) != len(flat):
+        return "two arguments are the same tensor"
+
+    def spec(o, depth):
+        if depth > 32:
+            raise TypeError("arguments nested deeper than 32 levels")
+        if isinstance(o, Tensor):
+            return {"T": [str(o.dtype).replace("lucid.", ""), list(o.shape), o.requires_grad, o.is_contiguous()]}
+        v = _value_spec(o)
+        if v is not None:
+            return {"V": v}
+        t = type(o)
+        if t is tuple or t is list:
+            return {t.__name__: [spec(x, depth + 1) for x in o]}
+        if t is dict:
+            return {"dict": [[spec(k, depth + 1), spec(x, depth + 1)] for k, x in o.items()]}
+        raise TypeError(f"an argument of type {t.__name__}")
+
+    try:
+        return {"args": spec(tuple(args), 0), "kwargs": spec(dict(kwargs), 0) if kwargs else None}
+    except TypeError as e:
+        return f"the call holds {e}, which a loaded artifact can't rebuild (save calls of tensors, Python numbers, strings, None and plain tuples, lists and dicts)"
+
+
+def _output_spec(out):
+    """The result's structure as JSON: {"T": k} for the k-th output tensor, {"V": value},
+    {"tuple"|"list": [...]}, {"dict": [[key, spec]...]}, {"namedtuple": [type name, [fields], [...]]};
+    a reason string for a result a loaded artifact can't rebuild (a dataclass, other types)."""
+    count = [0]
+
+    def spec(o, depth):
+        if depth > 32:
+            raise TypeError("output nested deeper than 32 levels")
+        if isinstance(o, Tensor):
+            count[0] += 1
+            return {"T": count[0] - 1}
+        v = _value_spec(o)
+        if v is not None:
+            return {"V": v}
+        t = type(o)
+        if isinstance(o, tuple) and hasattr(o, "_fields"):
+            return {"namedtuple": [t.__name__, list(o._fields), [spec(x, depth + 1) for x in o]]}
+        if t is tuple or t is list:
+            return {t.__name__: [spec(x, depth + 1) for x in o]}
+        if t is dict:
+            if any(_value_spec(k) is None for k in o):
+                raise TypeError("a dict key that is not a Python number, string or None")
+            return {"dict": [[_value_spec(k), spec(x, depth + 1)] for k, x in o.items()]}
+        raise TypeError(f"a {t.__name__}")
+
+    try:
+        return spec(out, 0)
+    except TypeError as e:
+        return f"the result holds {e}, which a loaded artifact can't rebuild"
+
+
 @contextlib.contextmanager
 def _recording(tr):
     """Runs the body with tracer `tr` installed on this thread; yields the _TraceRecord of what
@@ -417,7 +494,9 @@ class CompiledModule(_C._CompiledCore):
             self._insert_grad(key, exe, bwd, states, out_kind, unflatten, guards, len(leaves), grad_outs,
                               wrt_inputs, wrt_states, used)
         self._info[key] = {"descr": descr, "reason": None, "compile_ms": ms, "names": names,
-                           "stats": stats, "order": self._order}
+                           "stats": stats, "order": self._order, "grad_enabled": lucid.is_grad_enabled(),
+                           "call": _call_spec(args, kwargs, flat), "out": _output_spec(out),
+                           "training": self._watched[0].training if self._watched else None}
         self._order += 1
         if log.isEnabledFor(logging.INFO):
             log.info("compiled %s %s: nodes %d -> %d, fused groups %d, arena %d B, in-place %d, "

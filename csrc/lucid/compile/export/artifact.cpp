@@ -2,7 +2,7 @@
 //
 // Header (JSON, inside the container):
 //   {"format": "lucid.compiled", "kind", "stamp", "ops": {name: schema},
-//    "tensors":  [{"name", "dtype", "shape", "role", "requires_grad", "blob": i | null}],
+//    "tensors":  [{"name", "dtype", "shape", "role", "requires_grad", "weight", "blob": i | null}],
 //    "programs": [{"device": "cpu", "ir": blob, "consts": [{"blob", "dtype", "shape"}]}],
 //    "entries":  [{"forward": p, "backward": p | null, "states": [tensor index per state slot],
 //                  "grad", "precomputed", "n_out", "grad_outs", "wrt_inputs", "wrt_states",
@@ -103,8 +103,8 @@ void save(const std::string& path, const SaveRequest& req) {
   for (const NamedTensor& t : req.tensors) {
     LUCID_CHECK(names.insert(t.name).second, ArtifactError, "save_compiled: two bound tensors are named '", t.name, "'");
     json j = {{"name", t.name}, {"dtype", dtype_name(t.value.dtype())}, {"shape", shape_json(t.value.shape())},
-              {"role", t.role}, {"requires_grad", t.requires_grad}, {"blob", nullptr}};
-    if (req.weights) j["blob"] = add_tensor_blob(w, keep, t.value);
+              {"role", t.role}, {"requires_grad", t.requires_grad}, {"weight", t.weight}, {"blob", nullptr}};
+    if (req.weights || !t.weight) j["blob"] = add_tensor_blob(w, keep, t.value);
     tensors.push_back(j);
   }
   json programs = json::array(), entries = json::array();
@@ -175,10 +175,11 @@ std::shared_ptr<Artifact> Artifact::load(const std::string& path, const LoadOpti
     LUCID_CHECK(names.insert(t.name).second, ArtifactError, "artifact: corrupt: two tensors named '", t.name, "'");
     t.role = str_field(tj[i], "role", where.c_str());
     t.requires_grad = bool_field(tj[i], "requires_grad", where);
+    t.weight = bool_field(tj[i], "weight", where);
     Shape shape = shape_field(tj[i], "shape", where.c_str());
     DType dtype = dtype_field(tj[i], "dtype", where.c_str());
     where = str("tensor '", t.name, "'");
-    if (opts.has_weights) {
+    if (opts.has_weights && t.weight) {
       auto it = opts.weights.find(t.name);
       LUCID_CHECK(it != opts.weights.end(), ArtifactError, "load_compiled: wrong weights: '", t.name,
                   "' is missing (the artifact binds ", tj.size(), " tensors)");
@@ -198,8 +199,11 @@ std::shared_ptr<Artifact> Artifact::load(const std::string& path, const LoadOpti
     a->tensors_.push_back(std::move(t));
   }
   if (opts.has_weights)
-    for (const auto& [k, v] : opts.weights)
-      LUCID_CHECK(names.count(k), ArtifactError, "load_compiled: wrong weights: '", k, "' is not a tensor of the artifact");
+    for (const auto& [k, v] : opts.weights) {
+      bool known = false;
+      for (const NamedTensor& t : a->tensors_) known |= t.weight && t.name == k;
+      LUCID_CHECK(known, ArtifactError, "load_compiled: wrong weights: '", k, "' is not a weight of the artifact");
+    }
 
   const json& pj = field(h, "programs", "header");
   LUCID_CHECK(pj.is_array(), ArtifactError, "artifact: corrupt header: 'programs' is not a list");

@@ -38,6 +38,10 @@ struct NamedTensor {
   Tensor value;
   std::string role;
   bool requires_grad = false;
+  // Part of the saved object's weights (its state_dict): stored only when saving with weights,
+  // and what LoadOptions::weights must supply. Other bound tensors (non-persistent buffers,
+  // tensors a function captures) are always stored.
+  bool weight = true;
 };
 
 // One saved signature.
@@ -68,8 +72,8 @@ struct SaveRequest {
 void save(const std::string& path, const SaveRequest& req);
 
 struct LoadOptions {
-  // Replaces the stored weights (or supplies them for an artifact saved without): every name the
-  // artifact binds must be given, with its shape and dtype; unknown names are an error.
+  // Replaces the stored weights (or supplies them for an artifact saved without): every weight
+  // tensor's name must be given, with its shape and dtype; other names are an error.
   std::map<std::string, Tensor> weights;
   bool has_weights = false;
 };

@@ -214,8 +214,13 @@ Tensor Container::tensor(size_t blob, const Shape& shape, DType dtype, const std
   LUCID_CHECK(static_cast<uint64_t>(want) == n, ArtifactError, "artifact: corrupt: ", what, " is ", dtype_name(dtype),
               shape_str(shape), " (", want, " bytes) but its blob has ", n, " bytes");
   auto impl = std::make_shared<TensorImpl>();
-  // The storage keeps the mapping alive; a zero-byte tensor still points into the file.
-  impl->storage = Storage::wrap(const_cast<char*>(blob_data(blob)), n, keep_);
+  // The storage keeps the mapping alive (a zero-byte tensor still points into the file). Its
+  // owner is an aliasing pointer to the blob itself, as Storage::allocate's owner is to its
+  // buffer: the pages are private to this process and written only by lucid's ops (which bump
+  // the version), so caches of derived data (packed GEMM weights) may serve them as they serve
+  // allocated weights; a loaded model runs the same kernels as the one it was saved from.
+  char* data = const_cast<char*>(blob_data(blob));
+  impl->storage = Storage::wrap(data, n, std::shared_ptr<void>(keep_, data));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

@@ -11,11 +11,6 @@
 
 extern "C" char* openblas_get_config(void);
 
-namespace lucid {
-std::string op_attr_schema(OpId id);  // ops/attr_schema.cpp
-uint64_t op_registry_hash();
-}  // namespace lucid
-
 namespace lucid::artifact {
 
 namespace {

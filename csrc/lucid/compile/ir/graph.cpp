@@ -76,6 +76,7 @@ void verify(const Graph& g) {
   for (size_t n = 0; n < g.nodes().size(); ++n) {
     const Node& node = g.nodes()[n];
     LUCID_CHECK(op_registered(node.op), Error, "verify: node ", n, " has an unregistered op");
+    check_attrs(node.op, node.attrs);  // the op's declared attribute schema (ops/attr_schema.h)
     for (int in : node.inputs) {
       if (in == -1) continue;
       LUCID_CHECK(in >= 0 && in < nv, Error, "verify: node ", n, " (", op_name(node.op), ") reads value %", in,

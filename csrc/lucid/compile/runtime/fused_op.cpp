@@ -5,7 +5,7 @@
 
 namespace lucid {
 
-LUCID_REGISTER_OP(FusedElementwise, [] {
+LUCID_REGISTER_OP(FusedElementwise, "", [] {
   OpDef d;
   d.infer = [](const TensorList&, const Attrs&) -> std::vector<TensorMeta> {
     throw NotImplementedError("FusedElementwise: a compiler-internal op; it runs only inside a compiled executable");
