@@ -387,7 +387,7 @@ def _edit(field):
         "key": lambda h, b: h.update(key="f" * 32),
         "kind": lambda h, b: h.update(kind="joint 1 1"),
         "traced_text": lambda h, b: b.__setitem__(h["traced"], b[h["traced"]] + b" "),
-        "program_hash": lambda h, b: h["programs"][0].update(hash="0" * 16),
+        "program_hash": lambda h, b: h["programs"][0].update(hash=str(int(h["programs"][0]["hash"]) ^ 1)),
         "program_text": lambda h, b: b.__setitem__(h["programs"][0]["ir"],
                                                    b[h["programs"][0]["ir"]].replace(b"return (", b"return (%0, ")),
         "program_count": lambda h, b: h.update(programs=h["programs"] * 2),

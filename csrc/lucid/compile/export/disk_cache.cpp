@@ -3,7 +3,7 @@
 // Entry header (JSON, inside the container):
 //   {"format": "lucid.compile_cache", "key": 32 hex digits, "kind": "graph" | "joint <n_in> <n_out>",
 //    "stamp", "build", "ops": {name: schema}, "traced": blob (the traced graph's text),
-//    "programs": [program (program_io.h) + {"hash": canonical hash, 16 hex digits,
+//    "programs": [program (program_io.h) + {"hash": its canonical hash (ir::canonical_hash) in decimal,
 //                 "stats": {"nodes_before", "nodes_after", "fused_groups"}}],
 //    "num_saved": n (0 for a graph), "blobs": [...]}
 #include "lucid/compile/export/disk_cache.h"
@@ -77,13 +77,12 @@ bool make_dirs(const std::string& dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+std::string hex128(XXH128_hash_t h) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
   return buf;
 }
-
-std::string hex128(XXH128_hash_t h) { return hex64(h.high64) + hex64(h.low64); }
 
 // This build's identity: XXH3-128 of the binary holding this code (the Python module, or a
 // program linking lucid). The version string and op registry don't change when a pass does.
@@ -173,7 +172,7 @@ std::optional<Hit> read_entry(const std::string& path, const Key& key) {
     for (size_t p = 0; p < n_programs; ++p) {
       std::string where = str("program ", p);
       ir::Graph g = read_program(*f, h, pj[p], where, /*copy_consts=*/true);
-      LUCID_CHECK(hex64(ir::canonical_hash(g)) == str_field(pj[p], "hash", where.c_str()), ArtifactError,
+      LUCID_CHECK(std::to_string(ir::canonical_hash(g)) == str_field(pj[p], "hash", where.c_str()), ArtifactError,
                   "program differs from the one written");
       const json& sj = field(pj[p], "stats", where.c_str());
       ir::PassStats stats;
@@ -247,7 +246,7 @@ void write_entry(const std::string& dir, const std::string& path, const Key& key
     json pj = json::array();
     for (const rt::CompileResult* r : programs) {
       json p = write_program(w, keep, r->exe->graph(), ops);
-      p["hash"] = hex64(r->hash);
+      p["hash"] = std::to_string(r->hash);
       p["stats"] = {{"nodes_before", r->stats.nodes_before}, {"nodes_after", r->stats.nodes_after},
                     {"fused_groups", r->stats.fused_groups}};
       pj.push_back(std::move(p));
