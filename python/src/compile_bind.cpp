@@ -17,6 +17,7 @@
 #include "bind.h"
 #include "compile_types.h"
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/compile/export/disk_cache.h"
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/runtime/cache.h"
 #include "lucid/compile/runtime/call_key.h"
@@ -667,9 +668,10 @@ LUCID_BINDER(compile) {
       .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); })
       .def("_trim", [](const PyExecutable& e) { e.exe->trim(); });
 
-  // Optimise and build (or fetch from the process-wide cache). Returns (executable, stats dict).
+  // Optimise and build (or fetch from the persistent compile cache, export/disk_cache.h, and the
+  // process-wide cache). Returns (executable, stats dict); stats["from_disk"]: read from disk.
   m.def("_compile_graph", [](const PyGraph& g, const std::string& dump) {
-    rt::CompileResult r = rt::compile_graph(*g.g, dump);
+    rt::CompileResult r = artifact::compile_graph_cached(*g.g, dump);
     nb::dict st;
     st["nodes_before"] = r.stats.nodes_before;
     st["nodes_after"] = r.stats.nodes_after;
@@ -679,11 +681,12 @@ LUCID_BINDER(compile) {
     st["to_target"] = r.exe->plan().to_target;
     st["hash"] = r.hash;
     st["cache_hit"] = r.cache_hit;
+    st["from_disk"] = r.from_disk;
     return nb::make_tuple(PyExecutable{r.exe}, st);
   });
   // A joint forward+backward trace: (forward executable, backward executable, stats dict).
   m.def("_compile_joint", [](const PyGraph& g, int n_fwd_inputs, int n_fwd_outputs, const std::string& dump) {
-    rt::JointCompileResult r = rt::compile_joint(*g.g, n_fwd_inputs, n_fwd_outputs, dump);
+    rt::JointCompileResult r = artifact::compile_joint_cached(*g.g, n_fwd_inputs, n_fwd_outputs, dump);
     nb::dict st;
     st["nodes_before"] = r.forward.stats.nodes_before + r.backward.stats.nodes_before;
     st["nodes_after"] = r.forward.stats.nodes_after + r.backward.stats.nodes_after;
@@ -693,6 +696,7 @@ LUCID_BINDER(compile) {
     st["to_target"] = r.forward.exe->plan().to_target + r.backward.exe->plan().to_target;
     st["hash"] = r.forward.hash;
     st["cache_hit"] = r.forward.cache_hit && r.backward.cache_hit;
+    st["from_disk"] = r.forward.from_disk && r.backward.from_disk;
     st["num_saved"] = r.num_saved;
     return nb::make_tuple(PyExecutable{r.forward.exe}, PyExecutable{r.backward.exe}, st);
   });

@@ -622,6 +622,10 @@ class CompiledModule(_C._CompiledCore):
             "keys": [self._info[k]["descr"] for k in keys if k in self._info],
             "eager_only": {**self._fell_back, **{self._info[k]["descr"]: self._info[k]["reason"]
                                                  for k in keys if k in self._info and self._info[k]["reason"]}},
+            # entries whose optimised programs came from the persistent compile cache (a
+            # compile of an earlier process or CompiledModule), not from running the passes
+            "from_disk": [self._info[k]["descr"] for k in keys
+                          if k in self._info and self._info[k].get("stats", {}).get("from_disk")],
             "n_calls": n_calls,
             "hits": n_calls - self._misses,
             "misses": self._misses,

@@ -16,6 +16,7 @@ struct CompileResult {
   ir::PassStats stats;
   uint64_t hash = 0;
   bool cache_hit = false;  // the executable came from the process-wide cache
+  bool from_disk = false;  // the optimised program came from the persistent compile cache (export/disk_cache.h)
 };
 
 // Optimises a traced graph, then returns the cached executable for it or builds one.
