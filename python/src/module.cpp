@@ -12,6 +12,7 @@
 #include "lucid/compile/export/artifact_error.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace lucid::py {
@@ -85,23 +86,34 @@ PyObject* artifact_error_type() {
   return type;
 }
 
+namespace {
+// A message may quote bytes of a file (an artifact's damaged IR text): decoded with
+// backslashreplace, so a non-UTF-8 byte never turns the error into a UnicodeDecodeError.
+void set_error(PyObject* type, const char* msg) {
+  PyObject* s = PyUnicode_DecodeUTF8(msg, static_cast<Py_ssize_t>(std::strlen(msg)), "backslashreplace");
+  if (!s) return;  // the decode error is set
+  PyErr_SetObject(type, s);
+  Py_DECREF(s);
+}
+}  // namespace
+
 bool set_python_error(const std::exception_ptr& p) {
   try {
     std::rethrow_exception(p);
   } catch (const lucid::TypeError& e) {
-    PyErr_SetString(dtype_error_type(), e.what());
+    set_error(dtype_error_type(), e.what());
   } catch (const lucid::ValueError& e) {
-    PyErr_SetString(argument_error_type(), e.what());
+    set_error(argument_error_type(), e.what());
   } catch (const lucid::IndexError& e) {
-    PyErr_SetString(PyExc_IndexError, e.what());
+    set_error(PyExc_IndexError, e.what());
   } catch (const lucid::NotImplementedError& e) {
-    PyErr_SetString(PyExc_NotImplementedError, e.what());
+    set_error(PyExc_NotImplementedError, e.what());
   } catch (const lucid::LinAlgError& e) {
-    PyErr_SetString(linalg_error_type(), e.what());
+    set_error(linalg_error_type(), e.what());
   } catch (const lucid::ArtifactError& e) {
-    PyErr_SetString(artifact_error_type(), e.what());
+    set_error(artifact_error_type(), e.what());
   } catch (const lucid::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
+    set_error(PyExc_RuntimeError, e.what());
   } catch (...) {
     return false;
   }

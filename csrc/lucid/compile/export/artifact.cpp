@@ -208,7 +208,15 @@ std::shared_ptr<Artifact> Artifact::load(const std::string& path, const LoadOpti
   const json& pj = field(h, "programs", "header");
   LUCID_CHECK(pj.is_array(), ArtifactError, "artifact: corrupt header: 'programs' is not a list");
   std::vector<std::shared_ptr<const rt::Executable>> programs;
-  for (size_t p = 0; p < pj.size(); ++p) programs.push_back(rt::build_executable(read_program(f, h, pj[p], str("program ", p))).exe);
+  for (size_t p = 0; p < pj.size(); ++p) {
+    std::string where = str("program ", p);
+    ir::Graph g = read_program(f, h, pj[p], where);
+    try {  // building checks what type-checking can't (a fused body's wiring)
+      programs.push_back(rt::build_executable(std::move(g)).exe);
+    } catch (const std::exception& e) {
+      throw ArtifactError(str("artifact: '", path, "' is corrupt: ", where, ": ", e.what()));
+    }
+  }
 
   const json& ej = field(h, "entries", "header");
   LUCID_CHECK(ej.is_array() && !ej.empty(), ArtifactError, "artifact: corrupt header: 'entries' is not a non-empty list");

@@ -88,7 +88,13 @@ struct Parser {
   [[noreturn]] void fail(const std::string& what) {
     size_t line = 1;
     for (size_t k = 0; k < i && k < s.size(); ++k) line += s[k] == '\n';
-    throw ValueError(str("ir.parse: line ", line, ": expected ", what, " near '", s.substr(i, 20), "'"));
+    std::string near;  // printable ASCII as is, other bytes escaped (the text may be damaged)
+    for (char c : s.substr(std::min(i, s.size()), 20)) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && u < 0x7f) near += c;
+      else near += str("\\x", "0123456789abcdef"[u >> 4], "0123456789abcdef"[u & 15]);
+    }
+    throw ValueError(str("ir.parse: line ", line, ": expected ", what, " near '", near, "'"));
   }
   void ws() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
   bool peek(const char* t) { ws(); return s.compare(i, std::strlen(t), t) == 0; }
