@@ -28,4 +28,3 @@ def test_mutated_artifacts_are_rejected_or_harmless(tmp_path):
     for kind in artifact_fuzz.SEMANTIC:
         assert tally[kind].get("rejected", 0) > sum(tally[kind].values()) // 2, (kind, tally[kind])
     assert tally["truncate"] == {"rejected": tally["truncate"]["rejected"]}
-    assert tally["flip_header"] == {"rejected": tally["flip_header"]["rejected"]}
