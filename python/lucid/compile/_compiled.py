@@ -503,7 +503,7 @@ class CompiledModule(_C._CompiledCore):
                      "written into state %d, %.1f ms%s",
                      type(self.model).__name__, descr, stats["nodes_before"], stats["nodes_after"],
                      stats["fused_groups"], stats["arena_bytes"], stats["in_place"], stats.get("to_target", 0), ms,
-                     " (executable cache hit)" if stats["cache_hit"] else "")
+                     " (executable cache hit)" if stats["cache_hit"] else " (from the disk cache)" if stats.get("from_disk") else "")
         return out
 
     @staticmethod

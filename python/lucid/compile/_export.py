@@ -22,7 +22,7 @@ from lucid import _C
 from lucid._C import Tensor
 from lucid.compile._compiled import CompiledModule, _OUT_SINGLE, _OUT_TUPLE, _OUT_UNFLATTEN
 from lucid.compile._fused import FusedStep
-from lucid.compile._optim import _TESTS
+from lucid.compile._optim import _TESTS, hyper_input
 
 __all__ = ["save_compiled", "load_compiled", "ArtifactError", "LoadedModule", "LoadedStep"]
 
@@ -615,17 +615,6 @@ class LoadedStep:
         v = self.optimizer.param_groups[gi][k]
         return v if j is None else v[j]
 
-    def _hyper_tensor(self, name, v):
-        key = tuple(name)
-        t = self._hyper_inputs.get(key)
-        if t is None:
-            t = self._hyper_inputs[key] = [lucid.tensor(float(v), dtype=lucid.float64), v]
-        elif t[1] != v:
-            with lucid.no_grad():
-                t[0].fill_(float(v))
-            t[1] = v
-        return t[0]
-
     def _hyper_args(self, py):
         """(values, sid) for a saved signature, or a reason it doesn't apply to the current
         param_groups (a changed option, or a hyper-parameter test with another outcome)."""
@@ -638,7 +627,8 @@ class LoadedStep:
             if now != _hyper(r):
                 return f"the step was traced with {name[1]} {op} {_hyper(o)!r} = {_hyper(r)!r}; now {now!r}"
         baked = {tuple(n) for n in py["baked"]}
-        values = [self._hyper_tensor(n, self._lookup(n)) for n in map(tuple, py["hyper_names"]) if n not in baked]
+        values = [hyper_input(self._hyper_inputs, n, self._lookup(n)) for n in map(tuple, py["hyper_names"])
+                  if n not in baked]
         return values, py["sid"]
 
     def __call__(self, *args):

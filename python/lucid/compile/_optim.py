@@ -84,6 +84,20 @@ class _Hyper(Tensor):
     __hash__ = object.__hash__
 
 
+def hyper_input(inputs, name, v):
+    """The 0-d float64 input carrying hyper-parameter `name` (inputs: name -> [tensor, value]):
+    one tensor per name, refilled in place only when the value changed (a scheduler step), so a
+    call allocates nothing. Shared by CompiledOptimizer and a loaded step (_export.py)."""
+    t = inputs.get(name)
+    if t is None:
+        t = inputs[name] = [lucid.tensor(float(v), dtype=lucid.float64), v]
+    elif t[1] != v:
+        with lucid.no_grad():
+            t[0].fill_(float(v))
+        t[1] = v
+    return t[0]
+
+
 def _is_number(v):
     t = type(v)
     if t is float or t is int:  # the common case, without the ABC check
@@ -201,16 +215,7 @@ class CompiledOptimizer:
         return values, outcomes, names, tuple(sorted(baked, key=repr))
 
     def _hyper_tensor(self, name, v):
-        """The 0-d float64 input carrying hyper-parameter `name`: one tensor per name, refilled in
-        place only when the value changed (a scheduler step), so a call allocates nothing."""
-        t = self._hyper_inputs.get(name)
-        if t is None:
-            t = self._hyper_inputs[name] = [lucid.tensor(float(v), dtype=lucid.float64), v]
-        elif t[1] != v:
-            with lucid.no_grad():
-                t[0].fill_(float(v))
-            t[1] = v
-        return t[0]
+        return hyper_input(self._hyper_inputs, name, v)
 
     def _n_tests(self):
         return sum(len(t) for t in self._tests.values())
