@@ -1,6 +1,7 @@
 // Bindings of compiled artifacts (csrc/lucid/compile/export/artifact.h): _save_artifact and
 // _Artifact, the C++ half of lucid.compile.save_compiled / load_compiled
-// (python/lucid/compile/_export.py, which builds the Python description of the call).
+// (python/lucid/compile/_export.py, which builds the Python description of the call, and
+// _loaded.py, which rebuilds calls from it).
 #include <nanobind/stl/map.h>
 
 #include "bind.h"

@@ -19,7 +19,8 @@ from lucid.compile._errors import CompileError, CompileWarning
 from lucid.compile._optim import CompiledOptimizer, compile_optimizer
 from lucid.compile._train import compiled_step, make_step
 from lucid.compile._fused import FusedStep, fused_step
-from lucid.compile._export import ArtifactError, LoadedModule, LoadedStep, load_compiled, save_compiled
+from lucid.compile._export import ArtifactError, save_compiled
+from lucid.compile._loaded import LoadedModule, LoadedStep, load_compiled
 
 __all__ = ["compile", "CompiledModule", "diagnose", "DiagnosisReport", "OpInfo", "CompileWarning", "CompileError",
            "make_step", "compiled_step", "compile_optimizer", "CompiledOptimizer", "fused_step", "FusedStep", "save_compiled", "load_compiled", "ArtifactError",
