@@ -1,6 +1,7 @@
 // Device: "cpu" today. Every device argument is validated here; CUDA is a later backend, so
 // asking for it raises a clear error instead of silently running on the CPU.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "lucid/core/error.h"

@@ -1,6 +1,7 @@
 // Tensor: a handle (shared_ptr) to a TensorImpl, which is a strided view over a Storage plus
 // autograd metadata. Views share the Storage; `contiguous()` copies only when needed.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>

@@ -2,6 +2,7 @@
 //   infer (validate, shapes) -> allocate -> kernel (or view) -> autograd record -> trace hook.
 // dispatch_inplace writes the result into an existing tensor (add_, copy_, optimizer updates).
 #pragma once
+#include <cstdint>
 #include "lucid/ops/op_def.h"
 
 namespace lucid {

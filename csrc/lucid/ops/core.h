@@ -1,5 +1,6 @@
 // C++ API of the core ops (named like the Python API). VJPs and other families call these.
 #pragma once
+#include <cstdint>
 #include "lucid/dispatch/dispatch.h"
 
 namespace lucid {

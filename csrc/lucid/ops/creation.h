@@ -1,6 +1,7 @@
 // C++ API of the creation family: factory functions and the random ops (Philox, see
 // core/generator.h). `gen` null means the default generator.
 #pragma once
+#include <cstdint>
 #include "lucid/core/generator.h"
 #include "lucid/ops/core.h"
 

@@ -2,6 +2,7 @@
 // these. Note: inside namespace lucid, call std::exp/std::floor... explicitly for doubles, since
 // these overloads on Tensor hide the C library names during unqualified lookup.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 

@@ -3,6 +3,7 @@
 // StridedIter; a const `vec` member gives a float32 contiguous fast path as for plain functors.
 // These ops lower as Kernel (the fused-elementwise BlockFn has no attrs).
 #pragma once
+#include <cstdint>
 #include "lucid/ops/elementwise_util.h"
 
 namespace lucid {

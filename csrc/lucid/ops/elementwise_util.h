@@ -9,6 +9,7 @@
 // vectorised (Sleef/AVX2) float32 path the block uses for contiguous rows; apply stays the
 // definition and serves every other dtype and strided rows.
 #pragma once
+#include <cstdint>
 #include <algorithm>
 #include <type_traits>
 

@@ -8,6 +8,7 @@
 // finished output (still in cache), and a residual added after the activation goes through
 // eager's add kernel: bit for bit the unfused chain, NaN, inf and -0.0 included.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>

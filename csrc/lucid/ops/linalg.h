@@ -1,6 +1,7 @@
 // C++ API of the linalg family (named like the Python API): matrix products, convolutions and
 // pooling. VJPs of this and other families call these; the Python bindings are thin wrappers.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <tuple>

@@ -2,6 +2,7 @@
 // Python API. View ops (view, squeeze, unsqueeze, slice, select, narrow, split, chunk, unbind)
 // alias their input's storage; the others copy. VJPs everywhere call these functions.
 #pragma once
+#include <cstdint>
 #include "lucid/ops/core.h"
 
 namespace lucid {

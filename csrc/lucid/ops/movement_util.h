@@ -2,6 +2,7 @@
 // the same for every dtype of one width, so kernels instantiate 4 widths instead of 9 dtypes),
 // strided accumulation, and offset tables for gather-style kernels.
 #pragma once
+#include <cstdint>
 #include <cstring>
 
 #include "lucid/backends/cpu/loops.h"

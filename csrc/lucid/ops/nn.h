@@ -2,6 +2,7 @@
 // Python bindings (python/src/nn_bind.cpp) call these; each is one dispatch of the op of the
 // same name in ops/list/nn.def or ops/list/loss.def, plus argument normalisation.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "lucid/dispatch/dispatch.h"

@@ -2,6 +2,7 @@
 // in a given dtype, small parameter vectors read as doubles, the reduction enum of the losses,
 // and the float-only dtype check. Not part of the public C++ API (see nn.h for that).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 

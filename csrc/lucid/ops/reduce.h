@@ -1,6 +1,7 @@
 // C++ API of the reduce family (named like the Python API). `dims` empty means all dims.
 // Other families' VJPs and kernels may call these.
 #pragma once
+#include <cstdint>
 #include <optional>
 
 #include "lucid/ops/core.h"

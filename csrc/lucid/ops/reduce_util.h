@@ -11,6 +11,7 @@
 // run_reduce splits the work into fixed blocks (never by thread count), so results are the same
 // for any number of threads; long rows are split into kReduceBlock-element partial states.
 #pragma once
+#include <cstdint>
 #include <immintrin.h>
 
 #include <algorithm>

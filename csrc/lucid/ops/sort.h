@@ -2,6 +2,7 @@
 // sort/argsort/topk/median/nanmedian (kernels over rows of one dim, NaN ordered as the largest
 // value, as PyTorch) and unique/unique_consecutive (data-dependent sizes, computed on the host).
 #pragma once
+#include <cstdint>
 #include <optional>
 
 #include "lucid/ops/core.h"

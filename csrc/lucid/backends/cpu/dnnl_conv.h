@@ -6,6 +6,7 @@
 // or two spatial dims; conv weights are [OC, IC/G, k...], transposed-conv weights
 // [IC, OC/G, k...] as in PyTorch. Dilation is PyTorch's (1 = dense).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "lucid/backends/cpu/dnnl_matmul.h"  // MatmulPostOp: the post-op vocabulary shared with GEMMs

@@ -17,6 +17,7 @@
 // executable is built from it (passes are not re-run; planning is). Any problem raises
 // ArtifactError naming the cause.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

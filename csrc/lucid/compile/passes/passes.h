@@ -6,6 +6,7 @@
 // Rewriter is the shared "copy with changes" helper: it copies inputs, states and constants,
 // then the pass copies, drops or replaces nodes, remapping value ids as it goes.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -4,6 +4,7 @@
 // executable. LRU-bounded by LUCID_COMPILE_MAX_CACHE (default 64). Entries are shared_ptrs:
 // evicting one never invalidates an executable a CompiledModule still holds.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 

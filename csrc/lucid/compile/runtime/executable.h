@@ -10,6 +10,7 @@
 // Concurrent calls each take an arena frame from a small pool, so run() is thread-safe and
 // needs no Python (callers release the GIL around it).
 #pragma once
+#include <cstdint>
 #include <atomic>
 #include <memory>
 #include <mutex>

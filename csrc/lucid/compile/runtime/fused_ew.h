@@ -9,6 +9,7 @@
 // path, SiluBackward, takes that path on contiguous registers where eager, on a broadcast or
 // strided operand, would take its scalar path; the two agree to a few ulp).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <vector>
 

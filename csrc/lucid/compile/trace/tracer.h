@@ -11,6 +11,7 @@
 // or bound tensor whose memory overlaps another one (a view of it passed separately): the graph
 // holds them as independent values, so the other would read stale data.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_map>
