@@ -1,7 +1,5 @@
 // 16-bit float storage types. Arithmetic is done in float: kernels load, compute in float and
-// store back, as PyTorch does on CPU. Conversions round to nearest even. Host only (x86 F16C):
-// the device-neutral scalar functors (ops/scalar_functors.h) never see these types, the loops
-// around them widen to float and round back.
+// store back, as PyTorch does on CPU. Conversions round to nearest even.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -25,24 +25,24 @@
 
 namespace lucid::sm {
 
+// std::numeric_limits' members are host-only constexpr functions to nvcc; libcu++'s are
+// host-device and give the same values.
 #ifdef __CUDACC__
 template <class C> using limits = cuda::std::numeric_limits<C>;
 #else
 template <class C> using limits = std::numeric_limits<C>;
 #endif
 
+template <class C> constexpr bool is_fp_v = std::is_floating_point_v<C>;
+
 // ---- core arithmetic (core_ops*.cpp) ----
 struct Add { template <class C> LUCID_HOST_DEVICE static C apply(C a, C b) { if constexpr (std::is_same_v<C, bool>) return a || b; else return a + b; } };
 struct Mul { template <class C> LUCID_HOST_DEVICE static C apply(C a, C b) { if constexpr (std::is_same_v<C, bool>) return a && b; else return a * b; } };
 struct Neg { template <class C> LUCID_HOST_DEVICE static C apply(C a) { if constexpr (std::is_same_v<C, bool>) return a; else return static_cast<C>(-a); } };
-
 struct Sub { template <class C> LUCID_HOST_DEVICE static C apply(C a, C b) { if constexpr (std::is_same_v<C, bool>) return a != b; else return a - b; } };
 struct Div { template <class C> LUCID_HOST_DEVICE static C apply(C a, C b) { return a / b; } };
 
-// ---- elementwise family (ops/elementwise*.cpp) ----
-template <class C> constexpr bool is_fp_v = std::is_floating_point_v<C>;
-
-// ---- unary math ----
+// ---- unary math (elementwise_unary.cpp) ----
 struct Abs {
   template <class C> LUCID_HOST_DEVICE static C apply(C a) {
     if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return a;
