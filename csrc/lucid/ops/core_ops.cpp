@@ -10,7 +10,7 @@
 #include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise_util.h"
 #include "lucid/ops/reduce.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 #include "lucid/ops/view_util.h"
 
 namespace lucid {

@@ -5,7 +5,7 @@
 #include "lucid/ops/core.h"
 #include "lucid/ops/reduce.h"
 #include "lucid/ops/elementwise_util.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 

@@ -8,7 +8,7 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_attr.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 

@@ -1,9 +1,9 @@
 // More activation functions (torch.nn.functional names): selu, celu, mish, softsign, logsigmoid,
-// tanhshrink, softshrink, hardshrink, threshold. One functor (scalar_math.h) + builder each; VJPs
+// tanhshrink, softshrink, hardshrink, threshold. One functor (scalar_functors.h) + builder each; VJPs
 // are compositions of ops following PyTorch's backward formulas, so double backward works.
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_attr.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 

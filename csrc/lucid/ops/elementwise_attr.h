@@ -1,18 +1,20 @@
 // Builder for elementwise ops whose functor has parameters (leaky_relu's slope, clamp's bounds,
-// addcmul's value...). The functor object is made from the op's Attrs (F::make) and run over a
-// StridedIter; a const `vec` member gives a float32 contiguous fast path as for plain functors.
+// addcmul's value...). The functor object is made from the op's Attrs (FromAttrs<F>::make,
+// ops/functor_attrs.h) and run over a StridedIter; cpu::VecF32<F>::run(f, ...)
+// (backends/cpu/scalar_vec.h) gives a float32 contiguous fast path as for plain functors.
 // These ops lower as Kernel (the fused-elementwise BlockFn has no attrs).
 #pragma once
 #include <cstdint>
 #include "lucid/ops/elementwise_util.h"
+#include "lucid/ops/functor_attrs.h"
 
 namespace lucid {
 
 template <class F>
-concept HasVecF32Member = requires(const F& f, float* o, const float* a, int64_t n) { f.vec(o, a, n); };
+concept HasVecF32Member = requires(const F& f, float* o, const float* a, int64_t n) { cpu::VecF32<F>::run(f, o, a, n); };
 
 template <class F>
-concept HasVec2F32Member = requires(const F& f, float* o, const float* a, const float* b, int64_t n) { f.vec(o, a, b, n); };
+concept HasVec2F32Member = requires(const F& f, float* o, const float* a, const float* b, int64_t n) { cpu::VecF32<F>::run(f, o, a, b, n); };
 
 template <class F>
 concept HasComputeDType = requires(const TensorList& in, const Attrs& a) { F::compute_dtype(in, a); };
@@ -51,14 +53,14 @@ void ew_attr_row(const F& fref, char** p, const int64_t* s, int64_t n) {
     const T* a = reinterpret_cast<const T*>(p[1]);
     if constexpr (Arity == 1) {
       if constexpr (HasVecF32Member<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-        f.vec(o, a, n);
+        cpu::VecF32<F>::run(f, o, a, n);
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f.template apply<C>(static_cast<C>(a[i])));
       }
     } else if constexpr (Arity == 2) {
       const T* b = reinterpret_cast<const T*>(p[2]);
       if constexpr (HasVec2F32Member<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-        f.vec(o, a, b, n);
+        cpu::VecF32<F>::run(f, o, a, b, n);
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f.template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
       }
@@ -101,7 +103,7 @@ OpDef elementwise_attr_op() {
     for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), name);
     DType c = ew_attr_compute_dtype<F>(Rule, in, a);
     LUCID_CHECK(ew_domain_has(Domain, c), TypeError, name, ": not implemented for dtype ", dtype_name(c));
-    (void)F::make(a);  // validates the attributes
+    (void)FromAttrs<F>::make(a);  // validates the attributes
     return std::vector<TensorMeta>{{shape, kBoolOut ? DType::Bool : c}};
   };
   d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -117,7 +119,7 @@ OpDef elementwise_attr_op() {
     const Tensor& o = out[0];
     DType odt = kBoolOut ? DType::Bool : c;
     Tensor dst = o.dtype() == odt ? o : Tensor::empty(o.shape(), odt);
-    const F f = F::make(a);
+    const F f = FromAttrs<F>::make(a);
     auto go = [&](auto tag) { ew_attr_run_typed<F, Arity, kBoolOut, typename decltype(tag)::type>(f, cast, dst); };
     if constexpr (Domain == EwDomain::Floating) {
       LUCID_DISPATCH_FLOATING(c, name, [&] { go(std::type_identity<scalar_t>{}); });

@@ -1,10 +1,10 @@
 // Binary and ternary elementwise ops: pow, maximum, minimum, floor_divide, remainder, the
 // comparisons (bool output), logical and bitwise ops, where, lerp, and the ops with scalar
-// attributes (clamp, masked_fill, addcmul, addcdiv). One functor (scalar_math.h) + builder + a
+// attributes (clamp, masked_fill, addcmul, addcdiv). One functor (scalar_functors.h) + builder + a
 // VJP written with ops each; comparisons, logical and bitwise ops are non-differentiable.
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_attr.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 
@@ -259,15 +259,13 @@ static Tensor attr_scalar(const Attrs& a, const char* k) {
 }
 
 struct ClampF : sm::Clamp {
-  static ClampF make(const Attrs& a) {
-    ClampF f;
-    static_cast<sm::Clamp&>(f) = sm::Clamp::make(a);
-    return f;
-  }
   static DType compute_dtype(const TensorList& in, const Attrs& a) {
     LUCID_CHECK(a.has("min") || a.has("max"), ValueError, "clamp: at least one of 'min' or 'max' must not be None");
     return result_type({in[0], attr_scalar(a, "min"), attr_scalar(a, "max")});
   }
+};
+template <> struct FromAttrs<ClampF> {
+  static ClampF make(const Attrs& a) { return {FromAttrs<sm::Clamp>::make(a)}; }
 };
 
 LUCID_REGISTER_OP(Clamp, "min:float?, max:float?", [] {
@@ -288,12 +286,14 @@ LUCID_REGISTER_OP(Clamp, "min:float?, max:float?", [] {
 
 // ---- masked_fill --------------------------------------------------------------------------
 struct MaskedFillF : sm::MaskedFill {
-  static MaskedFillF make(const Attrs& a) { return {sm::MaskedFill::make(a)}; }
   static DType compute_dtype(const TensorList& in, const Attrs&) {
     LUCID_CHECK(in[1].dtype() == DType::Bool, TypeError, "masked_fill: argument 'mask' expected a bool tensor, got ",
                 dtype_name(in[1].dtype()));
     return in[0].dtype();
   }
+};
+template <> struct FromAttrs<MaskedFillF> {
+  static MaskedFillF make(const Attrs& a) { return {FromAttrs<sm::MaskedFill>::make(a)}; }
 };
 
 // Eager kernel: reads the bool mask directly (the attr-op builder would cast it to x's dtype).

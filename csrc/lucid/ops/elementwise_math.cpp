@@ -1,12 +1,12 @@
 // More elementwise math: tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erfc, erfinv,
 // atan2, lgamma, digamma and polygamma (torch.* names; the arc* aliases are bound to the same functions in Python). Each is one
-// functor (scalar_math.h) + the elementwise_op builder + a VJP written with ops, so eager, the
+// functor (scalar_functors.h) + the elementwise_op builder + a VJP written with ops, so eager, the
 // fused interpreter and the compiled backward share them. Integer inputs promote to the default
 // float (EwDType::Float), as in PyTorch. Kept apart from elementwise_unary.cpp to stay small.
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_attr.h"
 #include "lucid/ops/elementwise_util.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 

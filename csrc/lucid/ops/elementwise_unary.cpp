@@ -1,12 +1,12 @@
 // Unary elementwise math ops: abs, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin,
 // cos, tanh, sigmoid, erf, sign, floor, ceil, round, trunc, isnan, isinf, logical_not,
-// bitwise_not. Each is one functor (scalar_math.h) + the elementwise_op builder + a VJP written
+// bitwise_not. Each is one functor (scalar_functors.h) + the elementwise_op builder + a VJP written
 // with ops. Transcendental ops take floating inputs only; integer inputs promote to the default
 // float (EwDType::Float), as in PyTorch.
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_util.h"
-#include "lucid/ops/scalar_math.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 

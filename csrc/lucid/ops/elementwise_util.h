@@ -1,19 +1,20 @@
-// Builders for elementwise OpDefs from scalar functors (scalar_math.h). A functor F has
+// Builders for elementwise OpDefs from scalar functors (ops/scalar_functors.h). A functor F has
 //   template <class C> static C apply(C x)            (unary)    or
 //   template <class C> static C apply(C a, C b)       (binary),   or
 //   template <class C> static C apply(C a, C b, C c)  (ternary: where, lerp),
 // where C is the compute type (float for 16-bit floats). From F we build one BlockFn per dtype;
 // the eager kernel runs it over a StridedIter and the compiled fused-elementwise interpreter
 // runs the same BlockFn over 1024-element blocks. That is the op's `elementwise<F>` lowering.
-// A unary functor may also define `static void vec(float* out, const float* in, int64_t n)`: a
-// vectorised (Sleef/AVX2) float32 path the block uses for contiguous rows; apply stays the
-// definition and serves every other dtype and strided rows.
+// Where cpu::VecF32<F> (backends/cpu/scalar_vec.h) has a vectorised (Sleef/AVX2) float32 row
+// path, the block uses it for float32 rows (and 16-bit rows widened to float); apply stays the
+// definition and serves every other dtype.
 #pragma once
 #include <cstdint>
 #include <algorithm>
 #include <type_traits>
 
 #include "lucid/backends/cpu/loops.h"
+#include "lucid/backends/cpu/scalar_vec.h"
 #include "lucid/dispatch/dispatch.h"
 #include "lucid/ops/op_def.h"
 
@@ -28,7 +29,7 @@ enum class EwDType : uint8_t {
 };
 
 template <class F>
-concept HasVecF32 = requires(float* o, const float* a, int64_t n) { F::vec(o, a, n); };
+concept HasVecF32 = requires(float* o, const float* a, int64_t n) { cpu::VecF32<F>::run(o, a, n); };
 
 template <class F, class T, class O>
 void unary_block(char** p, const int64_t* s, int64_t n) {
@@ -37,7 +38,7 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
     O* o = reinterpret_cast<O*>(p[0]);
     const T* a = reinterpret_cast<const T*>(p[1]);
     if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-      F::vec(o, a, n);
+      cpu::VecF32<F>::run(o, a, n);
       return;
     }
     if constexpr (!(HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>)) {
@@ -51,7 +52,7 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
     for (int64_t b = 0; b < n; b += 256) {
       int64_t m = std::min<int64_t>(256, n - b);
       for (int64_t i = 0; i < m; ++i) in[i] = static_cast<float>(*reinterpret_cast<const T*>(p[1] + (b + i) * s[1]));
-      F::vec(out, in, m);
+      cpu::VecF32<F>::run(out, in, m);
       for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
     }
     return;
@@ -62,7 +63,7 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
     for (int64_t b = 0; b < n; b += 256) {
       int64_t m = std::min<int64_t>(256, n - b);
       for (int64_t i = 0; i < m; ++i) in[i] = *reinterpret_cast<const float*>(p[1] + (b + i) * s[1]);
-      F::vec(out, in, m);
+      cpu::VecF32<F>::run(out, in, m);
       for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(p[0] + (b + i) * s[0]) = out[i];
     }
     return;
@@ -72,10 +73,10 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
         static_cast<O>(F::template apply<C>(static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
 }
 
-// Binary functors may define `static void vec(float* o, const float* a, const float* b, int64_t n)`
-// for contiguous float32 rows (fused activation backwards).
+// Binary functors may have cpu::VecF32<F>::run(o, a, b, n) for contiguous float32 rows (fused
+// activation backwards).
 template <class F>
-concept HasVec2F32 = requires(float* o, const float* a, const float* b, int64_t n) { F::vec(o, a, b, n); };
+concept HasVec2F32 = requires(float* o, const float* a, const float* b, int64_t n) { cpu::VecF32<F>::run(o, a, b, n); };
 
 template <class F, class T, class O>
 void binary_block(char** p, const int64_t* s, int64_t n) {
@@ -85,7 +86,7 @@ void binary_block(char** p, const int64_t* s, int64_t n) {
   const T* b = reinterpret_cast<const T*>(p[2]);
   if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
     if constexpr (HasVec2F32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-      F::vec(o, a, b, n);
+      cpu::VecF32<F>::run(o, a, b, n);
       return;
     }
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
