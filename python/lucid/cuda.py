@@ -8,7 +8,8 @@ or a machine without a GPU or driver, has 0 devices, so
 device's properties then raises RuntimeError saying why there is none (torch's CUDA build raises
 RuntimeError too; its CPU-only build an AssertionError), and an index out of range raises
 AssertionError("Invalid device id"), as torch. The seeding calls are no-ops, as torch's are on a
-machine without CUDA, so `lucid.cuda.manual_seed_all(0)` in a ported script does not fail.
+machine without CUDA (lucid has no CUDA tensors yet), so `lucid.cuda.manual_seed_all(0)` in a ported
+script does not fail.
 Tensors on a CUDA device are not built yet (see lucid._device)."""
 import builtins
 
@@ -71,10 +72,10 @@ def get_device_capability(device=None):
 
 
 def manual_seed(seed):
-    """No-op without CUDA (as torch.cuda.manual_seed on a CPU-only machine)."""
+    """No-op: lucid has no CUDA tensors yet (torch.cuda.manual_seed is one on a CPU-only machine)."""
     int(seed)
 
 
 def manual_seed_all(seed):
-    """No-op without CUDA (as torch.cuda.manual_seed_all on a CPU-only machine)."""
+    """No-op: lucid has no CUDA tensors yet (torch.cuda.manual_seed_all is one on a CPU-only machine)."""
     int(seed)
