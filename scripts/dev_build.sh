@@ -7,6 +7,7 @@ BUILD=${1:-build/dev}
 shift || true
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" -DLUCID_BUILD_TESTS=ON "$@" >/dev/null
+    -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" -DCMAKE_CUDA_COMPILER_LAUNCHER="$(command -v ccache || true)" \
+    -DLUCID_BUILD_TESTS=ON "$@" >/dev/null
 fi
 cmake --build "$BUILD" -j"$(nproc)"

@@ -22,7 +22,7 @@ BUILD_DIR=${LUCID_BUILD_DIR:-build/release}
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   # ccache, when installed, makes rebuilds in other checkouts (git worktrees) cheap; not required.
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUCID_BUILD_TESTS=ON \
-        -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" \
+        -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" -DCMAKE_CUDA_COMPILER_LAUNCHER="$(command -v ccache || true)" \
         -DPython_EXECUTABLE="$(command -v $PY)" ${LUCID_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j"$(nproc)"
