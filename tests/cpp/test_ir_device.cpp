@@ -124,6 +124,7 @@ TEST(IRDevice, ParserRejectsBadDevices) {
   expect_parse_error("graph(%0: float32[2]@cpu:1 input) {\n  return (%0)\n}\n", "a device");
   expect_parse_error("graph(%0: float32[2]@cuda:-1 input) {\n  return (%0)\n}\n", "a device");
   expect_parse_error("graph(%0: float32[2]@ input) {\n  return (%0)\n}\n", "a device");
+  expect_parse_error("graph(%0: float32[2]@cuda:01 input) {\n  return (%0)\n}\n", "a device");
   expect_parse_error("graph(%0: float32[]@cuda:0 const=1) {\n  return (%0)\n}\n", "a CPU constant");
   // "@cpu" is accepted and is the CPU (printed without it)
   EXPECT_EQ(ir::print(ir::parse("graph(%0: float32[2]@cpu input) {\n  return (%0)\n}\n")),

@@ -147,8 +147,10 @@ struct Parser {
       expect("]");
     }
     if (accept("@")) {  // "@cuda:0": a value off the CPU
-      std::string dev = ident();
-      if (accept(":")) dev += str(":", integer());
+      ws();
+      size_t b = i;  // the device string as written, for parse_device to judge
+      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == ':' || s[i] == '-')) ++i;
+      std::string dev = s.substr(b, i - b);
       try {
         m.device = parse_device(dev);
       } catch (const Error&) {
