@@ -196,7 +196,7 @@ static void bind_tensor(nb::module_& m) {
   m.def("get_num_threads", [] { return omp_get_max_threads(); });
   m.def("_parse_device", [](const std::string& s) {  // validates a device this build can run on
     Device d = parse_device(s);
-    check_available(d);
+    check_available(d, s);
     return d.str();
   });
 

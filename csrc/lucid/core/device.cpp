@@ -25,9 +25,9 @@ Device parse_device(const std::string& s) {
   return d;
 }
 
-void check_available(const Device& d) {
+void check_available(const Device& d, const std::string& as_written) {
   if (!d.is_cpu())
-    throw NotImplementedError(str("device: '", d.str(), "' requested, but this build of lucid has no CUDA "
+    throw NotImplementedError(str("device: '", as_written.empty() ? d.str() : as_written, "' requested, but this build of lucid has no CUDA "
                                   "backend yet; use device='cpu'"));
 }
 

@@ -28,7 +28,8 @@ struct Device {
 // malformed or negative index, a CPU index other than 0).
 Device parse_device(const std::string& s);
 
-// Raises NotImplementedError naming the device when this build has no backend for it (CUDA).
-void check_available(const Device& d);
+// Raises NotImplementedError naming the device (as the user wrote it, when given) when this
+// build has no backend for it (CUDA).
+void check_available(const Device& d, const std::string& as_written = "");
 
 }  // namespace lucid
