@@ -64,6 +64,7 @@ struct SigWalk {
   void tensor(const Tensor& t) {
     s.mix(1);
     s.mix(static_cast<uint64_t>(t.dtype()));
+    s.mix(static_cast<uint64_t>(t.device().type) << 16 | static_cast<uint16_t>(t.device().index));
     s.mix(t.shape().size());
     for (int64_t d : t.shape()) s.mix(static_cast<uint64_t>(d));
     s.mix(t.requires_grad() ? 1 : 0);

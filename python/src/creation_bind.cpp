@@ -42,7 +42,10 @@ Opts parse_kwargs(const nb::kwargs& kw, const char* op, bool allow_gen, bool all
     if (key == "dtype") {
       if (!v.is_none()) o.dtype = to_dtype(v, op);
     } else if (key == "device") {
-      if (!v.is_none()) parse_device(nb::cast<std::string>(nb::str(v)));
+      if (!v.is_none()) {
+        std::string spec = nb::cast<std::string>(nb::str(v));
+        check_available(parse_device(spec), spec);
+      }
     } else if (key == "requires_grad") {
       o.requires_grad = nb::cast<bool>(v);
     } else if (key == "generator" && allow_gen) {
@@ -190,7 +193,10 @@ LUCID_BINDER(creation) {
   // ---- generators ----
   nb::class_<Generator>(m, "Generator")
       .def("__init__", [](Generator* g, nb::handle device) {
-        if (!device.is_none()) parse_device(nb::cast<std::string>(nb::str(device)));
+        if (!device.is_none()) {
+          std::string spec = nb::cast<std::string>(nb::str(device));
+          check_available(parse_device(spec), spec);
+        }
         new (g) Generator();
       }, nb::arg("device").none() = "cpu")
       .def("manual_seed", [](Generator& g, nb::handle s) -> Generator& { g.manual_seed(seed_arg(s)); return g; },

@@ -194,7 +194,11 @@ static void bind_tensor(nb::module_& m) {
     omp_set_num_threads(n);
   }, nb::arg("num_threads"));
   m.def("get_num_threads", [] { return omp_get_max_threads(); });
-  m.def("_parse_device", [](const std::string& s) { return parse_device(s).str(); });
+  m.def("_parse_device", [](const std::string& s) {  // validates a device this build can run on
+    Device d = parse_device(s);
+    check_available(d, s);
+    return d.str();
+  });
 
   nb::class_<Node>(m, "Node")
       .def("name", &Node::name)

@@ -25,12 +25,25 @@ constexpr int kNumOps = static_cast<int>(OpId::NumOps);
 const char* op_name(OpId id);
 OpId op_from_name(const std::string& name);  // raises ValueError
 
+// An op result's type. Infer functions set shape and dtype and leave the device at its default:
+// every caller that needs it (the tracer, ir::check_types) sets it to inputs_device(inputs).
 struct TensorMeta {
   Shape shape;
   DType dtype;
+  Device device{};
 };
 
 using TensorList = std::vector<Tensor>;
+
+inline TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+
+// The device of an op's results: its first defined input's (an op's inputs share one device),
+// the CPU for an op without tensor inputs (the factories; only the CPU backend is built).
+inline Device inputs_device(const TensorList& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined()) return t.device();
+  return Device{};
+}
 
 // Shape and dtype of every output; validates arguments (raises with op, argument, expected, got).
 using InferFn = std::vector<TensorMeta> (*)(const TensorList& inputs, const Attrs& attrs);

@@ -57,7 +57,12 @@ json write_program(ContainerWriter& w, Keep& keep, const ir::Graph& g, std::set<
   const std::string& text = keep.texts.back();
   json consts = json::array();
   for (int id : g.consts()) consts.push_back(tensor_blob_json(w, keep, g.const_data(g.value(id).slot)));
-  return {{"device", "cpu"}, {"ir", w.add_blob(text.data(), text.size())}, {"consts", consts}};
+  // The backend whose code the program holds: its values' device type (the IR text names each
+  // value's device; a program runs on one).
+  std::string device = "cpu";
+  for (const ir::Value& v : g.values())
+    if (!v.device.is_cpu()) device = "cuda";
+  return {{"device", device}, {"ir", w.add_blob(text.data(), text.size())}, {"consts", consts}};
 }
 
 ir::Graph read_program(const Container& f, const json& header, const json& prog, const std::string& where,

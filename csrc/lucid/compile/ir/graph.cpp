@@ -10,20 +10,20 @@ int Graph::add_value(Value v) {
   return static_cast<int>(values_.size()) - 1;
 }
 
-int Graph::add_input(const Shape& shape, DType dtype) {
-  int id = add_value({ValueKind::Input, shape, dtype, -1, 0, static_cast<int>(inputs_.size())});
+int Graph::add_input(const TensorMeta& m) {
+  int id = add_value({ValueKind::Input, m.shape, m.dtype, m.device, -1, 0, static_cast<int>(inputs_.size())});
   inputs_.push_back(id);
   return id;
 }
 
-int Graph::add_state(const Shape& shape, DType dtype) {
-  int id = add_value({ValueKind::State, shape, dtype, -1, 0, static_cast<int>(states_.size())});
+int Graph::add_state(const TensorMeta& m) {
+  int id = add_value({ValueKind::State, m.shape, m.dtype, m.device, -1, 0, static_cast<int>(states_.size())});
   states_.push_back(id);
   return id;
 }
 
 int Graph::add_const(const Tensor& data) {
-  int id = add_value({ValueKind::Const, data.shape(), data.dtype(), -1, 0, static_cast<int>(consts_.size())});
+  int id = add_value({ValueKind::Const, data.shape(), data.dtype(), data.device(), -1, 0, static_cast<int>(consts_.size())});
   consts_.push_back(id);
   const_data_.push_back(data);
   return id;
@@ -33,7 +33,7 @@ std::vector<int> Graph::add_node(OpId op, std::vector<int> inputs, Attrs attrs, 
   int n = static_cast<int>(nodes_.size());
   Node node{op, std::move(attrs), std::move(inputs), {}};
   for (size_t k = 0; k < outs.size(); ++k)
-    node.outputs.push_back(add_value({ValueKind::Node, outs[k].shape, outs[k].dtype, n, static_cast<int>(k), -1}));
+    node.outputs.push_back(add_value({ValueKind::Node, outs[k].shape, outs[k].dtype, outs[k].device, n, static_cast<int>(k), -1}));
   nodes_.push_back(std::move(node));
   return nodes_.back().outputs;
 }
@@ -45,22 +45,24 @@ std::vector<int> Graph::add_fused(std::vector<int> inputs, std::shared_ptr<const
   return o;
 }
 
+static bool same_type(const Value& a, const Value& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && a.device == b.device;
+}
+
 // A FusedElementwise body: its inputs and outputs match the node's, it has no state, and it
 // verifies on its own.
 static void verify_body(const Node& node, int n, const Graph& g) {
   const Graph& b = *node.body;
-  auto same = [&](int outer, int inner) {
-    return g.value(outer).shape == b.value(inner).shape && g.value(outer).dtype == b.value(inner).dtype;
-  };
+  auto same = [&](int outer, int inner) { return same_type(g.value(outer), b.value(inner)); };
   LUCID_CHECK(b.inputs().size() == node.inputs.size() && b.outputs().size() == node.outputs.size(), Error,
               "verify: node ", n, " (FusedElementwise) has ", node.inputs.size(), " inputs and ", node.outputs.size(),
               " outputs, its body ", b.inputs().size(), " and ", b.outputs().size());
   for (size_t k = 0; k < node.inputs.size(); ++k)
     LUCID_CHECK(node.inputs[k] >= 0 && same(node.inputs[k], b.inputs()[k]), Error, "verify: node ", n,
-                " (FusedElementwise): input ", k, " is absent or differs in shape or dtype from its body's");
+                " (FusedElementwise): input ", k, " is absent or differs in shape, dtype or device from its body's");
   for (size_t k = 0; k < node.outputs.size(); ++k)
     LUCID_CHECK(same(node.outputs[k], b.outputs()[k]), Error, "verify: node ", n, " (FusedElementwise): output ", k,
-                " differs in shape or dtype from its body's");
+                " differs in shape, dtype or device from its body's");
   LUCID_CHECK(b.states().empty() && b.assigns().empty(), Error, "verify: node ", n,
               " (FusedElementwise): a body has no state and no assigns");
   verify(b);
@@ -103,8 +105,8 @@ void verify(const Graph& g) {
                     (vals[a.state].kind == ValueKind::State || vals[a.state].kind == ValueKind::Input),
                 Error, "verify: assign target %", a.state, " is not a state or input value");
     LUCID_CHECK(a.value >= 0 && a.value < nv && defined[a.value], Error, "verify: assign reads undefined %", a.value);
-    LUCID_CHECK(vals[a.state].shape == vals[a.value].shape && vals[a.state].dtype == vals[a.value].dtype, Error,
-                "verify: assign %", a.state, " <- %", a.value, " changes shape or dtype");
+    LUCID_CHECK(same_type(vals[a.state], vals[a.value]), Error, "verify: assign %", a.state, " <- %", a.value,
+                " changes shape, dtype or device");
   }
 }
 
@@ -132,6 +134,11 @@ struct Hasher {
     i64(static_cast<int64_t>(v.dtype));
     i64(static_cast<int64_t>(v.shape.size()));
     for (int64_t d : v.shape) i64(d);
+    if (!v.device.is_cpu()) {  // CPU values hash as before devices were recorded (graph.h)
+      i64(-4);
+      i64(static_cast<int64_t>(v.device.type));
+      i64(v.device.index);
+    }
   }
 };
 }  // namespace

@@ -1,4 +1,5 @@
-// The compiler's IR: an SSA graph recorded from dispatched ops. Values carry shape and dtype;
+// The compiler's IR: an SSA graph recorded from dispatched ops. Values carry shape, dtype and
+// device (a CPU graph and a CUDA graph that are otherwise alike are different graphs);
 // nodes carry an OpId and typed attributes (the op's own Attrs). Graph inputs are the call's
 // tensor arguments; bound state (parameters, buffers, optimizer state, RNG state) is a separate
 // kind of value read at every call; constants are literals built from Python data. Writes to
@@ -22,9 +23,11 @@ struct Value {
   ValueKind kind = ValueKind::Node;
   Shape shape;
   DType dtype = DType::Float32;
+  Device device{};
   int producer = -1;      // node index (kind Node)
   int output_index = 0;   // which output of the producer
   int slot = -1;          // index into inputs / states / consts (other kinds)
+  TensorMeta meta() const { return {shape, dtype, device}; }
 };
 
 class Graph;
@@ -46,8 +49,10 @@ struct Assign {
 
 class Graph {
  public:
-  int add_input(const Shape& shape, DType dtype);
-  int add_state(const Shape& shape, DType dtype);
+  int add_input(const TensorMeta& m);
+  int add_state(const TensorMeta& m);
+  int add_input(const Shape& shape, DType dtype) { return add_input(TensorMeta{shape, dtype}); }  // on the CPU
+  int add_state(const Shape& shape, DType dtype) { return add_state(TensorMeta{shape, dtype}); }  // on the CPU
   int add_const(const Tensor& data);  // keeps the payload
   std::vector<int> add_node(OpId op, std::vector<int> inputs, Attrs attrs, const std::vector<TensorMeta>& outs);
   // FusedElementwise node with its body graph (see Node::body).
@@ -100,6 +105,8 @@ std::vector<int> canonical_ids(const Graph& g);
 //         return (%2)
 //       }
 //     }
+// A value on a device other than the CPU has it after its type: "float32[2,3]@cuda:0" (a CPU
+// value prints without it, so CPU text reads as it did before devices were recorded).
 std::string print(const Graph& g);
 // Raises ValueError with the line and what was expected. consts: the constants' payloads in
 // declaration order (an artifact stores them as blobs: exact, where the text holds only a rounded
@@ -113,11 +120,14 @@ Graph parse(const std::string& text, const std::vector<Tensor>* consts = nullptr
 void check_types(const Graph& g);
 
 // Structural checks: every value defined exactly once before use, ids in range, producers and
-// output indices consistent, assigns target state values of the same shape and dtype. Raises Error.
+// output indices consistent, assigns target state values of the same shape, dtype and device.
+// Raises Error.
 void verify(const Graph& g);
 
 // Stable hash of the whole graph; equal graphs (up to nothing) hash equal, and two graphs with
-// the same op sequence but different wiring, attributes, shapes or outputs do not.
+// the same op sequence but different wiring, attributes, shapes, devices or outputs do not. A
+// value's device is mixed in only when it is not the CPU, so CPU graphs keep the hashes the disk
+// cache (export/disk_cache.cpp) stored before devices were recorded.
 uint64_t canonical_hash(const Graph& g);
 
 }  // namespace lucid::ir

@@ -14,6 +14,7 @@ static std::string type_str(const Value& v) {
   os << dtype_name(v.dtype) << "[";
   for (size_t i = 0; i < v.shape.size(); ++i) os << (i ? "," : "") << v.shape[i];
   os << "]";
+  if (!v.device.is_cpu()) os << "@" << v.device.str();  // CPU text stays as it was (graph.h)
   return os.str();
 }
 
@@ -145,6 +146,17 @@ struct Parser {
       } while (accept(","));
       expect("]");
     }
+    if (accept("@")) {  // "@cuda:0": a value off the CPU
+      ws();
+      size_t b = i;  // the device string as written, for parse_device to judge
+      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == ':' || s[i] == '-')) ++i;
+      std::string dev = s.substr(b, i - b);
+      try {
+        m.device = parse_device(dev);
+      } catch (const Error&) {
+        fail(str("a device ('cpu', 'cuda' or 'cuda:N'), not '", dev, "'"));
+      }
+    }
     if (m.shape.size() > 64) fail("at most 64 dimensions");
     try {
       numel_of(m.shape);
@@ -215,11 +227,13 @@ struct Parser {
         std::string kind = ident();
         int id;
         if (kind == "input") {
-          id = g.add_input(m.shape, m.dtype);
+          id = g.add_input(m);
         } else if (kind == "state") {
-          id = g.add_state(m.shape, m.dtype);
+          id = g.add_state(m);
         } else if (kind == "const" || kind == "scalar") {
           LUCID_CHECK(kind == "const" || m.shape.empty(), ValueError, "parse: a Python-scalar constant ('scalar') is 0-d");
+          // A constant's payload is a tensor, which only the CPU backend can hold in this build.
+          if (!m.device.is_cpu()) fail(str("a CPU constant (this build of lucid has no CUDA backend), not one on ", m.device.str()));
           Tensor c;
           double v = 0;
           bool has_value = false;

@@ -71,7 +71,7 @@ Graph fold_batchnorm(const Graph& g) {
     const Value& y = g.value(conv.outputs[0]);
     const int64_t C = y.shape[1];
     const DType t = y.dtype;
-    const TensorMeta vec{{C}, t};
+    const TensorMeta vec{{C}, t, y.device};
     int rm = rw.map(n.inputs[1]), rv = rw.map(n.inputs[2]), gamma = rw.map(n.inputs[3]), beta = rw.map(n.inputs[4]);
     int w = rw.map(conv.inputs[1]), b = rw.map(conv.inputs[2]);
 
@@ -82,12 +82,12 @@ Graph fold_batchnorm(const Graph& g) {
     if (gamma >= 0) scale = rw.add(OpId::Mul, {gamma, scale}, {}, {vec})[0];
     Shape ws(rw.meta(w).shape.size(), 1);
     ws[0] = C;
-    int scale_w = rw.add(OpId::Reshape, {scale}, {{"shape", IntList(ws)}}, {{ws, t}})[0];
+    int scale_w = rw.add(OpId::Reshape, {scale}, {{"shape", IntList(ws)}}, {{ws, t, y.device}})[0];
     int w2 = rw.add(OpId::Mul, {w, scale_w}, {}, {rw.meta(w)})[0];
     int shift = b >= 0 ? rw.add(OpId::Sub, {b, rm}, {}, {vec})[0] : rw.add(OpId::Neg, {rm}, {}, {vec})[0];
     int b2 = rw.add(OpId::Mul, {shift, scale}, {}, {vec})[0];
     if (beta >= 0) b2 = rw.add(OpId::Add, {b2, beta}, {}, {vec})[0];
-    int out = rw.add(OpId::Conv, {rw.map(conv.inputs[0]), w2, b2}, conv.attrs, {{y.shape, t}})[0];
+    int out = rw.add(OpId::Conv, {rw.map(conv.inputs[0]), w2, b2}, conv.attrs, {y.meta()})[0];
     rw.set(n.outputs[0], out);
   }
   return rw.finish();

@@ -60,7 +60,7 @@ uint64_t payload_hash(const Tensor& t) {
   return h;
 }
 
-bool same_meta(const Value& a, const Value& b) { return a.shape == b.shape && a.dtype == b.dtype; }
+bool same_meta(const Value& a, const Value& b) { return a.shape == b.shape && a.dtype == b.dtype && a.device == b.device; }
 
 // Structural equality of two FusedElementwise bodies: values compared by canonical number.
 bool same_graph(const Graph& a, const Graph& b) {

@@ -45,15 +45,15 @@ Graph dead_code_elimination(const Graph& g) {
     for (int id : ids) r.push_back(id < 0 ? -1 : map[id]);
     return r;
   };
-  for (int id : g.inputs()) map[id] = out.add_input(g.value(id).shape, g.value(id).dtype);
-  for (int id : g.states()) map[id] = out.add_state(g.value(id).shape, g.value(id).dtype);
+  for (int id : g.inputs()) map[id] = out.add_input(g.value(id).meta());
+  for (int id : g.states()) map[id] = out.add_state(g.value(id).meta());
   for (int id : g.consts())
     if (live[id]) map[id] = out.add_const(g.const_data(g.value(id).slot));
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (!keep[n]) continue;
     const Node& node = nodes[n];
     std::vector<TensorMeta> metas;
-    for (int o : node.outputs) metas.push_back({g.value(o).shape, g.value(o).dtype});
+    for (int o : node.outputs) metas.push_back(g.value(o).meta());
     std::vector<int> outs = node.body ? out.add_fused(mapped(node.inputs), node.body, metas)
                                       : out.add_node(node.op, mapped(node.inputs), node.attrs, metas);
     for (size_t k = 0; k < outs.size(); ++k) map[node.outputs[k]] = outs[k];

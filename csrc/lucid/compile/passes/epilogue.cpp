@@ -83,7 +83,8 @@ class Matcher {
 
  private:
   bool same_meta(int a, int b) const {
-    return g_.value(a).shape == g_.value(b).shape && g_.value(a).dtype == g_.value(b).dtype;
+    return g_.value(a).shape == g_.value(b).shape && g_.value(a).dtype == g_.value(b).dtype &&
+           g_.value(a).device == g_.value(b).device;
   }
   // The single reader j of v (v not escaping, read through one input slot); j's output keeps v's meta.
   bool next_of(int v, int& j) const {
@@ -159,17 +160,17 @@ Graph absorb_epilogues(const Graph& g) {
       bias = rw.map(ep.bias);
       const Shape& w = g.value(op.inputs[1]).shape;
       if (rw.meta(bias).shape != Shape{w[0]})
-        bias = rw.add(OpId::Reshape, {bias}, {{"shape", IntList{w[0]}}}, {{{w[0]}, y.dtype}})[0];
+        bias = rw.add(OpId::Reshape, {bias}, {{"shape", IntList{w[0]}}}, {{{w[0]}, y.dtype, y.device}})[0];
     }
     std::vector<int> ins{rw.map(op.inputs[0]), rw.map(op.inputs[1]), bias};
     int out;
     if (ep.activation == "none" && ep.residual < 0) {
-      out = rw.add(op.op, ins, op.attrs, {{y.shape, y.dtype}})[0];
+      out = rw.add(op.op, ins, op.attrs, {y.meta()})[0];
     } else {
       ins.push_back(rw.map(ep.residual));
       Attrs a = op.attrs;
       a.set("activation", ep.activation).set("residual_first", ep.residual_first);
-      out = rw.add(op.op == OpId::Linear ? OpId::LinearFused : OpId::ConvFused, ins, a, {{y.shape, y.dtype}})[0];
+      out = rw.add(op.op == OpId::Linear ? OpId::LinearFused : OpId::ConvFused, ins, a, {y.meta()})[0];
     }
     rw.set(n.outputs[0], out);
   }

@@ -160,18 +160,18 @@ void emit_group(Rewriter& r, const std::vector<int>& m, const std::vector<std::v
     for (int in : n.inputs) {
       auto it = to_body.find(in);
       if (it == to_body.end()) {
-        it = to_body.emplace(in, body.add_input(g.value(in).shape, g.value(in).dtype)).first;
+        it = to_body.emplace(in, body.add_input(g.value(in).meta())).first;
         ins.push_back(in);
       }
       bin.push_back(it->second);
     }
     const Value& ov = g.value(n.outputs[0]);
-    to_body[n.outputs[0]] = body.add_node(n.op, bin, n.attrs, {{ov.shape, ov.dtype}})[0];
+    to_body[n.outputs[0]] = body.add_node(n.op, bin, n.attrs, {ov.meta()})[0];
     bool used_outside = escaping[n.outputs[0]];
     for (int u : users[n.outputs[0]]) used_outside = used_outside || !in_group[u];
     if (used_outside) {
       outs.push_back(n.outputs[0]);
-      out_metas.push_back({ov.shape, ov.dtype});
+      out_metas.push_back(ov.meta());
     }
   }
   std::vector<int> body_outs;

@@ -49,14 +49,14 @@ JointPartition partition_joint(const Graph& joint, int n_fwd_inputs, int n_fwd_o
   for (int k = n_fwd_outputs; k < n_out; ++k) save(joint.outputs()[k]);
 
   auto copy_header = [&](Graph& g, std::vector<int>& map) {
-    for (int id : joint.states()) map[id] = g.add_state(vals[id].shape, vals[id].dtype);
+    for (int id : joint.states()) map[id] = g.add_state(vals[id].meta());
     for (int id : joint.consts()) map[id] = g.add_const(joint.const_data(vals[id].slot));
   };
   auto copy_node = [&](Graph& g, std::vector<int>& map, const Node& node) {
     std::vector<int> ins;
     for (int in : node.inputs) ins.push_back(in < 0 ? -1 : map[in]);
     std::vector<TensorMeta> metas;
-    for (int o : node.outputs) metas.push_back({vals[o].shape, vals[o].dtype});
+    for (int o : node.outputs) metas.push_back(vals[o].meta());
     std::vector<int> outs = node.body ? g.add_fused(ins, node.body, metas) : g.add_node(node.op, ins, node.attrs, metas);
     for (size_t k = 0; k < outs.size(); ++k) map[node.outputs[k]] = outs[k];
   };
@@ -67,7 +67,7 @@ JointPartition partition_joint(const Graph& joint, int n_fwd_inputs, int n_fwd_o
     std::vector<int> map(nv, -1);
     for (int k = 0; k < n_fwd_inputs; ++k) {
       int id = joint.inputs()[k];
-      map[id] = f.add_input(vals[id].shape, vals[id].dtype);
+      map[id] = f.add_input(vals[id].meta());
     }
     copy_header(f, map);
     for (size_t n = 0; n < joint.nodes().size(); ++n)
@@ -83,10 +83,10 @@ JointPartition partition_joint(const Graph& joint, int n_fwd_inputs, int n_fwd_o
   {
     Graph& b = p.backward;
     std::vector<int> map(nv, -1);
-    for (int v : saved) map[v] = b.add_input(vals[v].shape, vals[v].dtype);
+    for (int v : saved) map[v] = b.add_input(vals[v].meta());
     for (int k = n_fwd_inputs; k < n_in; ++k) {
       int id = joint.inputs()[k];
-      map[id] = b.add_input(vals[id].shape, vals[id].dtype);
+      map[id] = b.add_input(vals[id].meta());
     }
     copy_header(b, map);
     for (size_t n = 0; n < joint.nodes().size(); ++n)

@@ -28,7 +28,7 @@ class Rewriter {
   // Adds a new node over new-graph ids.
   std::vector<int> add(OpId op, std::vector<int> inputs, Attrs attrs, const std::vector<TensorMeta>& outs);
   int add_const(const Tensor& data) { return out_.add_const(data); }
-  TensorMeta meta(int new_id) const { return {out_.value(new_id).shape, out_.value(new_id).dtype}; }
+  TensorMeta meta(int new_id) const { return out_.value(new_id).meta(); }
   // Maps the source's outputs and assigns, verifies, and returns the new graph.
   Graph finish();
 

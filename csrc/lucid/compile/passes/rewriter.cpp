@@ -4,8 +4,8 @@
 namespace lucid::ir {
 
 Rewriter::Rewriter(const Graph& src) : src_(src), map_(src.values().size(), -1) {
-  for (int id : src.inputs()) map_[id] = out_.add_input(src.value(id).shape, src.value(id).dtype);
-  for (int id : src.states()) map_[id] = out_.add_state(src.value(id).shape, src.value(id).dtype);
+  for (int id : src.inputs()) map_[id] = out_.add_input(src.value(id).meta());
+  for (int id : src.states()) map_[id] = out_.add_state(src.value(id).meta());
   for (int id : src.consts()) map_[id] = out_.add_const(src.const_data(src.value(id).slot));
 }
 
@@ -18,7 +18,7 @@ std::vector<int> Rewriter::map(const std::vector<int>& old) const {
 
 std::vector<int> Rewriter::copy(const Node& n) {
   std::vector<TensorMeta> metas;
-  for (int o : n.outputs) metas.push_back({src_.value(o).shape, src_.value(o).dtype});
+  for (int o : n.outputs) metas.push_back(src_.value(o).meta());
   std::vector<int> outs = n.body ? out_.add_fused(map(n.inputs), n.body, metas)
                                  : out_.add_node(n.op, map(n.inputs), n.attrs, metas);
   for (size_t k = 0; k < outs.size(); ++k) map_[n.outputs[k]] = outs[k];

@@ -78,7 +78,7 @@ Graph scatter_sums_to_cat(const Graph& g) {
             if (covers) {
               std::vector<int> srcs;
               for (const auto& p : u.pieces) srcs.push_back(r.map(std::get<2>(p)));
-              int c = r.add(OpId::Cat, srcs, Attrs{{"dim", u.dim}}, {{vo.shape, vo.dtype}})[0];
+              int c = r.add(OpId::Cat, srcs, Attrs{{"dim", u.dim}}, {vo.meta()})[0];
               r.set(o, c);
               continue;
             }

@@ -219,9 +219,10 @@ void Executable::check_feeds(const TensorList& inputs, const TensorList& states)
               "lucid.compile: executable expects ", graph_.inputs().size(), " tensor inputs and ",
               graph_.states().size(), " bound tensors, got ", inputs.size(), " and ", states.size());
   auto check = [](const Tensor& t, const ir::Value& v, const char* what, size_t i) {
-    LUCID_CHECK(t.defined() && t.shape() == v.shape && t.dtype() == v.dtype, ValueError, "lucid.compile: ", what, " ", i,
-                " expected ", dtype_name(v.dtype), shape_str(v.shape), ", got ",
-                t.defined() ? str(dtype_name(t.dtype()), shape_str(t.shape())) : std::string("None"));
+    LUCID_CHECK(t.defined() && t.shape() == v.shape && t.dtype() == v.dtype && t.device() == v.device, ValueError,
+                "lucid.compile: ", what, " ", i, " expected ", dtype_name(v.dtype), shape_str(v.shape), " on ",
+                v.device.str(), ", got ",
+                t.defined() ? str(dtype_name(t.dtype()), shape_str(t.shape()), " on ", t.device().str()) : std::string("None"));
   };
   for (size_t i = 0; i < inputs.size(); ++i) check(inputs[i], graph_.value(graph_.inputs()[i]), "input", i);
   for (size_t i = 0; i < states.size(); ++i) check(states[i], graph_.value(graph_.states()[i]), "bound tensor", i);

@@ -94,7 +94,7 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     const ir::Value& v = body.value(body.inputs()[i]);
     LUCID_CHECK(broadcast_shapes(v.shape, shape, me) == shape, Error, me, ": input ", i, " does not broadcast to ",
                 "the iteration shape");
-    inputs.push_back({v.shape, v.dtype});
+    inputs.push_back(v.meta());
     proxy[body.inputs()[i]] = ew_stand_in(v, wrapped[i]);
   }
   std::vector<int> output_of(body.values().size(), -1);
@@ -103,7 +103,7 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     LUCID_CHECK(body.value(id).kind == ir::ValueKind::Node && output_of[id] < 0, Error, me, ": output ", k,
                 " is not a node result, or repeats one");
     output_of[id] = static_cast<int>(k);
-    outputs.push_back({body.value(id).shape, body.value(id).dtype});
+    outputs.push_back(body.value(id).meta());
   }
 
   // Operands by (value, dtype); Loads and Casts made on first use.

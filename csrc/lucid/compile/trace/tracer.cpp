@@ -42,11 +42,11 @@ int Tracer::alias_value(const Tensor& t) {
   if (t.shape() == o.shape() && t.strides() == o.strides() && t.offset() == o.offset()) return ov->second;
   if (!o.is_contiguous()) return -1;
   Attrs a{{"shape", t.shape()}, {"strides", t.strides()}, {"offset", t.offset() - o.offset()}};
-  return graph_.add_node(OpId::AsStrided, {ov->second}, std::move(a), {{t.shape(), t.dtype()}})[0];
+  return graph_.add_node(OpId::AsStrided, {ov->second}, std::move(a), {meta_of(t)})[0];
 }
 
 int Tracer::add_input(const Tensor& t) {
-  int id = graph_.add_input(t.shape(), t.dtype());
+  int id = graph_.add_input(meta_of(t));
   ids_[t.impl()] = id;
   note_storage(t);
   input_of_[t.impl()] = id;
@@ -62,7 +62,7 @@ const TensorImpl* Tracer::root_of(const Tensor& t) {
 int Tracer::add_view_of_root(const Tensor& t, int root_value) {
   const TensorImpl* root = root_of(t);
   Attrs a{{"shape", t.shape()}, {"strides", t.strides()}, {"offset", t.offset() - root->offset}};
-  int id = graph_.add_node(OpId::AsStrided, {root_value}, std::move(a), {{t.shape(), t.dtype()}})[0];
+  int id = graph_.add_node(OpId::AsStrided, {root_value}, std::move(a), {meta_of(t)})[0];
   ids_[t.impl()] = id;
   view_src_[t.impl()] = root_value;
   return id;
@@ -94,7 +94,7 @@ int Tracer::value_of(const Tensor& t) {
   if (t.impl()->is_wrapped_number) {
     id = graph_.add_const(t);
   } else {
-    id = graph_.add_state(t.shape(), t.dtype());
+    id = graph_.add_state(meta_of(t));
     state_of_[t.impl()] = id;
     state_feeds_.push_back(t);
     fed_.emplace_back(t, id);
@@ -110,7 +110,7 @@ void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const 
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
   std::vector<TensorMeta> metas;
-  for (const Tensor& o : outputs) metas.push_back({o.shape(), o.dtype()});
+  for (const Tensor& o : outputs) metas.push_back(meta_of(o));
   std::vector<int> outs =
       graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs, metas);
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -142,14 +142,14 @@ void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, co
   // The op's own result type; a narrower destination gets an explicit cast, as eager does.
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
   int r = graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs,
-                          {{dst.shape(), metas[0].dtype}})[0];
+                          {{dst.shape(), metas[0].dtype, dst.device()}})[0];
   if (result.defined()) {  // autograd's copy of the result (a saved output of its node) is this value
     ids_[result.impl()] = r;
     keep_alive_.push_back(result);
     note_storage(result);  // saved outputs are detached aliases of it
   }
   if (metas[0].dtype != dst.dtype())
-    r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {{dst.shape(), dst.dtype()}})[0];
+    r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {meta_of(dst)})[0];
 
   // An argument or bound tensor is written as itself, even when it is a view (of a base the
   // trace may never see): its own memory is what changes. Another fed tensor overlapping it is
@@ -175,7 +175,7 @@ void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, co
     return;
   }
   Attrs a{{"shape", dst.shape()}, {"strides", dst.strides()}, {"offset", dst.offset() - root->offset}};
-  int root_new = graph_.add_node(OpId::AsStridedScatter, {rb->second, r}, a, {{rv.shape, rv.dtype}})[0];
+  int root_new = graph_.add_node(OpId::AsStridedScatter, {rb->second, r}, a, {rv.meta()})[0];
   record_write(root, root_new);
   add_view_of_root(dst, root_new);
 }

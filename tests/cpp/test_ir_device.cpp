@@ -1,0 +1,158 @@
+// The device in the IR: Device parsing and validation (as torch.device), the "@cuda:0" suffix in
+// the IR text and its round trip, canonical_hash separating devices, verify/check_types, and the
+// passes carrying a value's device through. Only the CPU backend is built: the CUDA graphs here
+// are built and printed, never run.
+#include <gtest/gtest.h>
+
+#include "lucid/compile/ir/graph.h"
+#include "lucid/compile/passes/passes.h"
+#include "lucid/ops/core.h"
+
+using namespace lucid;
+
+namespace {
+
+const char* kCpu =
+    "graph(%0: float32[2,3] input, %1: float32[3] state) {\n"
+    "  %2 = Add(%0, %1) : float32[2,3]\n"
+    "  %3 = Relu(%2) : float32[2,3]\n"
+    "  assign %1 <- %1\n"
+    "  return (%3)\n"
+    "}\n";
+const char* kCuda =
+    "graph(%0: float32[2,3]@cuda:0 input, %1: float32[3]@cuda:0 state) {\n"
+    "  %2 = Add(%0, %1) : float32[2,3]@cuda:0\n"
+    "  %3 = Relu(%2) : float32[2,3]@cuda:0\n"
+    "  assign %1 <- %1\n"
+    "  return (%3)\n"
+    "}\n";
+
+void expect_parse_error(const std::string& text, const std::string& fragment) {
+  try {
+    ir::parse(text);
+    FAIL() << "expected a parse error for " << text;
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(Device, ParsesAndPrintsAsTorch) {
+  EXPECT_EQ(parse_device("cpu"), Device{});
+  EXPECT_EQ(parse_device("cpu:0"), Device{});
+  EXPECT_EQ(parse_device("cuda"), (Device{DeviceType::CUDA, 0}));  // the current device
+  EXPECT_EQ(parse_device("cuda:0"), (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ(parse_device("cuda:12"), (Device{DeviceType::CUDA, 12}));
+  EXPECT_EQ(parse_device("cpu").str(), "cpu");
+  EXPECT_EQ(parse_device("cuda").str(), "cuda:0");
+  EXPECT_EQ(parse_device("cuda:3").str(), "cuda:3");
+  EXPECT_NE(parse_device("cuda:0"), parse_device("cuda:1"));
+  EXPECT_NE(parse_device("cuda:0"), parse_device("cpu"));
+  EXPECT_TRUE(Device{}.is_cpu());
+}
+
+TEST(Device, RejectsMalformedStrings) {
+  for (const char* bad : {"cpu:1", "cuda:-1", "cuda:", "cuda:01", "cuda:x", "cuda:1:2", "tpu", "CUDA", "", "cuda:99999"})
+    EXPECT_THROW(parse_device(bad), ValueError) << bad;
+}
+
+TEST(Device, CudaIsNamedButNotAvailable) {
+  EXPECT_NO_THROW(check_available(parse_device("cpu")));
+  try {
+    check_available(parse_device("cuda:1"));
+    FAIL() << "expected NotImplementedError";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("'cuda:1'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no CUDA backend"), std::string::npos) << e.what();
+  }
+}
+
+TEST(IRDevice, CpuTextHasNoDevice) {
+  ir::Graph g = ir::parse(kCpu);
+  EXPECT_EQ(ir::print(g), kCpu);
+  for (const ir::Value& v : g.values()) EXPECT_TRUE(v.device.is_cpu());
+}
+
+TEST(IRDevice, CudaTextRoundTrips) {
+  ir::Graph g = ir::parse(kCuda);
+  for (const ir::Value& v : g.values()) EXPECT_EQ(v.device, (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ(ir::print(g), kCuda);
+  EXPECT_EQ(ir::print(ir::parse(ir::print(g))), kCuda);
+  EXPECT_EQ(ir::canonical_hash(ir::parse(ir::print(g))), ir::canonical_hash(g));
+  // "cuda" without an index is the current device, cuda:0
+  std::string short_form = kCuda;
+  for (size_t p; (p = short_form.find("@cuda:0")) != std::string::npos;) short_form.replace(p, 7, "@cuda");
+  EXPECT_EQ(ir::print(ir::parse(short_form)), kCuda);
+}
+
+TEST(IRDevice, DeviceSeparatesHashAndText) {
+  ir::Graph cpu = ir::parse(kCpu), cuda0 = ir::parse(kCuda);
+  std::string one = kCuda;
+  for (size_t p; (p = one.find("@cuda:0")) != std::string::npos;) one.replace(p, 7, "@cuda:1");
+  ir::Graph cuda1 = ir::parse(one);
+  EXPECT_NE(ir::print(cpu), ir::print(cuda0));
+  EXPECT_NE(ir::print(cuda0), ir::print(cuda1));
+  EXPECT_NE(ir::canonical_hash(cpu), ir::canonical_hash(cuda0));
+  EXPECT_NE(ir::canonical_hash(cuda0), ir::canonical_hash(cuda1));
+  EXPECT_NE(ir::canonical_hash(cpu), ir::canonical_hash(cuda1));
+}
+
+TEST(IRDevice, OneValueOnAnotherDeviceChangesTheHash) {
+  // Built through the API: identical graphs but for the output's device.
+  auto build = [](Device out) {
+    ir::Graph g;
+    int x = g.add_input({{2}, DType::Float32});
+    int y = g.add_node(OpId::Neg, {x}, {}, {TensorMeta{{2}, DType::Float32, out}})[0];
+    g.set_outputs({y});
+    return g;
+  };
+  ir::Graph a = build(Device{}), b = build(Device{DeviceType::CUDA, 0});
+  EXPECT_NE(ir::canonical_hash(a), ir::canonical_hash(b));
+  EXPECT_EQ(ir::print(b), "graph(%0: float32[2] input) {\n  %1 = Neg(%0) : float32[2]@cuda:0\n  return (%1)\n}\n");
+  EXPECT_EQ(ir::canonical_hash(ir::parse(ir::print(b))), ir::canonical_hash(b));
+  // The CPU graph hashes as the same text parsed: the device adds nothing for CPU values.
+  EXPECT_EQ(ir::canonical_hash(ir::parse(ir::print(a))), ir::canonical_hash(a));
+  // A device mismatch between the op's inputs and its recorded result is a type error.
+  EXPECT_NO_THROW(ir::check_types(a));
+  EXPECT_THROW(ir::check_types(b), Error);
+  EXPECT_NO_THROW(ir::check_types(ir::parse(kCuda)));
+}
+
+TEST(IRDevice, ParserRejectsBadDevices) {
+  expect_parse_error("graph(%0: float32[2]@tpu input) {\n  return (%0)\n}\n", "a device");
+  expect_parse_error("graph(%0: float32[2]@cpu:1 input) {\n  return (%0)\n}\n", "a device");
+  expect_parse_error("graph(%0: float32[2]@cuda:-1 input) {\n  return (%0)\n}\n", "a device");
+  expect_parse_error("graph(%0: float32[2]@ input) {\n  return (%0)\n}\n", "a device");
+  expect_parse_error("graph(%0: float32[2]@cuda:01 input) {\n  return (%0)\n}\n", "a device");
+  expect_parse_error("graph(%0: float32[]@cuda:0 const=1) {\n  return (%0)\n}\n", "a CPU constant");
+  // "@cpu" is accepted and is the CPU (printed without it)
+  EXPECT_EQ(ir::print(ir::parse("graph(%0: float32[2]@cpu input) {\n  return (%0)\n}\n")),
+            "graph(%0: float32[2] input) {\n  return (%0)\n}\n");
+}
+
+TEST(IRDevice, VerifyRejectsAnAssignAcrossDevices) {
+  EXPECT_THROW(ir::parse("graph(%0: float32[2] input, %1: float32[2]@cuda:0 state) {\n"
+                         "  assign %1 <- %0\n  return (%0)\n}\n"),
+               Error);
+}
+
+TEST(IRDevice, PassesKeepTheDevice) {
+  // Add + Relu fuse into one FusedElementwise node; its body and results stay on cuda:0.
+  ir::PassStats stats;
+  ir::Graph opt = ir::optimize(ir::parse(kCuda), "", &stats);
+  std::string text = ir::print(opt);
+  EXPECT_EQ(text.find("float32[2,3] "), std::string::npos) << text;
+  EXPECT_EQ(text.find("float32[3] "), std::string::npos) << text;
+  std::function<void(const ir::Graph&)> all_cuda = [&](const ir::Graph& g) {
+    for (const ir::Value& v : g.values()) EXPECT_EQ(v.device, (Device{DeviceType::CUDA, 0})) << text;
+    for (const ir::Node& n : g.nodes())
+      if (n.body) all_cuda(*n.body);
+  };
+  all_cuda(opt);
+  EXPECT_NO_THROW(ir::check_types(opt));
+  // and the same graph on the CPU optimizes to the same text without the devices
+  std::string cpu_text = ir::print(ir::optimize(ir::parse(kCpu), "", &stats));
+  for (size_t p; (p = text.find("@cuda:0")) != std::string::npos;) text.erase(p, 7);
+  EXPECT_EQ(text, cpu_text);
+}
