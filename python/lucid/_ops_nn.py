@@ -300,19 +300,25 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, 5, "dropout3d")
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout that keeps SELU's self-normalising mean and variance (dropped units get SELU's
-    negative saturation value, then an affine correction)."""
+def _alpha_dropout(input, p, training, mask_shape, name):
+    """SELU-preserving dropout over a keep mask of `mask_shape` (broadcast over input): dropped
+    units get SELU's negative saturation value, then an affine correction keeps mean and
+    variance. alpha_dropout draws per element, feature_alpha_dropout per (sample, channel)."""
     if p < 0.0 or p > 1.0:
-        raise ValueError(f"alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
+        raise _C.ArgumentError(f"{name}: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     if p == 1.0:
         return input * 0.0
     alpha_p = -1.7580993408473766
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
-    keep = _keep_mask(tuple(input.shape), p).to(input.dtype)
+    keep = _keep_mask(mask_shape, p).to(input.dtype)
     return (input * keep + alpha_p * (1.0 - keep)) * a + (-a * alpha_p * p)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's self-normalising mean and variance."""
+    return _alpha_dropout(input, p, training, tuple(input.shape), "alpha_dropout")
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):

@@ -15,7 +15,7 @@ import numpy as np
 
 import lucid
 from lucid import _C
-from lucid._ops_nn import _pnorm, _reduce, _reduction, pairwise_distance, interpolate
+from lucid._ops_nn import _alpha_dropout, _pnorm, _reduce, _reduction, pairwise_distance, interpolate
 from lucid._ops_nn_spatial import _check_ndim
 
 __all__ = ["rrelu", "rrelu_", "feature_alpha_dropout", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
@@ -53,17 +53,8 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """alpha_dropout with one draw per (sample, channel), as torch's feature_alpha_dropout."""
-    if p < 0.0 or p > 1.0:
-        raise ArgumentError(f"feature_alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return input * 0.0
-    alpha_p = -1.7580993408473766
-    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = (lucid.rand(*shape) >= p).to(input.dtype)
-    return (input * keep + alpha_p * (1.0 - keep)) * a + (-a * alpha_p * p)
+    return _alpha_dropout(input, p, training, shape, "feature_alpha_dropout")
 
 
 

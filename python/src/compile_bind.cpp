@@ -360,17 +360,18 @@ class CompiledCore {
     const Entry& e = *it->second;
     const rt::CompiledEntry& c = *e.compiled;
     const rt::GradSpec& g = c.grad_spec();
-    nb::dict d;
-    d["forward"] = PyExecutable{c.forward()};
-    d["backward"] = c.backward() ? nb::cast(PyExecutable{c.backward()}) : nb::none();
-    d["states"] = e.state_objs;
-    d["grad"] = c.is_grad_entry();
-    d["precomputed"] = c.precomputed();
-    d["n_out"] = g.n_out;
-    d["grad_outs"] = g.grad_outs;
-    d["wrt_inputs"] = g.wrt_inputs;
-    d["wrt_states"] = g.wrt_states;
-    d["wrt_used"] = g.wrt_used;
+    artifact::EntryRecord r;
+    r.forward = c.forward();
+    r.backward = c.backward();
+    r.grad = c.is_grad_entry();
+    r.precomputed = c.precomputed();
+    r.n_out = g.n_out;
+    r.grad_outs = g.grad_outs;
+    r.wrt_inputs = g.wrt_inputs;
+    r.wrt_states = g.wrt_states;
+    r.wrt_used = g.wrt_used;
+    nb::dict d = entry_record_dict(r);  // the artifact's field names (export_bind.cpp)
+    d["states"] = e.state_objs;         // the bound tensors themselves; save_compiled names them
     d["out_kind"] = e.out_kind;
     return d;
   }

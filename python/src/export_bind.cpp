@@ -38,7 +38,9 @@ artifact::EntryRecord entry_from(nb::handle d) {
   return e;
 }
 
-nb::dict entry_to(const artifact::EntryRecord& e) {
+}  // namespace
+
+nb::dict entry_record_dict(const artifact::EntryRecord& e) {
   nb::dict d;
   d["forward"] = exe_obj(e.forward);
   d["backward"] = exe_obj(e.backward);
@@ -57,8 +59,6 @@ nb::dict entry_to(const artifact::EntryRecord& e) {
   d["python"] = e.python;
   return d;
 }
-
-}  // namespace
 
 LUCID_BINDER(export) {
   // tensors: [(name, Tensor, role, requires_grad, weight)]; entries: dicts (see entry_from).
@@ -101,7 +101,7 @@ LUCID_BINDER(export) {
       })
       .def("entries", [](const artifact::Artifact& a) {
         nb::list l;
-        for (const artifact::EntryRecord& e : a.entries()) l.append(entry_to(e));
+        for (const artifact::EntryRecord& e : a.entries()) l.append(entry_record_dict(e));
         return l;
       })
       .def("run", [](artifact::Artifact& a, std::vector<Tensor> inputs) {

@@ -4,6 +4,8 @@
 // Expected gradients are worked out by hand from y = sum(x * w): dy/dw = x, dy/dx = w.
 #include <gtest/gtest.h>
 
+#include "compile_test_util.h"
+
 #include "lucid/autograd/engine.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
@@ -13,36 +15,11 @@
 #include "lucid/ops/core.h"
 
 using namespace lucid;
+using lucid::test::expect_values;
+using lucid::test::kJoint;
+using lucid::test::vec;
 
 namespace {
-
-Tensor vec(std::initializer_list<float> v) {
-  Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, DType::Float32);
-  float* p = t.data<float>();
-  for (float x : v) *p++ = x;
-  return t;
-}
-
-void expect_values(const Tensor& t, std::initializer_list<float> want) {
-  ASSERT_TRUE(t.defined());
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  ASSERT_TRUE(t.is_contiguous());
-  const float* p = t.data<float>();
-  for (float w : want) EXPECT_FLOAT_EQ(*p++, w);
-}
-
-// Forward y = sum(x * w) (x an input, w bound state); backward from the grad output %1:
-// dx = expand(gy) * w, dw = expand(gy) * x. Outputs: y, then the gradients (x's, w's).
-const char* kJoint =
-    "graph(%0: float32[3] input, %1: float32[] input, %2: float32[3] state) {\n"
-    "  %3 = Mul(%0, %2) : float32[3]\n"
-    "  %4 = Sum(%3) {dims=[], keepdim=false} : float32[]\n"
-    "  %5 = Reshape(%1) {shape=[1]} : float32[1]\n"
-    "  %6 = Expand(%5) {shape=[3]} : float32[3]\n"
-    "  %7 = Mul(%6, %2) : float32[3]\n"
-    "  %8 = Mul(%6, %0) : float32[3]\n"
-    "  return (%4, %7, %8)\n"
-    "}\n";
 
 // make_step's form: the loss, then its gradient for a unit grad output (dw = x).
 const char* kStep =

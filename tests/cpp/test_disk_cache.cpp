@@ -4,6 +4,8 @@
 // and a truncated entry is ignored and rewritten. The Python tests
 // (tests/python/test_compile_disk_cache.py) cover damaged entries, eviction and processes.
 #include <gtest/gtest.h>
+
+#include "compile_test_util.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,33 +16,11 @@
 #include "lucid/compile/ir/graph.h"
 
 using namespace lucid;
+using lucid::test::expect_values;
+using lucid::test::kJoint;
+using lucid::test::vec;
 
 namespace {
-
-Tensor vec(std::initializer_list<float> v) {
-  Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, DType::Float32);
-  float* p = t.data<float>();
-  for (float x : v) *p++ = x;
-  return t;
-}
-
-void expect_values(const Tensor& t, std::initializer_list<float> want) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  Tensor c = t.contiguous_data();
-  const float* p = c.data<float>();
-  for (float w : want) EXPECT_EQ(*p++, w);
-}
-
-const char* kJoint =
-    "graph(%0: float32[3] input, %1: float32[] input, %2: float32[3] state) {\n"
-    "  %3 = Mul(%0, %2) : float32[3]\n"
-    "  %4 = Sum(%3) {dims=[], keepdim=false} : float32[]\n"
-    "  %5 = Reshape(%1) {shape=[1]} : float32[1]\n"
-    "  %6 = Expand(%5) {shape=[3]} : float32[3]\n"
-    "  %7 = Mul(%6, %2) : float32[3]\n"
-    "  %8 = Mul(%6, %0) : float32[3]\n"
-    "  return (%4, %7, %8)\n"
-    "}\n";
 
 // Runs the pair: y, then the gradients for a grad output of 2.
 void check_runs(const rt::JointCompileResult& r) {

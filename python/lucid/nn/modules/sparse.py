@@ -97,14 +97,9 @@ class EmbeddingBag(Module):
         self.sparse = sparse
         self.include_last_offset = include_last_offset
 
-    def reset_parameters(self):
-        init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self):
-        if self.padding_idx is not None:
-            with lucid.no_grad():
-                self.weight[self.padding_idx].fill_(0)
+    # the same weight initialisation as Embedding (normal, the padding row zeroed)
+    reset_parameters = Embedding.reset_parameters
+    _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
