@@ -12,6 +12,7 @@
 namespace lucid {
 
 enum class DeviceType : uint8_t { CPU, CUDA };
+constexpr int kNumDeviceTypes = 2;  // sizes the per-device tables (an OpDef's kernels, the allocators)
 
 // A concrete device: "cuda" without an index means the current CUDA device, cuda:0 (there is no
 // set_device yet). The CPU is a single device, index 0.

@@ -133,6 +133,36 @@ static const OpDef& checked_def(OpId id, const Attrs& attrs) {
   return def;
 }
 
+// The device an op runs on: its inputs' device. They must share one, except that a CPU 0-dim
+// tensor (a Python number, a scalar) may join tensors of any device, as in PyTorch; nothing is
+// ever copied between devices silently. An op without such inputs runs on the CPU.
+static Device op_device(const OpDef& def, const TensorList& inputs) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : inputs) {
+    if (!t.defined() || (t.device().is_cpu() && t.ndim() == 0)) continue;
+    if (!first) {
+      first = &t;
+      continue;
+    }
+    LUCID_CHECK(t.device() == first->device(), Error, def.api_name,
+                ": expected all tensors to be on the same device, but found at least two devices, ",
+                first->device().str(), " and ", t.device().str(), "!");
+  }
+  if (first) return first->device();
+  for (const Tensor& t : inputs)  // only CPU scalars, or none
+    if (t.defined()) return t.device();
+  return Device{};
+}
+
+// The op's kernel on the device its inputs live on (registered by that backend).
+static KernelFn device_kernel(const OpDef& def, const TensorList& inputs) {
+  Device dev = op_device(def, inputs);
+  KernelFn k = def.kernel(dev.type);
+  LUCID_CHECK(k, NotImplementedError, def.api_name, ": not implemented on ", dev.str(),
+              dev.is_cpu() ? " in this build" : " (no kernel for this op in the backend)");
+  return k;
+}
+
 static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   if (def.view) {
     TensorList outs = def.view(inputs, attrs);
@@ -144,12 +174,12 @@ static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs
     }
     return outs;
   }
+  KernelFn kernel = device_kernel(def, inputs);
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
   TensorList outs;
   outs.reserve(metas.size());
   for (const TensorMeta& m : metas) outs.push_back(Tensor::empty(m.shape, m.dtype));
-  LUCID_CHECK(def.cpu_kernel, NotImplementedError, def.name, ": no CPU kernel in this build");
-  def.cpu_kernel(inputs, outs, attrs);
+  kernel(inputs, outs, attrs);
   return outs;
 }
 
@@ -331,11 +361,11 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
       }
     }
   } else if (metas[0].dtype == dst.dtype()) {
-    def.cpu_kernel(inputs, {dst}, attrs);
+    device_kernel(def, inputs)(inputs, {dst}, attrs);
     dst.bump_version();
   } else {
     Tensor r = Tensor::empty(metas[0].shape, metas[0].dtype);
-    def.cpu_kernel(inputs, {r}, attrs);
+    device_kernel(def, inputs)(inputs, {r}, attrs);
     cpu::copy_into(dst, r);
     dst.bump_version();
   }

@@ -29,8 +29,8 @@ void run_fused_epilogue(const Attrs& a, const char* op, const Tensor& residual, 
   if (res && !res_first && !relu) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
   product(post);
   if (!relu) return;
-  op_def(OpId::Relu).cpu_kernel({out}, {out}, Attrs{});
-  if (res && !res_first) op_def(OpId::Add).cpu_kernel({out, residual}, {out}, Attrs{});
+  op_def(OpId::Relu).kernel(DeviceType::CPU)({out}, {out}, Attrs{});
+  if (res && !res_first) op_def(OpId::Add).kernel(DeviceType::CPU)({out, residual}, {out}, Attrs{});
 }
 
 }  // namespace lucid

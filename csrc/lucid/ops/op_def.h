@@ -1,8 +1,11 @@
-// OpDef: the single definition of an op. One record holds everything the engine and the
-// compiler need: name, shape/dtype rule (infer), eager CPU kernel (or view function), the VJP
+// OpDef: the single definition of an op. One record holds the device-neutral parts the engine and
+// the compiler need: name, attribute schema, shape/dtype rule (infer), view function, the VJP
 // written with ops (so it serves eager autograd and traced backward alike), what to save for
 // backward, and the lowering kind the compiler uses. Families register their records with
-// LUCID_REGISTER_OP in their own .cpp; the registry is an array indexed by OpId.
+// LUCID_REGISTER_OP in ops/<family>.cpp; the registry is an array indexed by OpId.
+// Kernels are not part of the record's definition: each backend registers its own into the
+// record's per-device table with LUCID_REGISTER_KERNEL, from backends/<device>/, and dispatch
+// picks the kernel of the inputs' device (op_def(id).kernel(device)).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -89,6 +92,11 @@ struct OpDef {
   const char* attr_schema = nullptr;
   std::vector<AttrSpec> attr_specs;
   InferFn infer = nullptr;
+  // Per device type, registered by the backends (LUCID_REGISTER_KERNEL); null where a backend has
+  // no kernel for the op (dispatch raises "not implemented on <device>").
+  std::array<KernelFn, kNumDeviceTypes> kernels{};
+  // Transitional, while families move their kernels into backends/cpu/: set by an op record, it
+  // is moved into kernels[CPU] at registration. Removed once every family registers from there.
   KernelFn cpu_kernel = nullptr;
   ViewFn view = nullptr;
   VjpFn vjp = nullptr;
@@ -106,6 +114,8 @@ struct OpDef {
   // With kSaveOutputs: when set, outputs are saved only for calls where it returns true (pow
   // saves its result only when the exponent is a tensor requiring grad, as PyTorch).
   bool (*saves_outputs)(const TensorList& inputs) = nullptr;
+
+  KernelFn kernel(DeviceType t) const { return kernels[static_cast<int>(t)]; }
 };
 
 const OpDef& op_def(OpId id);
@@ -122,6 +132,11 @@ uint64_t op_registry_hash();
 struct OpRegistrar {
   OpRegistrar(OpId id, const char* attr_schema, OpDef def);
 };
+// A backend's kernel for an op, registered into the op record's table (in any static
+// initialisation order relative to the record; registering one op twice for a device aborts).
+struct KernelRegistrar {
+  KernelRegistrar(OpId id, DeviceType device, KernelFn fn);
+};
 
 #define LUCID_CONCAT_(a, b) a##b
 #define LUCID_CONCAT(a, b) LUCID_CONCAT_(a, b)
@@ -129,5 +144,8 @@ struct OpRegistrar {
 // The second argument is the op's attribute schema ("" for none), so no op registers without one.
 #define LUCID_REGISTER_OP(id, attr_schema, ...) \
   static ::lucid::OpRegistrar LUCID_CONCAT(lucid_reg_, id)(::lucid::OpId::id, attr_schema, __VA_ARGS__)
+// LUCID_REGISTER_KERNEL(Sum, CPU, sum_kernel), in backends/<device>/: the device's kernel for an op.
+#define LUCID_REGISTER_KERNEL(id, device, ...) \
+  static ::lucid::KernelRegistrar LUCID_CONCAT(lucid_kernel_, id)(::lucid::OpId::id, ::lucid::DeviceType::device, __VA_ARGS__)
 
 }  // namespace lucid

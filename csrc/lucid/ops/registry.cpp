@@ -1,5 +1,8 @@
 // The op registry: an array indexed by OpId, filled by each family's static registrars (which parse
-// each op's attribute schema), with the schema checks and the registry hash over it.
+// each op's attribute schema) and by the backends' kernel registrars, with the schema checks and
+// the registry hash over it.
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "lucid/ops/op_def.h"
@@ -83,7 +86,24 @@ OpRegistrar::OpRegistrar(OpId id, const char* attr_schema, OpDef def) {
   def.api_name = snake_name(static_cast<int>(id));
   def.attr_schema = attr_schema;
   def.attr_specs = parse_attr_schema(def.name, attr_schema);
-  table()[static_cast<int>(id)] = std::move(def);
+  OpDef& slot = table()[static_cast<int>(id)];
+  for (int d = 0; d < kNumDeviceTypes; ++d)  // kernels whose registrars ran first
+    if (slot.kernels[d]) def.kernels[d] = slot.kernels[d];
+  if (def.cpu_kernel) {
+    def.kernels[static_cast<int>(DeviceType::CPU)] = def.cpu_kernel;
+    def.cpu_kernel = nullptr;
+  }
+  slot = std::move(def);
+}
+
+KernelRegistrar::KernelRegistrar(OpId id, DeviceType device, KernelFn fn) {
+  KernelFn& k = table()[static_cast<int>(id)].kernels[static_cast<int>(device)];
+  if (k || !fn) {  // a build defect, found at load time before any call could pick the wrong kernel
+    std::fprintf(stderr, "lucid: %s kernel for %s registered %s\n", Device{device, 0}.str().c_str(),
+                 kOpNames[static_cast<int>(id)], fn ? "twice" : "as null");
+    std::abort();
+  }
+  k = fn;
 }
 
 }  // namespace lucid

@@ -47,8 +47,8 @@ Executable::Executable(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)),
       in.view = def.view;
       in.static_view = true;  // a candidate; decided by confirm_static_views
     } else {
-      LUCID_CHECK(def.cpu_kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
-      in.kernel = def.cpu_kernel;
+      in.kernel = def.kernel(DeviceType::CPU);
+      LUCID_CHECK(in.kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
       in.random = def.lowering == Lowering::Random;
     }
     if (in.kind != Kind::View)
