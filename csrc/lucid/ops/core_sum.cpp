@@ -49,7 +49,6 @@ Tensor reduction_rows(const Tensor& x, const IntList& dims, int64_t& outer, int6
   return Tensor::make_view(x, ps, pst, x.offset()).contiguous_data();
 }
 
-
 LUCID_REGISTER_OP(Sum, "dims:ints, keepdim:bool, dtype:dtype?", [] {
   OpDef d;
   d.num_inputs = 1;
@@ -74,7 +73,6 @@ Tensor sum(const Tensor& x, const IntList& dims, bool keepdim) {
 }
 
 // ---- SumTo --------------------------------------------------------------------------------
-
 LUCID_REGISTER_OP(SumTo, "shape:ints", [] {
   OpDef d;
   d.num_inputs = 1;

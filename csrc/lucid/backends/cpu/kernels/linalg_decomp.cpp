@@ -48,7 +48,6 @@ void linalg_lstsq_kernel(const TensorList& in, const TensorList& out, const Attr
   lapack_lstsq(in[0], in[1], a.f("rcond"), a.s("driver"), out[0], out[1], out[2]);
 }
 
-
 }  // namespace
 
 LUCID_REGISTER_KERNEL(LinalgSolve, CPU, linalg_solve_kernel);
