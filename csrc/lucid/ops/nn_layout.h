@@ -1,14 +1,16 @@
 // How the nn and loss ops view their operands and decode their attributes, shared by the op
 // records (infer, VJP, C++ API) and the backend kernels, so every backend reads an op the same
 // way: the [P, Q, S] view of the four norms, the (N, C, D) rows of the class losses, the modes of
-// interpolate and the kinds of the pointwise losses. Device-neutral: shapes and enums, no data.
+// interpolate, the kinds and reductions of the losses, and the class-index check. Device-neutral:
+// shapes, enums and host checks, no backend code.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-#include "lucid/core/shape.h"
+#include "lucid/core/dtype.h"
 #include "lucid/core/error.h"
+#include "lucid/core/shape.h"
 
 namespace lucid::nnutil {
 
@@ -32,6 +34,9 @@ inline const char* norm_name(int64_t k) {
   static const char* n[] = {"batch_norm", "layer_norm", "group_norm", "rms_norm"};
   return n[k];
 }
+
+// Dtype of statistics (mean, rstd) saved by norm ops: float64 stays, everything else float32.
+inline DType stat_dtype(DType x) { return x == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 // k: normalized ndim (layer/rms) or number of groups (group).
 inline NormLayout make_norm_layout(int64_t kind, const Shape& s, int64_t k) {
@@ -89,6 +94,14 @@ inline ClassLayout class_layout(const Shape& s) {
   return L;
 }
 
+// Class-index targets of nll_loss / cross_entropy (host values, n of them): each is ignore or in
+// [0, C); raises IndexError naming the op, the index and the number of classes.
+inline void check_class_indices(const int64_t* p, int64_t n, int64_t C, int64_t ignore, const char* op) {
+  for (int64_t i = 0; i < n; ++i)
+    LUCID_CHECK(p[i] == ignore || (p[i] >= 0 && p[i] < C), IndexError, op, ": target index ", p[i],
+                " is out of bounds for ", C, " classes (valid: 0..", C - 1, " or ignore_index=", ignore, ")");
+}
+
 // ---- Interpolate --------------------------------------------------------------------------------
 enum InterpMode { kNearest, kNearestExact, kBilinear, kBicubic };
 
@@ -99,6 +112,19 @@ inline int parse_interp_mode(const std::string& m) {
   if (m == "bicubic") return kBicubic;
   throw NotImplementedError(str("interpolate: mode '", m, "' is not supported (supported: nearest, nearest-exact, bilinear, bicubic)"));
 }
+
+// ---- Loss reductions ---------------------------------------------------------------------------
+// The `reduction` attribute of the losses, numbered like PyTorch's Reduction enum.
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+inline int64_t parse_reduction(const std::string& s, const char* op) {
+  if (s == "none") return kNone;
+  if (s == "mean") return kMean;
+  if (s == "sum") return kSum;
+  throw ValueError(str(op, ": argument 'reduction' expected 'none', 'mean' or 'sum', got '", s, "'"));
+}
+
+inline Shape reduced_loss_shape(const Shape& s, int64_t reduction) { return reduction == kNone ? s : Shape{}; }
 
 // ---- Pointwise losses ---------------------------------------------------------------------------
 // The `kind` attribute of the pointwise losses' backward ops. kKlDiv reads its log_target flag

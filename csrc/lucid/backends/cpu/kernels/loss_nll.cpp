@@ -11,7 +11,6 @@
 #include "lucid/backends/cpu/nn_vec.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/nn_layout.h"
-#include "lucid/ops/nn_util.h"
 #include "lucid/ops/op_def.h"
 
 namespace lucid::cpu {

@@ -10,7 +10,6 @@
 #include "lucid/backends/cpu/kernels/nn_operands.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/nn_layout.h"
-#include "lucid/ops/nn_util.h"
 #include "lucid/ops/op_def.h"
 
 namespace lucid::cpu {
