@@ -1,8 +1,9 @@
 """The extension lucid._C exports PyInit__C alone, so lucid and torch import in either order.
 
-Exported, _C's other symbols (a static libstdc++ copy where the toolchain links one, as g++ did on
-the GPU machine) interposed the shared libraries _C loads, and `import lucid; import torch` aborted
-with "free(): invalid pointer" in torch's import. CMakeLists.txt gives _C a version script.
+Exported, _C's other symbols (among them a static libstdc++ copy where the compiler has no shared
+one, as on the GPU machine) interposed the shared libraries _C loads, and `import lucid; import
+torch` aborted with "free(): invalid pointer" in torch's import. CMakeLists.txt gives _C a version
+script.
 """
 import os
 import shutil
