@@ -9,7 +9,7 @@
 #include "lucid/backends/cpu/dnnl_conv.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/core.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/backends/cpu/fused_epilogue.h"
 #include "lucid/ops/linalg.h"
 
 namespace lucid {

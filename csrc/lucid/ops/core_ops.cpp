@@ -196,13 +196,13 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 
 // ---- Add, Mul, Neg ------------------------------------------------------------------------
 LUCID_REGISTER_OP(Add, "", [] {
-  OpDef d = elementwise_op<OpId::Add, sm::Add, 2, EwDType::Same>();
+  OpDef d = elementwise_op<OpId::Add>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.grads[0]}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Mul, "", [] {
-  OpDef d = elementwise_op<OpId::Mul, sm::Mul, 2, EwDType::Same>();
+  OpDef d = elementwise_op<OpId::Mul>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -215,7 +215,7 @@ LUCID_REGISTER_OP(Mul, "", [] {
 }());
 
 LUCID_REGISTER_OP(Neg, "", [] {
-  OpDef d = elementwise_op<OpId::Neg, sm::Neg, 1, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Neg>();
   d.vjp = [](const VjpContext& c) { return TensorList{neg(c.grads[0])}; };
   return d;
 }());

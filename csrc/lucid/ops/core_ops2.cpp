@@ -10,13 +10,13 @@
 namespace lucid {
 
 LUCID_REGISTER_OP(Sub, "", [] {
-  OpDef d = elementwise_op<OpId::Sub, sm::Sub, 2, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Sub>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.needs_grad[1] ? neg(c.grads[0]) : Tensor()}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Div, "", [] {
-  OpDef d = elementwise_op<OpId::Div, sm::Div, 2, EwDType::Float, EwDomain::Floating>();
+  OpDef d = elementwise_op<OpId::Div>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
