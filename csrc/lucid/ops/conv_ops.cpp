@@ -9,7 +9,7 @@
 // names the Python op (conv1d/conv2d, conv_transpose1d/2d), the argument, what was expected and
 // what was given.
 #include "lucid/ops/core.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/ops/fused_activation.h"
 #include "lucid/ops/linalg.h"
 #include "lucid/ops/linalg_geometry.h"
 

@@ -212,13 +212,13 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
 
 // ---- Add, Sub, Mul, Div, Neg --------------------------------------------------------------
 LUCID_REGISTER_OP(Add, "", [] {
-  OpDef d = elementwise_op<OpId::Add, sm::Add, 2, EwDType::Same>();
+  OpDef d = elementwise_op<OpId::Add>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.grads[0]}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Mul, "", [] {
-  OpDef d = elementwise_op<OpId::Mul, sm::Mul, 2, EwDType::Same>();
+  OpDef d = elementwise_op<OpId::Mul>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -231,19 +231,19 @@ LUCID_REGISTER_OP(Mul, "", [] {
 }());
 
 LUCID_REGISTER_OP(Neg, "", [] {
-  OpDef d = elementwise_op<OpId::Neg, sm::Neg, 1, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Neg>();
   d.vjp = [](const VjpContext& c) { return TensorList{neg(c.grads[0])}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Sub, "", [] {
-  OpDef d = elementwise_op<OpId::Sub, sm::Sub, 2, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Sub>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.needs_grad[1] ? neg(c.grads[0]) : Tensor()}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Div, "", [] {
-  OpDef d = elementwise_op<OpId::Div, sm::Div, 2, EwDType::Float, EwDomain::Floating>();
+  OpDef d = elementwise_op<OpId::Div>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];

@@ -3,7 +3,7 @@
 // (backends/cpu/kernels/matmul.cpp) go through cpu::dnnl_matmul; VJPs are written with these
 // same ops so they serve eager autograd, double backward and traced backward alike.
 #include "lucid/ops/core.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/ops/fused_activation.h"
 #include "lucid/ops/linalg.h"
 #include "lucid/ops/linalg_geometry.h"
 #include "lucid/ops/movement_util.h"

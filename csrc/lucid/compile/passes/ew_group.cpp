@@ -2,7 +2,7 @@
 // body holds them, so the runtime runs the group over 1024-element blocks with its intermediates
 // in registers instead of full-size tensors (memory traffic is what elementwise ops cost).
 //
-// A node joins a group when its op lowers as Elementwise with a block for its dtypes (and its
+// A node joins a group when its op lowers as Elementwise, defined for its dtypes (and its
 // recorded dtype is the one eager would give, see ew_block_dtype) and its output has the group's
 // shape, the iteration shape; inputs from outside may broadcast to it. Walking nodes in order,
 // a node merges with the groups of its producers that have its shape, one at a time, each merge

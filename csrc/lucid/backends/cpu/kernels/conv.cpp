@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "lucid/backends/cpu/dnnl_conv.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/backends/cpu/fused_epilogue.h"
 #include "lucid/ops/linalg_geometry.h"
 
 namespace lucid::cpu {

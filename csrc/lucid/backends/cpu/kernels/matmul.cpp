@@ -6,7 +6,7 @@
 
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/backends/cpu/loops.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/backends/cpu/fused_epilogue.h"
 #include "lucid/ops/linalg_geometry.h"
 
 namespace lucid::cpu {
