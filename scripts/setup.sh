@@ -34,8 +34,11 @@ fi
 BUILD_DIR=${LUCID_BUILD_DIR:-build/release}
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   # ccache, when installed, makes rebuilds in other checkouts (git worktrees) cheap; not required.
+  mkdir -p "$BUILD_DIR"
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUCID_BUILD_TESTS=ON \
         -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" -DCMAKE_CUDA_COMPILER_LAUNCHER="$(command -v ccache || true)" \
-        -DPython_EXECUTABLE="$(command -v $PY)" ${LUCID_CMAKE_ARGS:-} >/dev/null
+        -DPython_EXECUTABLE="$(command -v $PY)" ${LUCID_CMAKE_ARGS:-} > "$BUILD_DIR/configure.log"
+  # What the CUDA option decided, and which CUDA libraries it found (cmake/cuda_libraries.cmake).
+  sed -n '/CUDA backend\|CUDA libraries\|^  [A-Za-z].*: \//p' "$BUILD_DIR/configure.log"
 fi
 cmake --build "$BUILD_DIR" -j"$(nproc)"
