@@ -2,14 +2,17 @@
 // generator offsets, and the C++ API of reductions and random ops.
 #include <gtest/gtest.h>
 
+#include "lucid/backends/cpu/philox_vec.h"
+#include "lucid/backends/cpu/reduce_loops.h"
 #include "lucid/core/generator.h"
+#include "lucid/core/philox.h"
 #include "lucid/ops/creation.h"
 #include "lucid/ops/reduce.h"
 
 using namespace lucid;
 
 TEST(Philox, KnownAnswers) {
-  using A = std::array<uint32_t, 4>;
+  using A = PhiloxBlock;
   EXPECT_EQ(philox4x32_10(A{0, 0, 0, 0}, 0, 0), (A{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
   EXPECT_EQ(philox4x32_10(A{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffff, 0xffffffff),
             (A{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
@@ -21,7 +24,7 @@ TEST(Philox, EightWideMatchesScalar) {
   for (uint64_t seed : {uint64_t{0}, uint64_t{42}, ~uint64_t{0}})
     for (uint64_t block0 : {uint64_t{0}, uint64_t{5}, (uint64_t{1} << 32) - 3}) {
       uint32_t w[32];
-      philox_draws8(block0, seed, w);
+      cpu::philox_draws8(block0, seed, w);
       for (int b = 0; b < 8; ++b) {
         auto ref = philox4x32_10(block0 + b, seed);
         for (int q = 0; q < 4; ++q) EXPECT_EQ(w[4 * b + q], ref[q]) << "block " << b << " word " << q;
@@ -72,13 +75,13 @@ TEST(Reduce, ReduceSumIntoMatchesSum) {
   for (IntList dims : {IntList{}, IntList{0}, IntList{1}, IntList{2}, IntList{0, 2}, IntList{1, 2}}) {
     Tensor ref = sum(x, dims, false);
     Tensor out = Tensor::empty(ref.shape(), DType::Float32);
-    reduce_sum_into(x, dims, out);
+    cpu::reduce_sum_into(x, dims, out);
     for (int64_t i = 0; i < ref.numel(); ++i) EXPECT_NEAR(out.data<float>()[i], ref.data<float>()[i], 1e-5);
   }
   Tensor xi = randint(-5, 5, {4, 9}, DType::Int32, &g);
   Tensor ri = sum(xi, {0}, false);  // int64
   Tensor oi = Tensor::empty({9}, DType::Int64);
-  reduce_sum_into(xi, {0}, oi);
+  cpu::reduce_sum_into(xi, {0}, oi);
   for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(oi.data<int64_t>()[i], ri.data<int64_t>()[i]);
 }
 

@@ -1,69 +1,16 @@
 // Random ops: Uniform (rand, uniform_), Normal (randn, normal_; Box-Muller), RandInt, Bernoulli,
-// RandPerm, Multinomial.
+// RandPerm, Multinomial: their records and C++ API (kernels: backends/<device>/kernels/random.*).
 // Each is a non-differentiable op with Lowering::Random whose attributes carry the generator's
-// seed and the draw offset reserved for it (see core/generator.h). Element i only depends on
-// (seed, offset, i): results are deterministic and independent of the thread count, and a
-// compiled step can re-run the op by changing the offset attribute.
-#include <sleef.h>
-
-#include <algorithm>
-#include <cmath>
-
-#include "lucid/backends/cpu/loops.h"
-#include "lucid/core/parallel.h"
+// seed and the draw offset reserved for it (see core/generator.h) and the number of draws it
+// takes (random_draws). Element i only depends on (seed, offset, i) through the device-neutral
+// rules of ops/random_draws.h: results are deterministic, independent of the thread count and
+// of the device, and a compiled step can re-run the op by changing the offset attribute.
 #include "lucid/ops/creation.h"
+#include "lucid/ops/random_draws.h"
 
 namespace lucid {
 
 static Generator& gen_or_default(Generator* g) { return g ? *g : *default_generator(); }
-
-// Calls f(unit, draws) for units [0, nunits), each with k consecutive draws (k divides 4):
-// unit u takes draws u*k .. u*k+k-1 of the op's block. Draws are made 8 Philox blocks at a time.
-template <class F>
-static void for_draws(int64_t nunits, int k, uint64_t seed, uint64_t offset, const F& f) {
-  int64_t per = 32 / k;  // units per group of 8 blocks
-  int64_t ngroups = (nunits + per - 1) / per;
-  uint64_t c0 = offset / 4;
-  parallel_for(0, ngroups, std::max<int64_t>(1, kParallelGrain / 32), [&](int64_t b, int64_t e) {
-    alignas(32) uint32_t w[32];
-    for (int64_t g = b; g < e; ++g) {
-      philox_draws8(c0 + static_cast<uint64_t>(g) * 8, seed, w);
-      int64_t u0 = g * per, u1 = std::min(nunits, u0 + per);
-      for (int64_t u = u0; u < u1; ++u) f(u, &w[(u - u0) * k]);
-    }
-  });
-}
-
-// Uniform in [0, 1) with as many random bits as the type's mantissa holds, so 16-bit floats
-// never round up to 1.
-template <class T>
-static inline double unit_uniform(const uint32_t* d) {
-  if constexpr (std::is_same_v<T, double>) {
-    uint64_t v = (static_cast<uint64_t>(d[0]) << 32 | d[1]) >> 11;
-    return static_cast<double>(v) * 0x1.0p-53;
-  } else if constexpr (std::is_same_v<T, Half>) {
-    return static_cast<double>(d[0] >> 21) * 0x1.0p-11;
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return static_cast<double>(d[0] >> 24) * 0x1.0p-8;
-  } else {
-    return static_cast<double>(d[0] >> 8) * 0x1.0p-24;
-  }
-}
-
-template <class T>
-static constexpr int uniform_draws() { return std::is_same_v<T, double> ? 2 : 1; }
-
-static uint64_t attr_seed(const Attrs& a) { return static_cast<uint64_t>(a.i("seed")); }
-static uint64_t attr_offset(const Attrs& a) { return static_cast<uint64_t>(a.i("offset")); }
-
-// Runs `fill(contiguous output)`; a strided in-place destination gets a contiguous temporary.
-template <class F>
-static void with_contiguous_out(const Tensor& o, const F& fill) {
-  if (o.is_contiguous()) { fill(o); return; }
-  Tensor t = Tensor::empty(o.shape(), o.dtype());
-  fill(t);
-  cpu::copy_into(o, t);
-}
 
 static OpDef random_op() {
   OpDef d;
@@ -92,18 +39,6 @@ LUCID_REGISTER_OP(Uniform, "shape:ints, dtype:dtype, seed:int, offset:int, low:f
                 " and to=", a.f("high"));
     return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
   };
-  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
-    double lo = a.f("low"), span = a.f("high") - a.f("low");
-    with_contiguous_out(out[0], [&](const Tensor& o) {
-      LUCID_DISPATCH_FLOATING(o.dtype(), "uniform", [&] {
-        using C = compute_t<scalar_t>;
-        scalar_t* p = o.data<scalar_t>();
-        for_draws(o.numel(), uniform_draws<scalar_t>(), attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-          p[i] = static_cast<scalar_t>(static_cast<C>(lo + span * unit_uniform<scalar_t>(dr)));
-        });
-      });
-    });
-  };
   return d;
 }());
 
@@ -122,70 +57,12 @@ const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gen)
 }
 
 // ---- Normal (Box-Muller on pairs of uniforms) ----------------------------------------------------
-// Pair j (elements 2j, 2j+1) uses draws 2j, 2j+1 (4j..4j+3 for float64): u1 in (0, 1], u2 in
-// [0, 1); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2). Vectorised with SLEEF, 8 (4) pairs at a time.
-template <class T>
-static void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t offset) {
-  using C = compute_t<T>;
-  int64_t npairs = (n + 1) / 2;
-  uint64_t c0 = offset / 4;
-  constexpr bool dbl = std::is_same_v<T, double>;
-  constexpr int64_t G = dbl ? 8 : 16;  // pairs per group of 8 Philox blocks (32 draws)
-  int64_t ngroups = (npairs + G - 1) / G;
-  parallel_for(0, ngroups, std::max<int64_t>(1, kParallelGrain / (2 * G)), [&](int64_t b, int64_t e) {
-    alignas(32) uint32_t w[32];
-    alignas(32) double zc[16], zs[16];
-    for (int64_t g = b; g < e; ++g) {
-      philox_draws8(c0 + static_cast<uint64_t>(g) * 8, seed, w);
-      if constexpr (dbl) {
-        alignas(32) double u1[8], u2[8];
-        for (int q = 0; q < 8; ++q) {
-          u1[q] = 1.0 - unit_uniform<double>(&w[4 * q]);
-          u2[q] = unit_uniform<double>(&w[4 * q + 2]);
-        }
-        for (int h = 0; h < 8; h += 4) {
-          __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), Sleef_logd4_u10(_mm256_load_pd(u1 + h))));
-          Sleef___m256d_2 sc = Sleef_sincospid4_u05(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_load_pd(u2 + h)));
-          _mm256_store_pd(zs + h, _mm256_mul_pd(r, sc.x));
-          _mm256_store_pd(zc + h, _mm256_mul_pd(r, sc.y));
-        }
-      } else {
-        alignas(32) float u1[16], u2[16], fs[16], fc[16];
-        for (int q = 0; q < 16; ++q) {
-          u1[q] = 1.0f - static_cast<float>(w[2 * q] >> 8) * 0x1.0p-24f;
-          u2[q] = static_cast<float>(w[2 * q + 1] >> 8) * 0x1.0p-24f;
-        }
-        for (int h = 0; h < 16; h += 8) {
-          __m256 r = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), Sleef_logf8_u10(_mm256_load_ps(u1 + h))));
-          Sleef___m256_2 sc = Sleef_sincospif8_u05(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_load_ps(u2 + h)));
-          _mm256_store_ps(fs + h, _mm256_mul_ps(r, sc.x));
-          _mm256_store_ps(fc + h, _mm256_mul_ps(r, sc.y));
-        }
-        for (int q = 0; q < 16; ++q) { zs[q] = fs[q]; zc[q] = fc[q]; }
-      }
-      for (int64_t q = 0; q < G; ++q) {
-        int64_t j = g * G + q;
-        if (2 * j < n) p[2 * j] = static_cast<T>(static_cast<C>(mu + sd * zc[q]));
-        if (2 * j + 1 < n) p[2 * j + 1] = static_cast<T>(static_cast<C>(mu + sd * zs[q]));
-      }
-    }
-  });
-}
-
 LUCID_REGISTER_OP(Normal, "shape:ints, dtype:dtype, mean:float, std:float, seed:int, offset:int", [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     check_float(a.dtype("dtype"), "normal");
     LUCID_CHECK(a.f("std") >= 0, ValueError, "normal_: expects std >= 0.0, got std=", a.f("std"));
     return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
-  };
-  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
-    double mu = a.f("mean"), sd = a.f("std");
-    with_contiguous_out(out[0], [&](const Tensor& o) {
-      LUCID_DISPATCH_FLOATING(o.dtype(), "normal", [&] {
-        normal_fill<scalar_t>(o.data<scalar_t>(), o.numel(), mu, sd, attr_seed(a), attr_offset(a));
-      });
-    });
   };
   return d;
 }());
@@ -205,34 +82,12 @@ const Tensor& normal_(const Tensor& x, double mean, double std, Generator* gen) 
 }
 
 // ---- RandInt ---------------------------------------------------------------------------------
-static int randint_draws(int64_t low, int64_t high) {
-  return static_cast<uint64_t>(high) - static_cast<uint64_t>(low) <= (uint64_t{1} << 32) ? 1 : 2;
-}
-
 LUCID_REGISTER_OP(RandInt, "shape:ints, dtype:dtype, seed:int, offset:int, low:int, high:int", [] {
   OpDef d = random_op();
   d.infer = [](const TensorList&, const Attrs& a) {
     LUCID_CHECK(a.i("low") < a.i("high"), ValueError, "randint: expects 'low' < 'high', got low=", a.i("low"),
                 " and high=", a.i("high"));
     return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
-  };
-  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
-    int64_t low = a.i("low"), high = a.i("high");
-    uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-    int k = randint_draws(low, high);
-    with_contiguous_out(out[0], [&](const Tensor& o) {
-      LUCID_DISPATCH_ALL(o.dtype(), "randint", [&] {
-        using C = compute_t<scalar_t>;
-        scalar_t* p = o.data<scalar_t>();
-        for_draws(o.numel(), k, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-          // 32-bit draws: multiply-shift (Lemire) instead of a division; 64-bit: modulo.
-          uint64_t off = k == 1 ? (static_cast<uint64_t>(dr[0]) * range) >> 32
-                                : (static_cast<uint64_t>(dr[0]) << 32 | dr[1]) % range;
-          int64_t r = static_cast<int64_t>(static_cast<uint64_t>(low) + off);
-          p[i] = static_cast<scalar_t>(static_cast<C>(r));
-        });
-      });
-    });
   };
   return d;
 }());
@@ -265,28 +120,6 @@ LUCID_REGISTER_OP(Bernoulli, "shape:ints, dtype:dtype, p:float?, seed:int, offse
                   shape_str(a.ints("shape")));
     }
     return std::vector<TensorMeta>{{a.ints("shape"), a.dtype("dtype")}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    Tensor probs;
-    if (!in.empty()) {
-      probs = Tensor::empty(a.ints("shape"), DType::Float64);
-      cpu::copy_into(probs, in[0]);  // broadcasts a probability tensor to the output shape
-      const double* pp = probs.data<double>();
-      for (int64_t i = 0, n = probs.numel(); i < n; ++i)  // as PyTorch; NaN fails too
-        LUCID_CHECK(pp[i] >= 0 && pp[i] <= 1, ValueError, "bernoulli: expected all probabilities in [0, 1], got ", pp[i]);
-    }
-    double p = in.empty() ? a.f("p") : 0.0;
-    with_contiguous_out(out[0], [&](const Tensor& o) {
-      LUCID_DISPATCH_ALL(o.dtype(), "bernoulli", [&] {
-        using C = compute_t<scalar_t>;
-        scalar_t* dst = o.data<scalar_t>();
-        const double* pp = probs.defined() ? probs.data<double>() : nullptr;
-        for_draws(o.numel(), 1, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-          double pi = pp ? pp[i] : p;
-          dst[i] = static_cast<scalar_t>(static_cast<C>(unit_uniform<float>(dr) < pi ? 1 : 0));
-        });
-      });
-    });
   };
   return d;
 }());
@@ -325,20 +158,6 @@ LUCID_REGISTER_OP(RandPerm, "n:int, dtype:dtype, seed:int, offset:int", [] {
     LUCID_CHECK(n >= 0, ValueError, "randperm: argument 'n' must be non-negative, got ", n);
     LUCID_CHECK(a.dtype("dtype") != DType::Bool, TypeError, "randperm: dtype bool is not supported");
     return std::vector<TensorMeta>{{{n}, a.dtype("dtype")}};
-  };
-  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
-    int64_t n = a.i("n");
-    std::vector<std::pair<uint64_t, int64_t>> keys(n);
-    for_draws(n, 2, attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-      keys[i] = {static_cast<uint64_t>(dr[0]) << 32 | dr[1], i};
-    });
-    std::sort(keys.begin(), keys.end());
-    with_contiguous_out(out[0], [&](const Tensor& o) {
-      LUCID_DISPATCH_NUMERIC(o.dtype(), "randperm", [&] {
-        scalar_t* p = o.data<scalar_t>();
-        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(keys[i].second));
-      });
-    });
   };
   return d;
 }());
@@ -386,53 +205,6 @@ LUCID_REGISTER_OP(Multinomial, "num_samples:int, replacement:bool, rows:int, cat
                 "multinomial: the rows/categories attributes do not match the input of shape ", shape_str(p.shape()));
     Shape s = p.ndim() == 2 ? Shape{rows, ns} : Shape{ns};
     return std::vector<TensorMeta>{{s, DType::Int64}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    int64_t rows = a.i("rows"), cats = a.i("categories"), ns = a.i("num_samples");
-    bool repl = a.b("replacement");
-    Tensor w = Tensor::empty(in[0].shape(), DType::Float64);
-    cpu::copy_into(w, in[0]);
-    double* wp = w.data<double>();
-    // Validate first: nothing is drawn from a bad distribution. Replacement rows become cumulative sums.
-    for (int64_t r = 0; r < rows; ++r) {
-      double total = 0;
-      for (int64_t c = 0; c < cats; ++c) {
-        double v = wp[r * cats + c];
-        LUCID_CHECK(std::isfinite(v) && v >= 0, Error, "multinomial: argument 'input' must hold finite, non-negative "
-                    "weights (probability tensor contains either inf, nan or element < 0), got ", v, " in row ", r);
-        total += v;
-        if (repl) wp[r * cats + c] = total;
-      }
-      LUCID_CHECK(total > 0, Error, "multinomial: argument 'input' has a row of all-zero weights (invalid multinomial "
-                  "distribution, sum of probabilities <= 0) in row ", r);
-    }
-    with_contiguous_out(out[0], [&](const Tensor& o) {
-      int64_t* dst = o.data<int64_t>();
-      if (repl) {
-        for_draws(rows * ns, 2, attr_seed(a), attr_offset(a), [&](int64_t u, const uint32_t* dr) {
-          const double* cdf = wp + (u / ns) * cats;
-          double t = unit_uniform<double>(dr) * cdf[cats - 1];
-          int64_t c = std::upper_bound(cdf, cdf + cats, t) - cdf;
-          dst[u] = std::min(c, cats - 1);
-        });
-        return;
-      }
-      std::vector<double> key(rows * cats);
-      for_draws(rows * cats, 2, attr_seed(a), attr_offset(a), [&](int64_t u, const uint32_t* dr) {
-        double e = -std::log1p(-unit_uniform<double>(dr));  // Exp(1), from u in [0, 1)
-        key[u] = wp[u] > 0 ? wp[u] / e : -1.0;             // zero weights rank last, by index
-      });
-      parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / (8 * cats)), [&](int64_t b, int64_t e) {
-        std::vector<int64_t> idx(cats);
-        for (int64_t r = b; r < e; ++r) {
-          const double* kr = key.data() + r * cats;
-          for (int64_t c = 0; c < cats; ++c) idx[c] = c;
-          std::partial_sort(idx.begin(), idx.begin() + ns, idx.end(),
-                            [&](int64_t x, int64_t y) { return kr[x] > kr[y] || (kr[x] == kr[y] && x < y); });
-          std::copy(idx.begin(), idx.begin() + ns, dst + r * ns);
-        }
-      });
-    });
   };
   return d;
 }());

@@ -1,5 +1,6 @@
 // C++ API of the reduce family (named like the Python API). `dims` empty means all dims.
-// Other families' VJPs and kernels may call these.
+// Other families' VJPs and composites may call these. (The CPU's sum loop the core Sum kernel
+// calls is cpu::reduce_sum_into, backends/cpu/reduce_loops.h.)
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -29,11 +30,5 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = {}, bool keepdim = f
 Tensor all(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
 Tensor any(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
 Tensor exp_sub(const Tensor& a, const Tensor& b);  // exp(a - b), broadcasting
-
-// Kernel-level helper (no dispatch, no autograd): writes the sum of x over `dims` (empty = all)
-// into the contiguous `out` (the reduced shape, keepdim or not; out's dtype, accumulating in
-// double / int64) with the vectorised, thread-count-independent row-reduction driver. Meant for
-// the core Sum and SumTo kernels: no permuting copy when the reduced dims are adjacent.
-void reduce_sum_into(const Tensor& x, const IntList& dims, const Tensor& out);
 
 }  // namespace lucid

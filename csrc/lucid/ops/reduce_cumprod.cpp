@@ -4,64 +4,20 @@
 // (sum_{k<=j<z} g_j y_j) / x_k, position z gets sum_{j>=z} g_j y_{z-1} prod_{z<i<=j} x_i, and
 // positions after z get 0 (one O(n) pass per row; PyTorch's formula). With create_graph the VJP
 // is the O(n^2) composite of ops instead (cumprod of x with x_k replaced by 1, for every k), so
-// double backward works. Also the in-place scans cumsum_ and cumprod_.
+// double backward works. Also the in-place scans cumsum_ and cumprod_. Kernels:
+// backends/<device>/kernels/scan.*.
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/core/parallel.h"
 #include "lucid/ops/creation.h"
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/movement.h"
 #include "lucid/ops/reduce.h"
-#include "lucid/ops/reduce_util.h"
 
 namespace lucid {
 
 namespace {
 
-// f(base) for every row's first flat offset; the row's elements are g.inner apart.
-template <class F>
-void for_scan_rows(const DimRows& g, const F& f) {
-  parallel_for(0, g.count(), std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(g.n, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) f(g.base(r));
-  });
-}
-
-template <class T>
-void cumprod_rows(const T* x, T* y, const DimRows& g) {
-  using C = compute_t<T>;
-  using A = acc_t<C>;
-  for_scan_rows(g, [&](int64_t base) {
-    A acc = 1;
-    for (int64_t k = 0; k < g.n; ++k) {
-      int64_t p = base + k * g.inner;
-      acc *= static_cast<A>(static_cast<C>(x[p]));
-      y[p] = static_cast<T>(static_cast<C>(acc));
-    }
-  });
-}
-
-template <class T>
-void cumprod_backward_rows(const T* gr, const T* x, const T* y, T* gi, const DimRows& g) {
-  using C = compute_t<T>;
-  for_scan_rows(g, [&](int64_t base) {
-    auto at = [&](const T* p, int64_t k) { return static_cast<double>(static_cast<C>(p[base + k * g.inner])); };
-    int64_t z = 0;
-    while (z < g.n && at(x, z) != 0.0) ++z;
-    double acc = 0;
-    for (int64_t k = z - 1; k >= 0; --k) {
-      acc += at(gr, k) * at(y, k);
-      gi[base + k * g.inner] = static_cast<T>(static_cast<C>(acc / at(x, k)));
-    }
-    if (z == g.n) return;
-    double p = z > 0 ? at(y, z - 1) : 1.0;
-    double s = at(gr, z) * p;
-    for (int64_t j = z + 1; j < g.n; ++j) {
-      p *= at(x, j);
-      s += at(gr, j) * p;
-      gi[base + j * g.inner] = static_cast<T>(C(0));
-    }
-    gi[base + z * g.inner] = static_cast<T>(static_cast<C>(s));
-  });
-}
+// x in dtype dt, through the Cast op (recorded by autograd and the tracer); x itself when it has it.
+Tensor in_dtype(const Tensor& x, DType dt) { return x.dtype() == dt ? x : cast(x, dt); }
 
 // The create_graph form: C[.., k, j] = cumprod over i of (x_i, with x_k replaced by 1), so
 // grad_k = sum_{j>=k} g_j C[k, j]. Written with differentiable ops; O(n^2) memory per row.
@@ -86,22 +42,15 @@ LUCID_REGISTER_OP(Cumprod, "dim:int, dtype:dtype?", [] {
     DType t = a.has("dtype") ? a.dtype("dtype") : is_integral(in[0].dtype(), true) ? DType::Int64 : in[0].dtype();
     return std::vector<TensorMeta>{{in[0].shape(), t}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    Tensor x = as_dtype(in[0], o.dtype()).contiguous_data();
-    if (x.numel() == 0) return;
-    DimRows g = dim_rows(x.shape(), wrap_dim(a.i("dim"), x.ndim(), "cumprod"));
-    LUCID_DISPATCH_NUMERIC(o.dtype(), "cumprod", [&] { cumprod_rows<scalar_t>(x.data<scalar_t>(), o.data<scalar_t>(), g); });
-  };
   d.save = kSaveInputs | kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
     const Tensor& x = c.inputs[0];
     int64_t dim = wrap_dim(c.attrs.i("dim"), x.ndim(), "cumprod");
     if (x.ndim() == 0 || x.shape()[dim] <= 1) return TensorList{g};
-    Tensor xg = as_dtype(x, g.dtype());
+    Tensor xg = in_dtype(x, g.dtype());
     if (GradMode::is_enabled()) return TensorList{cumprod_grad_composite(g, xg, dim)};
-    return TensorList{dispatch1(OpId::CumprodBackward, {g, xg, as_dtype(c.outputs[0], g.dtype())}, {{"dim", dim}})};
+    return TensorList{dispatch1(OpId::CumprodBackward, {g, xg, in_dtype(c.outputs[0], g.dtype())}, {{"dim", dim}})};
   };
   return d;
 }());
@@ -117,14 +66,6 @@ LUCID_REGISTER_OP(CumprodBackward, "dim:int", [] {
                 ValueError, "cumprod_backward: expected grad, input and output of one shape and floating dtype");
     wrap_dim(a.i("dim"), in[0].ndim(), "cumprod_backward");
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    Tensor g = in[0].contiguous_data(), x = in[1].contiguous_data(), y = in[2].contiguous_data();
-    if (g.numel() == 0) return;
-    DimRows r = dim_rows(g.shape(), wrap_dim(a.i("dim"), g.ndim(), "cumprod_backward"));
-    LUCID_DISPATCH_FLOATING(g.dtype(), "cumprod_backward", [&] {
-      cumprod_backward_rows<scalar_t>(g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), out[0].data<scalar_t>(), r);
-    });
   };
   return d;
 }());

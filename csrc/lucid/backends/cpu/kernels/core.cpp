@@ -1,9 +1,9 @@
 // CPU kernels of the core ops (records in ops/core_*.cpp): Copy (the converting strided copy
 // behind cast, clone and copy_), Fill, AsStridedScatter, and the core reductions Sum and SumTo,
 // which run the reduce family's row-reduction driver (reduce_sum_into).
+#include "lucid/backends/cpu/reduce_loops.h"
 #include "lucid/backends/cpu/strided_copy.h"
 #include "lucid/ops/core.h"
-#include "lucid/ops/reduce.h"
 #include "lucid/ops/view_util.h"
 
 namespace lucid::cpu {
