@@ -19,7 +19,7 @@
 #include <queue>
 
 #include "lucid/compile/passes/passes.h"
-#include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/backends/cpu/compile/fused_ew.h"
 
 namespace lucid::ir {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "lucid/backends/cpu/loops.h"
-#include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/backends/cpu/compile/fused_ew.h"
 #include "lucid/core/generator.h"
 
 namespace lucid::rt {

@@ -1,6 +1,6 @@
 // Block interpreter for FusedElementwise bodies (see fused_ew.h): building the program (compute
 // dtypes, casts, register allocation) and running it over 1024-element blocks.
-#include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/backends/cpu/compile/fused_ew.h"
 
 #include <algorithm>
 #include <cstring>
