@@ -138,9 +138,10 @@ TEST(IRDevice, VerifyRejectsAnAssignAcrossDevices) {
 }
 
 TEST(IRDevice, PassesKeepTheDevice) {
-  // Add + Relu fuse into one FusedElementwise node; its body and results stay on cuda:0.
+  // Add + Relu fuse into one FusedElementwise node; its body and results stay on cuda:0. No CUDA
+  // backend registers pass rules yet, so the CPU's rules stand in for them.
   ir::PassStats stats;
-  ir::Graph opt = ir::optimize(ir::parse(kCuda), "", &stats);
+  ir::Graph opt = ir::optimize(ir::parse(kCuda), ir::backend_passes(DeviceType::CPU), "", &stats);
   std::string text = ir::print(opt);
   EXPECT_EQ(text.find("float32[2,3] "), std::string::npos) << text;
   EXPECT_EQ(text.find("float32[3] "), std::string::npos) << text;
@@ -155,4 +156,18 @@ TEST(IRDevice, PassesKeepTheDevice) {
   std::string cpu_text = ir::print(ir::optimize(ir::parse(kCpu), "", &stats));
   for (size_t p; (p = text.find("@cuda:0")) != std::string::npos;) text.erase(p, 7);
   EXPECT_EQ(text, cpu_text);
+}
+
+TEST(IRDevice, PipelinePicksTheBackendOfTheGraphsDevice) {
+  // A device without a backend description gets the shared passes only: the CPU's elementwise
+  // grouping rule (its block interpreter) does not apply to a CUDA graph.
+  ir::Graph opt = ir::optimize(ir::parse(kCuda), "", nullptr);
+  EXPECT_EQ(ir::print(opt), kCuda);
+  EXPECT_EQ(ir::graph_device(opt), (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ(ir::graph_device(ir::parse(kCpu)), Device{});
+  EXPECT_STREQ(ir::backend_passes(DeviceType::CPU).name, "cpu");
+  EXPECT_EQ(ir::backend_passes(DeviceType::CUDA).rewrites.size(), 0u);
+  EXPECT_THROW(ir::graph_device(ir::parse("graph(%0: float32[2] input, %1: float32[2]@cuda:0 input) {\n"
+                                          "  return (%0, %1)\n}\n")),
+               NotImplementedError);
 }

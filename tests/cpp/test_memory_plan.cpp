@@ -186,7 +186,7 @@ TensorList run_planned(const ir::Graph& g, const MemoryPlan& p, const std::share
         for (size_t k = 0; k < r.size(); ++k)
           if (r[k].numel() > 0) std::memcpy(outs[k].data_ptr(), r[k].contiguous_data().data_ptr(), nbytes(g.value(n.outputs[k])));
       } else {
-        def.cpu_kernel(ins, outs, n.attrs);
+        def.kernel(DeviceType::CPU)(ins, outs, n.attrs);
       }
     }
     for (size_t k = 0; k < outs.size(); ++k) v[n.outputs[k]] = outs[k];

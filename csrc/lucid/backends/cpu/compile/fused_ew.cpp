@@ -3,7 +3,6 @@
 #include "lucid/backends/cpu/compile/fused_ew.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 
 #include "lucid/core/parallel.h"
@@ -72,13 +71,6 @@ static FusedProgram::ConvertFn convert_fn(DType to, DType from) {
 }
 
 // ---- building ----------------------------------------------------------------------------------
-
-Tensor ew_stand_in(const ir::Value& v, bool wrapped) {
-  Tensor t = Tensor::empty(Shape(v.shape.size(), 1), v.dtype);
-  std::memset(t.data_ptr(), 0, itemsize(v.dtype));
-  t.impl()->is_wrapped_number = wrapped;
-  return t;
-}
 
 FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
   using SK = StepKind;

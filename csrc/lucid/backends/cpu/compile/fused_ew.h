@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lucid/compile/ir/graph.h"
+#include "lucid/compile/passes/backend_passes.h"  // ew_stand_in
 
 namespace lucid {
 
@@ -24,9 +25,6 @@ namespace lucid {
 // interpreter: not elementwise, no block for that dtype, or a recorded output dtype `out` that the
 // op would not produce (an in-place write into a narrower tensor).
 std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, DType out);
-
-// A stand-in tensor for ew_block_dtype: value v's dtype, its rank (dims of size 1), value zero.
-Tensor ew_stand_in(const ir::Value& v, bool wrapped);
 
 struct FusedProgram {
   static constexpr int64_t kBlock = 1024;
