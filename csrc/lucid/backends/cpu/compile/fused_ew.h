@@ -1,6 +1,8 @@
-// The CPU backend's block interpreter for FusedElementwise bodies (run by its executor,
-// executor.cpp; ew_block_dtype is its grouping rule, backend_passes.cpp): the first tier that
-// runs a fused elementwise group, with no compiler at run time. A FusedProgram is built once from a body graph: per node,
+// Part of the CPU backend's compile layer: its executor (executor.cpp) runs FusedElementwise
+// nodes here, and ew_block_dtype is its grouping rule for ew_group (backend_passes.cpp).
+//
+// Block interpreter for FusedElementwise bodies: the first tier that runs a fused elementwise
+// group, with no compiler at run time. A FusedProgram is built once from a body graph: per node,
 // the op's BlockFn for the dtype the eager kernel would compute in, the casts eager would do on
 // its inputs, and scratch registers. run_fused then walks the iteration space in 1024-element
 // blocks: inputs are read through their broadcast strides (any strided view), intermediates live
