@@ -1,14 +1,21 @@
 # The LUCID_CUDA option: whether the CUDA backend (csrc/lucid/backends/cuda/) is built.
-#   AUTO (default): on where a working nvcc, the CUDA runtime headers (cuda_runtime.h) and the
-#                   static runtime library (libcudart_static.a) are all found; off otherwise, with
-#                   a status line saying what was missing.
+#   AUTO (default): on where a working nvcc, the CUDA runtime (cuda_runtime.h, libcudart_static.a)
+#                   and the libraries below are all found; off otherwise, with a status line saying
+#                   what was missing.
 #   ON:             the same search, but anything missing stops the configure with a message.
 #   OFF:            never looks for CUDA.
 # Sets LUCID_CUDA_ENABLED (ON/OFF). When on, the CUDA language is enabled with SASS for sm_90a
-# and PTX for compute_90 (the H200; override with -DCMAKE_CUDA_ARCHITECTURES=...), and the target
-# CUDA::cudart_static exists. The runtime is linked statically so that lucid/_C imports on a
-# machine without libcudart.so; only the driver (libcuda.so) is needed to see a GPU, and the
-# runtime loads it itself at the first call.
+# and PTX for compute_90 (the H200; override with -DCMAKE_CUDA_ARCHITECTURES=...), and the targets
+# CUDA::cudart_static and lucid_cuda_libraries exist. The runtime is linked statically, so it
+# needs no libcudart.so; the driver (libcuda.so) is loaded by the runtime at the first call.
+#
+# The libraries (cmake/cuda_libraries.cmake): cuBLAS + cuBLASLt, cuDNN 9 with the header-only
+# cudnn-frontend, NVRTC and CCCL/CUB (header-only). The shared libraries are linked by path, with
+# an RPATH to the folder each was found in, so lucid/_C of a CUDA build needs at import
+# libcublasLt.so.13, libcublas.so.13, libcudnn.so.9 and libnvrtc.so.13 (the CUDA major of the
+# toolkit) where the build found them, or on LD_LIBRARY_PATH; no GPU and no driver. cuDNN loads its
+# sub-libraries (libcudnn_graph, _ops, _cnn, _adv, _engines_*, _heuristic) itself, from its own
+# folder, when first used.
 set(LUCID_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (where nvcc and the CUDA runtime are found), ON or OFF")
 set_property(CACHE LUCID_CUDA PROPERTY STRINGS AUTO ON OFF)
 string(TOUPPER "${LUCID_CUDA}" _lucid_cuda_mode)
@@ -66,6 +73,7 @@ if(NOT _lucid_cuda_mode STREQUAL "OFF")
     if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static)
       _lucid_cuda_missing("the CUDA runtime library (libcudart_static.a) was not found in ${CMAKE_CUDA_COMPILER_TOOLKIT_ROOT}")
     else()
+      include(${CMAKE_CURRENT_LIST_DIR}/cuda_libraries.cmake)   # cuBLAS(Lt), cuDNN + frontend, NVRTC, CCCL
       set(_lucid_cuda_header "")
       foreach(_dir ${CUDAToolkit_INCLUDE_DIRS})
         if(EXISTS "${_dir}/cuda_runtime.h")
@@ -81,5 +89,6 @@ if(NOT _lucid_cuda_mode STREQUAL "OFF")
     set(LUCID_CUDA_ENABLED ON)
     message(STATUS "CUDA backend on: nvcc ${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}), CUDA runtime "
                    "${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
+    _lucid_cuda_libraries_target()
   endif()
 endif()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Compile check of the device-neutral headers: nvcc builds tests/cuda/neutral_headers.cu (every
-# scalar functor of csrc/lucid/ops/scalar_functors.h instantiated in a __global__ kernel) for
+# Compile check of the device-neutral headers: nvcc builds tests/cuda/neutral_headers.cu (the
+# elementwise functor table, csrc/lucid/ops/list/elementwise_functors.def, expanded over the scalar
+# functors of csrc/lucid/ops/scalar_functors.h into a __global__ kernel per row and dtype) for
 # sm_90 with -c only, so no GPU is needed. Every nvcc warning is an error (a device-side call
 # into a host-only function, constexpr ones included, is only a warning by default), except #186
 # "pointless comparison of unsigned integer with zero": the same generic code runs for uint8 on

@@ -9,7 +9,9 @@ device's properties then raises RuntimeError saying why there is none (torch's C
 RuntimeError too; its CPU-only build an AssertionError), and an index out of range raises
 AssertionError("Invalid device id"), as torch. The seeding calls are no-ops, as torch's are on a
 machine without CUDA (lucid has no CUDA tensors yet), so `lucid.cuda.manual_seed_all(0)` in a ported
-script does not fail.
+script does not fail. `library_versions()` gives the versions of the CUDA libraries a CUDA build
+links (cuBLAS, cuBLASLt, cuDNN, cudnn-frontend, NVRTC, CUB, the CUDA runtime), asked without a GPU;
+a CPU-only build raises RuntimeError saying it has none.
 Tensors on a CUDA device are not built yet (see lucid._device)."""
 import builtins
 
@@ -17,7 +19,7 @@ from lucid import _C
 from lucid._device import device as _device
 
 __all__ = ["is_available", "device_count", "get_device_name", "get_device_capability", "get_device_properties",
-           "manual_seed", "manual_seed_all"]
+           "library_versions", "manual_seed", "manual_seed_all"]
 
 
 def is_available():
@@ -69,6 +71,18 @@ def get_device_capability(device=None):
     """The (major, minor) compute capability of a CUDA device, e.g. (9, 0)."""
     props = _C._cuda_device_properties(_device_index(device, "get_device_capability"))
     return props.major, props.minor
+
+
+def library_versions(compiled=False):
+    """{name: version code} of the CUDA libraries this build links, e.g. {'cuda_runtime': 13000,
+    'cublas': 130100, 'cublaslt': 130100, 'cudnn': 91900, 'cudnn_frontend': 13200, 'nvrtc': 13000,
+    'cub': 300001}, in each library's own encoding (torch.backends.cudnn.version()'s for cuDNN).
+    The versions the libraries loaded in this process report; with `compiled=True`, those of the
+    headers this build was compiled against (NVRTC's header has none: 0). Needs no GPU or driver.
+    RuntimeError in a build without the CUDA backend."""
+    if not _C._cuda_is_built():
+        raise RuntimeError(f"lucid.cuda.library_versions: {_C._cuda_unavailable_reason()}")
+    return {lib.name: (lib.compiled if compiled else lib.loaded) for lib in _C._cuda_libraries()}
 
 
 def manual_seed(seed):

@@ -392,7 +392,7 @@ void setitem(const Tensor& x, nb::handle index, nb::handle value) {
     if (v.ndim() > 0) {
       Shape view_shape = apply_basic(x.detach(), P).shape();
       v = strip_value(v, static_cast<int64_t>(view_shape.size()));
-      LUCID_CHECK(mv::broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
+      LUCID_CHECK(broadcasts_to(v.shape(), view_shape), ValueError, "index_put: shape mismatch: value tensor of shape ",
                   shape_str(v.shape()), " cannot be broadcast to indexing result of shape ", shape_str(view_shape));
       v = reshape(expand(v, view_shape), R.shape);
     }

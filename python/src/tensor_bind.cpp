@@ -377,7 +377,6 @@ static void bind_tensor(nb::module_& m) {
       d["registered"] = op_registered(id);
       if (op_registered(id)) {
         const OpDef& def = op_def(id);
-        d["kernel"] = def.kernel(DeviceType::CPU) != nullptr || def.view != nullptr;
         nb::dict kernels;  // per device type: a registered kernel (a view op runs on any device)
         for (auto [t, name] : {std::pair{DeviceType::CPU, "cpu"}, std::pair{DeviceType::CUDA, "cuda"}})
           kernels[name] = def.kernel(t) != nullptr || def.view != nullptr;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lucid/autograd/engine.h"
+#include "lucid/backends/cpu/elementwise_blocks.h"
 #include "lucid/ops/elementwise.h"
 
 using namespace lucid;
@@ -68,4 +69,26 @@ TEST(Elementwise, FusedBackwardMatchesComposition) {
     Tensor composed = autograd::grad({f(x)}, {x}, {g}, false, true, false)[0];    // create_graph path
     for (int64_t i = 0; i < 37; ++i) EXPECT_NEAR(fused.data<double>()[i], composed.data<double>()[i], 1e-12);
   }
+}
+
+// The device-neutral dtype mask (OpDef::ew_dtypes, from the functor table's domain) is what infer
+// and the compiler's fusability check read; the CPU blocks are what runs. They must agree exactly:
+// a plain elementwise op has a block for every dtype of its mask and no other, an op whose functor
+// has parameters has none (it lowers as a kernel), and every op of the table has a CPU kernel.
+TEST(Elementwise, FunctorTableMasksMatchCpuBlocks) {
+  int plain = 0, with_attrs = 0;
+  for (int i = 0; i < kNumOps; ++i) {
+    const OpId id = static_cast<OpId>(i);
+    if (!op_registered(id)) continue;
+    const OpDef& def = op_def(id);
+    for (int t = 0; t < kNumDTypes; ++t) {
+      const bool in_mask = def.lowering == Lowering::Elementwise && (def.ew_dtypes >> t & 1);
+      EXPECT_EQ(in_mask, cpu::ew_block(id, static_cast<DType>(t)) != nullptr) << def.name << " " << t;
+    }
+    if (def.ew_dtypes == 0) continue;
+    EXPECT_NE(def.kernel(DeviceType::CPU), nullptr) << def.name;
+    (def.lowering == Lowering::Elementwise ? plain : with_attrs)++;
+  }
+  EXPECT_EQ(plain + with_attrs, 93);  // the rows of ops/list/elementwise_functors.def
+  EXPECT_EQ(with_attrs, 15);
 }

@@ -3,15 +3,14 @@
 Without a device (a CPU-only build, or a CUDA build on a machine with no GPU or driver) the answers
 are 0 / False and a RuntimeError naming the reason; that case also runs on the GPU machine, in a
 subprocess that hides the GPUs with CUDA_VISIBLE_DEVICES="" (the runtime then reports
-cudaErrorNoDevice). With a device, the answers are compared with torch.cuda's on the same machine.
-torch is imported before lucid (on the GPU machine the other order aborts in torch's import)."""
+cudaErrorNoDevice). With a device, the answers are compared with torch.cuda's on the same machine."""
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-import torch  # before lucid: see above
+import torch
 
 import lucid
 from lucid import _C

@@ -2,24 +2,28 @@
 // adjoint, so each VJP is the other op and both are differentiable to any order.
 //   Im2Col (F.unfold): [N, C, H, W] -> [N, C*kh*kw, L]      (L = number of sliding-window positions)
 //   Col2Im (F.fold):   [N, C*kh*kw, L] -> [N, C, H, W]      (overlapping windows are summed)
-// Unbatched inputs ([C, H, W] / [C*kh*kw, L]) work as in PyTorch. Floating dtypes only.
-#include "lucid/core/parallel.h"
+// Unbatched inputs ([C, H, W] / [C*kh*kw, L]) work as in PyTorch. Floating dtypes only. The CPU
+// kernels (the im2col / col2im loops) are in backends/cpu/kernels/fold.cpp.
 #include "lucid/ops/core.h"
 #include "lucid/ops/linalg.h"
+#include "lucid/ops/linalg_geometry.h"
 
 namespace lucid {
 
 namespace {
-
-struct FoldGeo {
-  int64_t C, H, W, KH, KW, OH, OW, sh, sw, dh, dw, ph, pw;
-};
 
 void check2(const char* op, const char* arg, const IntList& v, int64_t min) {
   LUCID_CHECK(v.size() == 2, ValueError, op, ": argument '", arg, "' expected 2 values, got ", v.size());
   for (int64_t e : v)
     LUCID_CHECK(e >= min, ValueError, op, ": argument '", arg, "' expected values >= ", min, ", got ", shape_str(v));
 }
+
+void check_float(const char* op, const Tensor& x) {
+  LUCID_CHECK(is_floating(x.dtype()), TypeError, op, ": argument 'input' expected a floating dtype, got ",
+              dtype_name(x.dtype()));
+}
+
+}  // namespace
 
 // Window geometry over an H x W image; validates the attributes.
 FoldGeo fold_geo(const char* op, int64_t C, int64_t H, int64_t W, const Attrs& a) {
@@ -37,57 +41,6 @@ FoldGeo fold_geo(const char* op, int64_t C, int64_t H, int64_t W, const Attrs& a
   return g;
 }
 
-template <class T>
-void im2col(const T* x, T* col, const FoldGeo& g) {
-  const int64_t KK = g.KH * g.KW, L = g.OH * g.OW;
-  parallel_for(0, g.C * KK, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      int64_t c = r / KK, kh = (r % KK) / g.KW, kw = r % g.KW;
-      const T* xp = x + c * g.H * g.W;
-      T* cp = col + r * L;
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-        for (int64_t ow = 0; ow < g.OW; ++ow) {
-          int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-          cp[oh * g.OW + ow] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? xp[ih * g.W + iw] : T(0);
-        }
-      }
-    }
-  });
-}
-
-template <class T>
-void col2im(const T* col, T* x, const FoldGeo& g) {
-  const int64_t KK = g.KH * g.KW, L = g.OH * g.OW;
-  parallel_for(0, g.C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(KK * L, 1)), [&](int64_t c0, int64_t c1) {
-    std::vector<double> acc(g.H * g.W);
-    for (int64_t c = c0; c < c1; ++c) {
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t k = 0; k < KK; ++k) {
-        int64_t kh = k / g.KW, kw = k % g.KW;
-        const T* cp = col + (c * KK + k) * L;
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-          int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t ow = 0; ow < g.OW; ++ow) {
-            int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-            if (iw >= 0 && iw < g.W) acc[ih * g.W + iw] += static_cast<double>(static_cast<compute_t<T>>(cp[oh * g.OW + ow]));
-          }
-        }
-      }
-      T* xp = x + c * g.H * g.W;
-      for (int64_t i = 0; i < g.H * g.W; ++i) xp[i] = static_cast<T>(static_cast<compute_t<T>>(acc[i]));
-    }
-  });
-}
-
-void check_float(const char* op, const Tensor& x) {
-  LUCID_CHECK(is_floating(x.dtype()), TypeError, op, ": argument 'input' expected a floating dtype, got ",
-              dtype_name(x.dtype()));
-}
-
-}  // namespace
-
 LUCID_REGISTER_OP(Im2Col, "kernel_size:ints, dilation:ints, padding:ints, stride:ints", [] {
   OpDef d;
   d.num_inputs = 1;
@@ -103,15 +56,6 @@ LUCID_REGISTER_OP(Im2Col, "kernel_size:ints, dilation:ints, padding:ints, stride
     s.push_back(g.C * g.KH * g.KW);
     s.push_back(g.OH * g.OW);
     return std::vector<TensorMeta>{{s, x.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    Tensor x = in[0].contiguous_data();
-    int64_t nd = x.ndim(), N = nd == 4 ? x.shape()[0] : 1;
-    FoldGeo g = fold_geo("unfold", x.shape()[nd - 3], x.shape()[nd - 2], x.shape()[nd - 1], a);
-    int64_t in_sz = g.C * g.H * g.W, out_sz = g.C * g.KH * g.KW * g.OH * g.OW;
-    LUCID_DISPATCH_FLOATING(x.dtype(), "unfold", [&] {
-      for (int64_t n = 0; n < N; ++n) im2col<scalar_t>(x.data<scalar_t>() + n * in_sz, out[0].data<scalar_t>() + n * out_sz, g);
-    });
   };
   d.vjp = [](const VjpContext& c) {
     const Shape& xs = c.input_meta[0].shape;
@@ -146,16 +90,6 @@ LUCID_REGISTER_OP(Col2Im, "output_size:ints, kernel_size:ints, dilation:ints, pa
     s.push_back(os[0]);
     s.push_back(os[1]);
     return std::vector<TensorMeta>{{s, x.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    Tensor x = in[0].contiguous_data();
-    const IntList &os = a.ints("output_size"), &k = a.ints("kernel_size");
-    int64_t nd = x.ndim(), N = nd == 3 ? x.shape()[0] : 1;
-    FoldGeo g = fold_geo("fold", x.shape()[nd - 2] / (k[0] * k[1]), os[0], os[1], a);
-    int64_t in_sz = x.shape()[nd - 2] * x.shape()[nd - 1], out_sz = g.C * g.H * g.W;
-    LUCID_DISPATCH_FLOATING(x.dtype(), "fold", [&] {
-      for (int64_t n = 0; n < N; ++n) col2im<scalar_t>(x.data<scalar_t>() + n * in_sz, out[0].data<scalar_t>() + n * out_sz, g);
-    });
   };
   d.vjp = [](const VjpContext& c) {
     Attrs a;

@@ -4,13 +4,14 @@
 //   ConvBackwardInput(gy, w)       gx = conv^T(gy, w)        (adjoint of Conv in x)
 //   ConvBackwardWeight(gy, x)      gw = corr(gy, x)          (adjoint of Conv in w)
 // and ConvTranspose(x, w, b) (oneDNN deconvolution) whose VJP is Conv + ConvBackwardWeight.
-// Kernels are in backends/cpu/dnnl_conv.cpp. Validation names the Python op (conv1d/conv2d,
-// conv_transpose1d/2d), the argument, what was expected and what was given.
-#include "lucid/backends/cpu/dnnl_conv.h"
-#include "lucid/backends/cpu/loops.h"
+// This file holds their records (validation, VJPs) and the torch.nn.functional entry points; the
+// CPU kernels are in backends/cpu/kernels/conv.cpp (oneDNN, backends/cpu/dnnl_conv). Validation
+// names the Python op (conv1d/conv2d, conv_transpose1d/2d), the argument, what was expected and
+// what was given.
 #include "lucid/ops/core.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/ops/fused_activation.h"
 #include "lucid/ops/linalg.h"
+#include "lucid/ops/linalg_geometry.h"
 
 namespace lucid {
 
@@ -30,8 +31,6 @@ ConvOptions ConvOptions::from(const Attrs& a) {
 }
 
 namespace {
-
-cpu::ConvParams params(const ConvOptions& o) { return {o.stride, o.dilation, o.padding_l, o.padding_r, o.groups}; }
 
 std::string conv_name(int64_t nsp, bool transposed = false) {
   return str(transposed ? "conv_transpose" : "conv", nsp, "d");
@@ -116,9 +115,6 @@ LUCID_REGISTER_OP(Conv, "stride:ints, padding_l:ints, padding_r:ints, dilation:i
   d.infer = [](const TensorList& in, const Attrs& a) {
     return std::vector<TensorMeta>{{conv_out_shape(in[0], in[1], in[2], ConvOptions::from(a)), in[0].dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::conv_forward(in[0], in[1], in[2], params(ConvOptions::from(a)), out[0]);
-  };
   d.vjp = [](const VjpContext& c) {
     ConvOptions o = ConvOptions::from(c.attrs);
     const Tensor &x = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
@@ -152,11 +148,6 @@ LUCID_REGISTER_OP(ConvFused, "stride:ints, padding_l:ints, padding_r:ints, dilat
     }
     return std::vector<TensorMeta>{{out, in[0].dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    run_fused_epilogue(a, "conv_fused", in[3], out[0], [&](const std::vector<cpu::MatmulPostOp>& post) {
-      cpu::conv_forward(in[0], in[1], in[2], params(ConvOptions::from(a)), out[0], post);
-    });
-  };
   return d;
 }());
 
@@ -187,9 +178,6 @@ LUCID_REGISTER_OP(ConvBackwardInput, "stride:ints, padding_l:ints, padding_r:int
     LUCID_CHECK(ys == gy.shape(), ValueError, "conv_backward_input: argument 'grad_output' expected shape ",
                 shape_str(ys), ", got ", shape_str(gy.shape()));
     return std::vector<TensorMeta>{{xs, gy.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::conv_backward_data(in[0], in[1], params(ConvOptions::from(a)), out[0]);
   };
   d.vjp = [](const VjpContext& c) {
     ConvOptions o = ConvOptions::from(c.attrs);
@@ -225,9 +213,6 @@ LUCID_REGISTER_OP(ConvBackwardWeight, "stride:ints, padding_l:ints, padding_r:in
                 shape_str(ys), ", got ", shape_str(gy.shape()));
     return std::vector<TensorMeta>{{ws, gy.dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::conv_backward_weights(in[0], in[1], params(ConvOptions::from(a)), out[0]);
-  };
   d.vjp = [](const VjpContext& c) {
     ConvOptions o = ConvOptions::from(c.attrs);
     const Tensor &gy = c.inputs[0], &x = c.inputs[1], &gg = c.grads[0];
@@ -246,8 +231,6 @@ Tensor conv_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape
 }
 
 // ---- ConvTranspose ------------------------------------------------------------------------
-namespace {
-
 ConvOptions transpose_as_conv(const Attrs& a) {
   ConvOptions o;
   o.stride = a.ints("stride");
@@ -257,6 +240,8 @@ ConvOptions transpose_as_conv(const Attrs& a) {
   o.groups = a.i("groups");
   return o;
 }
+
+namespace {
 
 Shape conv_transpose_out_shape(const Tensor& x, const Tensor& w, const Tensor& b, const Attrs& a) {
   int64_t nsp = weight_nsp(w, "conv_transpose");
@@ -301,9 +286,6 @@ LUCID_REGISTER_OP(ConvTranspose, "stride:ints, padding:ints, output_padding:ints
   d.save = kSaveInputs;
   d.infer = [](const TensorList& in, const Attrs& a) {
     return std::vector<TensorMeta>{{conv_transpose_out_shape(in[0], in[1], in[2], a), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::deconv_forward(in[0], in[1], in[2], params(transpose_as_conv(a)), out[0]);
   };
   d.vjp = [](const VjpContext& c) {
     ConvOptions o = transpose_as_conv(c.attrs);

@@ -1,15 +1,16 @@
-// Core ops: Copy (cast/clone; copy_ with PyTorch's overlap checks), SumTo (reduce a broadcast
-// gradient), Expand, Reshape, Add, Mul, Neg, Fill (values checked against the dtype's range).
-// Add/Mul/Neg are the worked examples of elementwise ops (docs/adding_an_op.md).
+// Core ops the VJPs of every family are written with: Copy (cast/clone; copy_ with PyTorch's
+// overlap checks), the views Expand, Reshape and Permute (transpose), the arithmetic Add, Sub,
+// Mul, Div, Neg, and Fill (values checked against the dtype's range). Add/Mul/Neg are the worked
+// examples of elementwise ops (docs/adding_an_op.md). The core reductions (Sum, SumTo) are in
+// core_sum.cpp; the CPU kernels of Copy and Fill in backends/cpu/kernels/core.cpp.
 #include "lucid/ops/core.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/mem_overlap.h"
 #include "lucid/ops/elementwise_util.h"
-#include "lucid/ops/reduce.h"
 #include "lucid/ops/scalar_functors.h"
 #include "lucid/ops/view_util.h"
 
@@ -22,7 +23,6 @@ LUCID_REGISTER_OP(Copy, "dtype:dtype", [] {
   d.infer = [](const TensorList& in, const Attrs& a) {
     return std::vector<TensorMeta>{{in[0].shape(), a.dtype("dtype")}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) { cpu::copy_into(out[0], in[0]); };
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0]}; };  // engine casts back
   return d;
 }());
@@ -44,44 +44,6 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
     assert_no_partial_overlap(dst, src, "copy_");
   }
   return dispatch_inplace(OpId::Copy, dst, {expand(src, dst.shape())}, {{"dtype", dst.dtype()}});
-}
-
-// ---- SumTo --------------------------------------------------------------------------------
-// The broadcast dims of x relative to the target shape: leading extra dims, and dims where the
-// target has size 1 and x does not. The shared row-reduction driver does the summing.
-static void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
-  const Tensor& x = in[0];
-  const Shape& target = out[0].shape();
-  int64_t lead = x.ndim() - static_cast<int64_t>(target.size());
-  IntList dims;
-  for (int64_t d = 0; d < x.ndim(); ++d)
-    if (d < lead || (target[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
-  if (dims.empty()) {
-    cpu::copy_into(out[0], x);
-    return;
-  }
-  reduce_sum_into(x, dims, out[0]);
-}
-
-LUCID_REGISTER_OP(SumTo, "shape:ints", [] {
-  OpDef d;
-  d.num_inputs = 1;
-  d.infer = [](const TensorList& in, const Attrs& a) {
-    const Shape& s = a.ints("shape");
-    // s must broadcast to the input's shape.
-    Shape b = broadcast_shapes(s, in[0].shape(), "sum_to");
-    LUCID_CHECK(b == in[0].shape(), ValueError, "sum_to: shape ", shape_str(s), " does not broadcast to ",
-                shape_str(in[0].shape()));
-    return std::vector<TensorMeta>{{s, in[0].dtype()}};
-  };
-  d.cpu_kernel = sum_to_kernel;
-  d.vjp = [](const VjpContext& c) { return TensorList{expand(c.grads[0], c.input_meta[0].shape)}; };
-  return d;
-}());
-
-Tensor sum_to(const Tensor& x, const Shape& shape) {
-  if (x.shape() == shape) return x;
-  return dispatch1(OpId::SumTo, {x}, {{"shape", shape}});
 }
 
 // ---- Expand -------------------------------------------------------------------------------
@@ -194,15 +156,69 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return dispatch1(OpId::Reshape, {x}, {{"shape", shape}});
 }
 
-// ---- Add, Mul, Neg ------------------------------------------------------------------------
+// ---- Permute ------------------------------------------------------------------------------
+static IntList inverse_perm(const IntList& p) {
+  IntList inv(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+LUCID_REGISTER_OP(Permute, "dims:ints", [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const Tensor& x = in[0];
+    const IntList& dims = a.ints("dims");
+    LUCID_CHECK(static_cast<int64_t>(dims.size()) == x.ndim(), ValueError, "permute: argument 'dims' expected ",
+                x.ndim(), " dims, got ", dims.size());
+    Shape s(dims.size());
+    Strides st(dims.size());
+    std::vector<bool> seen(dims.size(), false);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      int64_t dd = wrap_dim(dims[i], x.ndim(), "permute");
+      LUCID_CHECK(!seen[dd], ValueError, "permute: argument 'dims' has dim ", dd, " more than once");
+      seen[dd] = true;
+      s[i] = x.shape()[dd];
+      st[i] = x.strides()[dd];
+    }
+    return TensorList{Tensor::make_view(x, s, st, x.offset())};
+  };
+  d.vjp = [](const VjpContext& c) {
+    IntList dims = c.attrs.ints("dims");
+    int64_t n = static_cast<int64_t>(dims.size());
+    for (auto& v : dims) v = v < 0 ? v + n : v;
+    return TensorList{permute(c.grads[0], inverse_perm(dims))};
+  };
+  return d;
+}());
+
+Tensor permute(const Tensor& x, const IntList& dims) { return dispatch1(OpId::Permute, {x}, {{"dims", dims}}); }
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  int64_t n = x.ndim();
+  if (n < 2 && x.ndim() <= 1) {
+    wrap_dim(d0, n, "transpose");
+    wrap_dim(d1, n, "transpose");
+    return x;
+  }
+  d0 = wrap_dim(d0, n, "transpose");
+  d1 = wrap_dim(d1, n, "transpose");
+  IntList p(n);
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  std::swap(p[d0], p[d1]);
+  return permute(x, p);
+}
+
+// ---- Add, Sub, Mul, Div, Neg --------------------------------------------------------------
 LUCID_REGISTER_OP(Add, "", [] {
-  OpDef d = elementwise_op<OpId::Add, sm::Add, 2, EwDType::Same>();
+  OpDef d = elementwise_op<OpId::Add>();
   d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.grads[0]}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Mul, "", [] {
-  OpDef d = elementwise_op<OpId::Mul, sm::Mul, 2, EwDType::Same>();
+  OpDef d = elementwise_op<OpId::Mul>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -215,13 +231,34 @@ LUCID_REGISTER_OP(Mul, "", [] {
 }());
 
 LUCID_REGISTER_OP(Neg, "", [] {
-  OpDef d = elementwise_op<OpId::Neg, sm::Neg, 1, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Neg>();
   d.vjp = [](const VjpContext& c) { return TensorList{neg(c.grads[0])}; };
   return d;
 }());
 
+LUCID_REGISTER_OP(Sub, "", [] {
+  OpDef d = elementwise_op<OpId::Sub>();
+  d.vjp = [](const VjpContext& c) { return TensorList{c.grads[0], c.needs_grad[1] ? neg(c.grads[0]) : Tensor()}; };
+  return d;
+}());
+
+LUCID_REGISTER_OP(Div, "", [] {
+  OpDef d = elementwise_op<OpId::Div>();
+  d.save = kSaveInputs;
+  d.vjp = [](const VjpContext& c) {
+    const Tensor& g = c.grads[0];
+    TensorList r(2);
+    if (c.needs_grad[0]) r[0] = div(g, c.inputs[1]);
+    if (c.needs_grad[1]) r[1] = neg(div(mul(g, c.inputs[0]), mul(c.inputs[1], c.inputs[1])));
+    return r;
+  };
+  return d;
+}());
+
 Tensor add(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Add, {a, b}); }
+Tensor sub(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Sub, {a, b}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Mul, {a, b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Div, {a, b}); }
 Tensor neg(const Tensor& x) { return dispatch1(OpId::Neg, {x}); }
 Tensor mul_scalar(const Tensor& a, double s) { return mul(a, scalar_tensor(s)); }
 
@@ -259,17 +296,6 @@ LUCID_REGISTER_OP(Fill, "value:float, shape:ints?, dtype:dtype?", [] {
     LUCID_CHECK(!fill_overflows(v, dt), Error, "fill: value ", v, " cannot be converted to type ", dtype_name(dt),
                 " without overflow");
     return std::vector<TensorMeta>{{a.has("shape") ? a.ints("shape") : Shape{}, dt}};
-  };
-  d.cpu_kernel = [](const TensorList&, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    double v = a.f("value");
-    LUCID_DISPATCH_ALL(o.dtype(), "fill", [&] {
-      scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(v));
-      cpu::StridedIter it({&o});
-      it.for_each([sv](char** p, const int64_t* s, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) = sv;
-      });
-    });
   };
   return d;
 }());

@@ -2,8 +2,9 @@
 // When `v = base[...]` is modified in place while autograd records, the base becomes
 // as_strided_scatter(base, new_v) and v's history becomes as_strided(new base) (PyTorch's
 // CopySlices). Geometry (shape, strides, offset) is relative to a contiguous base's first element.
-#include "lucid/backends/cpu/loops.h"
+// AsStridedScatter's CPU kernel is in backends/cpu/kernels/core.cpp.
 #include "lucid/ops/core.h"
+#include "lucid/ops/view_util.h"
 
 namespace lucid {
 
@@ -21,10 +22,6 @@ static void check_geometry(const Tensor& base, const Attrs& a, const char* op) {
   LUCID_CHECK(extent <= std::max<int64_t>(base.numel(), 1), ValueError, op, ": geometry size=",
               shape_str(shape), " stride=", shape_str(strides), " offset=", off,
               " reaches outside the input's ", base.numel(), " elements");
-}
-
-static Tensor strided_region(const Tensor& base, const Attrs& a) {
-  return Tensor::make_view(base, a.ints("shape"), a.ints("strides"), base.offset() + a.i("offset"));
 }
 
 LUCID_REGISTER_OP(AsStrided, "shape:ints, strides:ints, offset:int", [] {
@@ -51,10 +48,6 @@ LUCID_REGISTER_OP(AsStridedScatter, "shape:ints, strides:ints, offset:int", [] {
     LUCID_CHECK(in[1].shape() == a.ints("shape"), ValueError, "as_strided_scatter: argument 'src' expected shape ",
                 shape_str(a.ints("shape")), ", got ", shape_str(in[1].shape()));
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::copy_into(out[0], in[0]);
-    cpu::copy_into(strided_region(out[0], a), in[1]);
   };
   d.vjp = [](const VjpContext& c) {
     Tensor g = c.grads[0];

@@ -1,17 +1,15 @@
 // Binary and ternary elementwise ops: pow, maximum, minimum, floor_divide, remainder, the
 // comparisons (bool output), logical and bitwise ops, where, lerp, and the ops with scalar
-// attributes (clamp, masked_fill, addcmul, addcdiv). One functor (scalar_functors.h) + builder + a
-// VJP written with ops each; comparisons, logical and bitwise ops are non-differentiable.
+// attributes (clamp, masked_fill, addcmul, addcdiv). Each is a row of the functor table
+// (ops/list/elementwise_functors.def) + the elementwise_op builder + a VJP written with ops;
+// comparisons, logical and bitwise ops are non-differentiable. The CPU kernels are in
+// backends/cpu/kernels/elementwise_binary.cpp and elementwise_attr.cpp.
 #include "lucid/ops/elementwise.h"
-#include "lucid/ops/elementwise_attr.h"
-#include "lucid/ops/scalar_functors.h"
+#include "lucid/ops/elementwise_util.h"
 
 namespace lucid {
 
 static Tensor sc(double v) { return scalar_tensor(v); }
-
-#define EW_BINARY(Name, Functor, Rule, Domain) \
-  elementwise_op<OpId::Name, sm::Functor, 2, EwDType::Rule, EwDomain::Domain>()
 
 // A 0-d wrapped number's value (Python scalar operand), for VJPs that do host arithmetic on it.
 static bool wrapped_value(const Tensor& t, double& v) {
@@ -22,7 +20,7 @@ static bool wrapped_value(const Tensor& t, double& v) {
 
 // ---- pow ----------------------------------------------------------------------------------
 LUCID_REGISTER_OP(Pow, "", [] {
-  OpDef d = EW_BINARY(Pow, Pow, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Pow>();
   d.infer = [](const TensorList& in, const Attrs&) {
     std::vector<TensorMeta> m = infer_elementwise(OpId::Pow, EwDType::Same, in);
     double e;
@@ -74,49 +72,23 @@ static TensorList minmax_vjp(const VjpContext& c, bool is_max) {
 }
 
 LUCID_REGISTER_OP(Maximum, "", [] {
-  OpDef d = EW_BINARY(Maximum, Maximum, Same, All);
+  OpDef d = elementwise_op<OpId::Maximum>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return minmax_vjp(c, true); };
   return d;
 }());
 
 LUCID_REGISTER_OP(Minimum, "", [] {
-  OpDef d = EW_BINARY(Minimum, Minimum, Same, All);
+  OpDef d = elementwise_op<OpId::Minimum>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return minmax_vjp(c, false); };
   return d;
 }());
 
 // ---- floor_divide / remainder -------------------------------------------------------------
-// Integer division by zero raises, as PyTorch on CPU ("ZeroDivisionError"), before anything is
-// written: the eager kernel scans the divisor first. (The compiler's fused elementwise blocks
-// have no error path, so ew_group leaves integer floor_divide and remainder out of them.)
-template <OpId Id>
-struct ZeroCheckedDivision {
-  static inline KernelFn inner = nullptr;  // the elementwise kernel
-  static void run(const TensorList& in, const TensorList& out, const Attrs& a) {
-    if (is_integral(out[0].dtype())) {
-      Tensor b = in[1].contiguous_data();
-      bool zero = false;
-      LUCID_DISPATCH_ALL(b.dtype(), op_def(Id).api_name, [&] {
-        const scalar_t* p = b.data<scalar_t>();
-        for (int64_t i = 0, n = b.numel(); i < n && !zero; ++i) zero = p[i] == scalar_t(0);
-      });
-      LUCID_CHECK(!zero, Error, op_def(Id).api_name, ": ZeroDivisionError (integer division by zero)");
-    }
-    inner(in, out, a);
-  }
-};
-
-template <OpId Id>
-static OpDef zero_checked(OpDef d) {
-  ZeroCheckedDivision<Id>::inner = d.cpu_kernel;
-  d.cpu_kernel = &ZeroCheckedDivision<Id>::run;
-  return d;
-}
-
+// Integer division by zero raises, as PyTorch on CPU: the CPU kernel checks the divisor first.
 LUCID_REGISTER_OP(FloorDivide, "", [] {
-  OpDef d = zero_checked<OpId::FloorDivide>(EW_BINARY(FloorDivide, FloorDivide, Same, Numeric));
+  OpDef d = elementwise_op<OpId::FloorDivide>();
   d.vjp = [](const VjpContext& c) {
     TensorList r(2);
     for (int i = 0; i < 2; ++i)
@@ -127,7 +99,7 @@ LUCID_REGISTER_OP(FloorDivide, "", [] {
 }());
 
 LUCID_REGISTER_OP(Remainder, "", [] {
-  OpDef d = zero_checked<OpId::Remainder>(EW_BINARY(Remainder, Remainder, Same, Numeric));
+  OpDef d = elementwise_op<OpId::Remainder>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -140,77 +112,29 @@ LUCID_REGISTER_OP(Remainder, "", [] {
 }());
 
 // ---- comparisons, logical and bitwise ops (non-differentiable) ----------------------------
-#define EW_NONDIFF(Name, Rule, Domain)                \
-  LUCID_REGISTER_OP(Name, "", [] {                    \
-    OpDef d = EW_BINARY(Name, Name, Rule, Domain);    \
-    d.differentiable = false;                         \
-    return d;                                         \
+#define EW_NONDIFF(Name)                    \
+  LUCID_REGISTER_OP(Name, "", [] {          \
+    OpDef d = elementwise_op<OpId::Name>(); \
+    d.differentiable = false;               \
+    return d;                               \
   }())
 
-EW_NONDIFF(Eq, Bool, All);
-EW_NONDIFF(Ne, Bool, All);
-EW_NONDIFF(Lt, Bool, All);
-EW_NONDIFF(Le, Bool, All);
-EW_NONDIFF(Gt, Bool, All);
-EW_NONDIFF(Ge, Bool, All);
-EW_NONDIFF(LogicalAnd, BoolInputs, All);
-EW_NONDIFF(LogicalOr, BoolInputs, All);
-EW_NONDIFF(LogicalXor, BoolInputs, All);
-EW_NONDIFF(BitwiseAnd, Same, Integral);
-EW_NONDIFF(BitwiseOr, Same, Integral);
-EW_NONDIFF(BitwiseXor, Same, Integral);
+EW_NONDIFF(Eq);
+EW_NONDIFF(Ne);
+EW_NONDIFF(Lt);
+EW_NONDIFF(Le);
+EW_NONDIFF(Gt);
+EW_NONDIFF(Ge);
+EW_NONDIFF(LogicalAnd);
+EW_NONDIFF(LogicalOr);
+EW_NONDIFF(LogicalXor);
+EW_NONDIFF(BitwiseAnd);
+EW_NONDIFF(BitwiseOr);
+EW_NONDIFF(BitwiseXor);
 
 // ---- where --------------------------------------------------------------------------------
-// Eager kernel: the condition is read as bool (no cast pass); input/other are cast to the result
-// dtype when needed. The fused-elementwise lowering uses the generic ternary block.
-static void where_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
-  const Tensor& o = out[0];
-  DType t = o.dtype();
-  auto as_t = [t](const Tensor& x) {
-    if (x.dtype() == t) return x;
-    Tensor u = Tensor::empty(x.shape(), t);
-    cpu::copy_into(u, x);
-    return u;
-  };
-  Tensor a = as_t(in[1]), b = as_t(in[2]);
-  const Tensor& cond = in[0];
-  cpu::StridedIter it({&o, &cond, &a, &b});
-  LUCID_DISPATCH_ALL(t, "where", [&] {
-    it.for_each([](char** p, const int64_t* s, int64_t n) {
-      using T = scalar_t;
-      const int64_t sz = sizeof(T);
-      T* op = reinterpret_cast<T*>(p[0]);
-      const uint8_t* cp = reinterpret_cast<const uint8_t*>(p[1]);  // bool bytes; uint8 vectorises
-      const T* ap = reinterpret_cast<const T*>(p[2]);
-      const T* bp = reinterpret_cast<const T*>(p[3]);
-      // Both values are loaded before the select, so the loops if-convert and vectorise.
-      if (s[0] == sz && s[1] == 1) {
-        if (s[2] == sz && s[3] == sz) {
-          for (int64_t i = 0; i < n; ++i) { T a = ap[i], b = bp[i]; op[i] = cp[i] != 0 ? a : b; }
-          return;
-        }
-        if (s[2] == sz && s[3] == 0) {
-          const T b = bp[0];
-          for (int64_t i = 0; i < n; ++i) { T a = ap[i]; op[i] = cp[i] != 0 ? a : b; }
-          return;
-        }
-        if (s[2] == 0 && s[3] == sz) {
-          const T a = ap[0];
-          for (int64_t i = 0; i < n; ++i) { T b = bp[i]; op[i] = cp[i] != 0 ? a : b; }
-          return;
-        }
-      }
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const bool*>(p[1] + i * s[1])
-                                                     ? *reinterpret_cast<const T*>(p[2] + i * s[2])
-                                                     : *reinterpret_cast<const T*>(p[3] + i * s[3]);
-    });
-  });
-}
-
 LUCID_REGISTER_OP(Where, "", [] {
-  OpDef d = elementwise_op<OpId::Where, sm::Where, 3, EwDType::Same, EwDomain::All>();
-  d.cpu_kernel = where_kernel;
+  OpDef d = elementwise_op<OpId::Where>();
   d.infer = [](const TensorList& in, const Attrs&) {
     LUCID_CHECK(in[0].dtype() == DType::Bool, TypeError, "where: argument 'condition' expected a bool tensor, got ",
                 dtype_name(in[0].dtype()));
@@ -234,7 +158,7 @@ LUCID_REGISTER_OP(Where, "", [] {
 
 // ---- lerp ---------------------------------------------------------------------------------
 LUCID_REGISTER_OP(Lerp, "", [] {
-  OpDef d = elementwise_op<OpId::Lerp, sm::Lerp, 3, EwDType::Same, EwDomain::Floating>();
+  OpDef d = elementwise_op<OpId::Lerp>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &s = c.inputs[0], &e = c.inputs[1], &w = c.inputs[2];
@@ -248,28 +172,8 @@ LUCID_REGISTER_OP(Lerp, "", [] {
 }());
 
 // ---- clamp with scalar bounds -------------------------------------------------------------
-static Tensor attr_scalar(const Attrs& a, const char* k) {
-  for (const auto& [key, v] : a.items()) {
-    if (key != k) continue;
-    if (std::holds_alternative<int64_t>(v)) return scalar_tensor(std::get<int64_t>(v));
-    if (std::holds_alternative<bool>(v)) return scalar_tensor_bool(std::get<bool>(v));
-    return scalar_tensor(a.f(k));
-  }
-  return Tensor();
-}
-
-struct ClampF : sm::Clamp {
-  static DType compute_dtype(const TensorList& in, const Attrs& a) {
-    LUCID_CHECK(a.has("min") || a.has("max"), ValueError, "clamp: at least one of 'min' or 'max' must not be None");
-    return result_type({in[0], attr_scalar(a, "min"), attr_scalar(a, "max")});
-  }
-};
-template <> struct FromAttrs<ClampF> {
-  static ClampF make(const Attrs& a) { return {FromAttrs<sm::Clamp>::make(a)}; }
-};
-
 LUCID_REGISTER_OP(Clamp, "min:float?, max:float?", [] {
-  OpDef d = elementwise_attr_op<OpId::Clamp, ClampF, 1, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Clamp>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& x = c.inputs[0];
@@ -285,44 +189,8 @@ LUCID_REGISTER_OP(Clamp, "min:float?, max:float?", [] {
 }());
 
 // ---- masked_fill --------------------------------------------------------------------------
-struct MaskedFillF : sm::MaskedFill {
-  static DType compute_dtype(const TensorList& in, const Attrs&) {
-    LUCID_CHECK(in[1].dtype() == DType::Bool, TypeError, "masked_fill: argument 'mask' expected a bool tensor, got ",
-                dtype_name(in[1].dtype()));
-    return in[0].dtype();
-  }
-};
-template <> struct FromAttrs<MaskedFillF> {
-  static MaskedFillF make(const Attrs& a) { return {FromAttrs<sm::MaskedFill>::make(a)}; }
-};
-
-// Eager kernel: reads the bool mask directly (the attr-op builder would cast it to x's dtype).
-static void masked_fill_kernel(const TensorList& in, const TensorList& out, const Attrs& attrs) {
-  const Tensor &o = out[0], &x = in[0], &mask = in[1];
-  const double value = attrs.f("value");
-  cpu::StridedIter it({&o, &x, &mask});
-  LUCID_DISPATCH_ALL(o.dtype(), "masked_fill", [&] {
-    using T = scalar_t;
-    const T v = static_cast<T>(static_cast<compute_t<T>>(value));
-    it.for_each([v0 = v](char** p, const int64_t* s, int64_t n) {
-      const T v = v0;  // a local: stores to the output can't change it
-      if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 1) {
-        T* op = reinterpret_cast<T*>(p[0]);
-        const T* xp = reinterpret_cast<const T*>(p[1]);
-        const uint8_t* mp = reinterpret_cast<const uint8_t*>(p[2]);  // bool bytes; uint8 vectorises
-        for (int64_t i = 0; i < n; ++i) { T a = xp[i]; op[i] = mp[i] != 0 ? v : a; }
-        return;
-      }
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<T*>(p[0] + i * s[0]) =
-            *reinterpret_cast<const bool*>(p[2] + i * s[2]) ? v : *reinterpret_cast<const T*>(p[1] + i * s[1]);
-    });
-  });
-}
-
 LUCID_REGISTER_OP(MaskedFill, "value:float", [] {
-  OpDef d = elementwise_attr_op<OpId::MaskedFill, MaskedFillF, 2, EwDType::Same, EwDomain::All>();
-  d.cpu_kernel = masked_fill_kernel;
+  OpDef d = elementwise_op<OpId::MaskedFill>();
   d.nondiff_inputs = {1};
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{where(c.inputs[1], sc(0.0), c.grads[0]), Tensor()}; };
@@ -331,7 +199,7 @@ LUCID_REGISTER_OP(MaskedFill, "value:float", [] {
 
 // ---- addcmul / addcdiv --------------------------------------------------------------------
 LUCID_REGISTER_OP(Addcmul, "value:float", [] {
-  OpDef d = elementwise_attr_op<OpId::Addcmul, sm::Addcmul, 3, EwDType::Same, EwDomain::Numeric>();
+  OpDef d = elementwise_op<OpId::Addcmul>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -346,7 +214,7 @@ LUCID_REGISTER_OP(Addcmul, "value:float", [] {
 }());
 
 LUCID_REGISTER_OP(Addcdiv, "value:float", [] {
-  OpDef d = elementwise_attr_op<OpId::Addcdiv, sm::Addcdiv, 3, EwDType::Same, EwDomain::Floating>();
+  OpDef d = elementwise_op<OpId::Addcdiv>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &t1 = c.inputs[1], &t2 = c.inputs[2];

@@ -1,24 +1,21 @@
 // More elementwise math: tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erfc, erfinv,
-// atan2, lgamma, digamma and polygamma (torch.* names; the arc* aliases are bound to the same functions in Python). Each is one
-// functor (scalar_functors.h) + the elementwise_op builder + a VJP written with ops, so eager, the
-// fused interpreter and the compiled backward share them. Integer inputs promote to the default
+// atan2, lgamma, digamma and polygamma (torch.* names; the arc* aliases are bound to the same
+// functions in Python). Each is a row of the functor table (ops/list/elementwise_functors.def) +
+// the elementwise_op builder + a VJP written with ops, so eager, the fused interpreter and the
+// compiled backward share them. Integer inputs promote to the default
 // float (EwDType::Float), as in PyTorch. Kept apart from elementwise_unary.cpp to stay small.
 #include "lucid/ops/elementwise.h"
-#include "lucid/ops/elementwise_attr.h"
 #include "lucid/ops/elementwise_util.h"
-#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 
 static Tensor one() { return scalar_tensor(1.0); }
 
-#define EW_MATH(Name, Arity) elementwise_op<OpId::Name, sm::Name, Arity, EwDType::Float, EwDomain::Floating>()
-
 // Unary op whose VJP is grad * Deriv{}(x, out); Deriv is a captureless lambda's type (VJPs are
 // plain function pointers).
-template <OpId Id, class F, class Deriv>
+template <OpId Id, class Deriv>
 static OpDef unary(uint8_t save, Deriv) {
-  OpDef d = elementwise_op<Id, F, 1, EwDType::Float, EwDomain::Floating>();
+  OpDef d = elementwise_op<Id>();
   d.save = save;
   d.vjp = [](const VjpContext& c) {
     Tensor x = c.inputs.empty() ? Tensor() : c.inputs[0];
@@ -28,42 +25,42 @@ static OpDef unary(uint8_t save, Deriv) {
   return d;
 }
 
-LUCID_REGISTER_OP(Tan, "", (unary<OpId::Tan, sm::Tan>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
+LUCID_REGISTER_OP(Tan, "", (unary<OpId::Tan>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
   return add(mul(o, o), one());  // 1 + tan^2
 })));
-LUCID_REGISTER_OP(Asin, "", (unary<OpId::Asin, sm::Asin>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Asin, "", (unary<OpId::Asin>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return rsqrt(sub(one(), mul(x, x)));
 })));
-LUCID_REGISTER_OP(Acos, "", (unary<OpId::Acos, sm::Acos>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Acos, "", (unary<OpId::Acos>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return neg(rsqrt(sub(one(), mul(x, x))));
 })));
-LUCID_REGISTER_OP(Atan, "", (unary<OpId::Atan, sm::Atan>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Atan, "", (unary<OpId::Atan>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return reciprocal(add(mul(x, x), one()));
 })));
-LUCID_REGISTER_OP(Sinh, "", (unary<OpId::Sinh, sm::Sinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Sinh, "", (unary<OpId::Sinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return cosh(x);
 })));
-LUCID_REGISTER_OP(Cosh, "", (unary<OpId::Cosh, sm::Cosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Cosh, "", (unary<OpId::Cosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return sinh(x);
 })));
-LUCID_REGISTER_OP(Asinh, "", (unary<OpId::Asinh, sm::Asinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Asinh, "", (unary<OpId::Asinh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return rsqrt(add(mul(x, x), one()));
 })));
-LUCID_REGISTER_OP(Acosh, "", (unary<OpId::Acosh, sm::Acosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Acosh, "", (unary<OpId::Acosh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return rsqrt(sub(mul(x, x), one()));
 })));
-LUCID_REGISTER_OP(Atanh, "", (unary<OpId::Atanh, sm::Atanh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Atanh, "", (unary<OpId::Atanh>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return reciprocal(sub(one(), mul(x, x)));
 })));
-LUCID_REGISTER_OP(Erfc, "", (unary<OpId::Erfc, sm::Erfc>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Erfc, "", (unary<OpId::Erfc>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return mul(exp(neg(mul(x, x))), scalar_tensor(-1.1283791670955126));  // -2/sqrt(pi) exp(-x^2)
 })));
-LUCID_REGISTER_OP(Erfinv, "", (unary<OpId::Erfinv, sm::Erfinv>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
+LUCID_REGISTER_OP(Erfinv, "", (unary<OpId::Erfinv>(kSaveOutputs, [](const Tensor&, const Tensor& o) {
   return mul(exp(mul(o, o)), scalar_tensor(0.88622692545275801));  // sqrt(pi)/2 exp(erfinv(x)^2)
 })));
 
 LUCID_REGISTER_OP(Atan2, "", [] {
-  OpDef d = EW_MATH(Atan2, 2);
+  OpDef d = elementwise_op<OpId::Atan2>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
@@ -76,14 +73,14 @@ LUCID_REGISTER_OP(Atan2, "", [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(Lgamma, "", (unary<OpId::Lgamma, sm::Lgamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Lgamma, "", (unary<OpId::Lgamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return digamma(x);
 })));
-LUCID_REGISTER_OP(Digamma, "", (unary<OpId::Digamma, sm::Digamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
+LUCID_REGISTER_OP(Digamma, "", (unary<OpId::Digamma>(kSaveInputs, [](const Tensor& x, const Tensor&) {
   return polygamma(1, x);
 })));
 LUCID_REGISTER_OP(Polygamma, "n:int", [] {
-  OpDef d = elementwise_attr_op<OpId::Polygamma, sm::Polygamma, 1, EwDType::Float, EwDomain::Floating>();
+  OpDef d = elementwise_op<OpId::Polygamma>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     return TensorList{mul(c.grads[0], polygamma(c.attrs.i("n") + 1, c.inputs[0]))};

@@ -1,39 +1,35 @@
 // Unary elementwise math ops: abs, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin,
 // cos, tanh, sigmoid, erf, sign, floor, ceil, round, trunc, isnan, isinf, logical_not,
-// bitwise_not. Each is one functor (scalar_functors.h) + the elementwise_op builder + a VJP written
-// with ops. Transcendental ops take floating inputs only; integer inputs promote to the default
+// bitwise_not. Each is a row of the functor table (ops/list/elementwise_functors.def) + the
+// elementwise_op builder + a VJP written with ops. Transcendental ops take floating inputs only; integer inputs promote to the default
 // float (EwDType::Float), as in PyTorch.
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/elementwise.h"
 #include "lucid/ops/elementwise_util.h"
-#include "lucid/ops/scalar_functors.h"
 
 namespace lucid {
 
 static Tensor sc(double v) { return scalar_tensor(v); }
 
-#define EW_UNARY(Name, Functor, Rule, Domain) \
-  elementwise_op<OpId::Name, sm::Functor, 1, EwDType::Rule, EwDomain::Domain>()
-
 // Ops whose derivative is zero almost everywhere (sign, floor, ...): PyTorch returns zeros.
 static TensorList zero_grad(const VjpContext& c) { return TensorList{zeros_like(c.grads[0])}; }
 
 LUCID_REGISTER_OP(Abs, "", [] {
-  OpDef d = EW_UNARY(Abs, Abs, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Abs>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], sign(c.inputs[0]))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Exp, "", [] {
-  OpDef d = EW_UNARY(Exp, Exp, Float, Floating);
+  OpDef d = elementwise_op<OpId::Exp>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], c.outputs[0])}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Log, "", [] {
-  OpDef d = EW_UNARY(Log, Log, Float, Floating);
+  OpDef d = elementwise_op<OpId::Log>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], c.inputs[0])}; };
   return d;
@@ -41,42 +37,42 @@ LUCID_REGISTER_OP(Log, "", [] {
 
 // d/dx log_b(x) = 1 / (x ln b)
 LUCID_REGISTER_OP(Log2, "", [] {
-  OpDef d = EW_UNARY(Log2, Log2, Float, Floating);
+  OpDef d = elementwise_op<OpId::Log2>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.inputs[0], sc(0.6931471805599453)))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Log10, "", [] {
-  OpDef d = EW_UNARY(Log10, Log10, Float, Floating);
+  OpDef d = elementwise_op<OpId::Log10>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.inputs[0], sc(2.302585092994046)))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Log1p, "", [] {
-  OpDef d = EW_UNARY(Log1p, Log1p, Float, Floating);
+  OpDef d = elementwise_op<OpId::Log1p>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], add(c.inputs[0], sc(1.0)))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Expm1, "", [] {
-  OpDef d = EW_UNARY(Expm1, Expm1, Float, Floating);
+  OpDef d = elementwise_op<OpId::Expm1>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], add(c.outputs[0], sc(1.0)))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Sqrt, "", [] {
-  OpDef d = EW_UNARY(Sqrt, Sqrt, Float, Floating);
+  OpDef d = elementwise_op<OpId::Sqrt>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) { return TensorList{div(c.grads[0], mul(c.outputs[0], sc(2.0)))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Rsqrt, "", [] {
-  OpDef d = EW_UNARY(Rsqrt, Rsqrt, Float, Floating);
+  OpDef d = elementwise_op<OpId::Rsqrt>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& o = c.outputs[0];
@@ -86,7 +82,7 @@ LUCID_REGISTER_OP(Rsqrt, "", [] {
 }());
 
 LUCID_REGISTER_OP(Reciprocal, "", [] {
-  OpDef d = EW_UNARY(Reciprocal, Reciprocal, Float, Floating);
+  OpDef d = elementwise_op<OpId::Reciprocal>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& o = c.outputs[0];
@@ -96,28 +92,28 @@ LUCID_REGISTER_OP(Reciprocal, "", [] {
 }());
 
 LUCID_REGISTER_OP(Square, "", [] {
-  OpDef d = EW_UNARY(Square, Square, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Square>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], mul(c.inputs[0], sc(2.0)))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Sin, "", [] {
-  OpDef d = EW_UNARY(Sin, Sin, Float, Floating);
+  OpDef d = elementwise_op<OpId::Sin>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{mul(c.grads[0], cos(c.inputs[0]))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Cos, "", [] {
-  OpDef d = EW_UNARY(Cos, Cos, Float, Floating);
+  OpDef d = elementwise_op<OpId::Cos>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) { return TensorList{neg(mul(c.grads[0], sin(c.inputs[0])))}; };
   return d;
 }());
 
 LUCID_REGISTER_OP(Tanh, "", [] {
-  OpDef d = EW_UNARY(Tanh, Tanh, Float, Floating);
+  OpDef d = elementwise_op<OpId::Tanh>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& o = c.outputs[0];
@@ -129,7 +125,7 @@ LUCID_REGISTER_OP(Tanh, "", [] {
 }());
 
 LUCID_REGISTER_OP(Sigmoid, "", [] {
-  OpDef d = EW_UNARY(Sigmoid, Sigmoid, Float, Floating);
+  OpDef d = elementwise_op<OpId::Sigmoid>();
   d.save = kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& o = c.outputs[0];
@@ -140,7 +136,7 @@ LUCID_REGISTER_OP(Sigmoid, "", [] {
 }());
 
 LUCID_REGISTER_OP(Erf, "", [] {
-  OpDef d = EW_UNARY(Erf, Erf, Float, Floating);
+  OpDef d = elementwise_op<OpId::Erf>();
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& x = c.inputs[0];
@@ -151,55 +147,55 @@ LUCID_REGISTER_OP(Erf, "", [] {
 }());
 
 LUCID_REGISTER_OP(Sign, "", [] {
-  OpDef d = EW_UNARY(Sign, Sign, Same, All);
+  OpDef d = elementwise_op<OpId::Sign>();
   d.vjp = zero_grad;
   return d;
 }());
 
 LUCID_REGISTER_OP(Floor, "", [] {
-  OpDef d = EW_UNARY(Floor, Floor, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Floor>();
   d.vjp = zero_grad;
   return d;
 }());
 
 LUCID_REGISTER_OP(Ceil, "", [] {
-  OpDef d = EW_UNARY(Ceil, Ceil, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Ceil>();
   d.vjp = zero_grad;
   return d;
 }());
 
 LUCID_REGISTER_OP(Round, "", [] {
-  OpDef d = EW_UNARY(Round, Round, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Round>();
   d.vjp = zero_grad;
   return d;
 }());
 
 LUCID_REGISTER_OP(Trunc, "", [] {
-  OpDef d = EW_UNARY(Trunc, Trunc, Same, Numeric);
+  OpDef d = elementwise_op<OpId::Trunc>();
   d.vjp = zero_grad;
   return d;
 }());
 
 LUCID_REGISTER_OP(IsNan, "", [] {
-  OpDef d = EW_UNARY(IsNan, IsNan, Bool, All);
+  OpDef d = elementwise_op<OpId::IsNan>();
   d.differentiable = false;
   return d;
 }());
 
 LUCID_REGISTER_OP(IsInf, "", [] {
-  OpDef d = EW_UNARY(IsInf, IsInf, Bool, All);
+  OpDef d = elementwise_op<OpId::IsInf>();
   d.differentiable = false;
   return d;
 }());
 
 LUCID_REGISTER_OP(LogicalNot, "", [] {
-  OpDef d = EW_UNARY(LogicalNot, LogicalNot, BoolInputs, All);
+  OpDef d = elementwise_op<OpId::LogicalNot>();
   d.differentiable = false;
   return d;
 }());
 
 LUCID_REGISTER_OP(BitwiseNot, "", [] {
-  OpDef d = EW_UNARY(BitwiseNot, BitwiseNot, Same, Integral);
+  OpDef d = elementwise_op<OpId::BitwiseNot>();
   d.differentiable = false;
   return d;
 }());

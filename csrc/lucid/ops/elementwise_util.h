@@ -1,199 +1,67 @@
-// Builders for elementwise OpDefs from scalar functors (ops/scalar_functors.h). A functor F has
-//   template <class C> static C apply(C x)            (unary)    or
-//   template <class C> static C apply(C a, C b)       (binary),   or
-//   template <class C> static C apply(C a, C b, C c)  (ternary: where, lerp),
-// where C is the compute type (float for 16-bit floats). From F we build one BlockFn per dtype;
-// the eager kernel runs it over a StridedIter and the compiled fused-elementwise interpreter
-// runs the same BlockFn over 1024-element blocks. That is the op's `elementwise<F>` lowering.
-// Where cpu::VecF32<F> (backends/cpu/scalar_vec.h) has a vectorised (Sleef/AVX2) float32 row
-// path, the block uses it for float32 rows (and 16-bit rows widened to float); apply stays the
-// definition and serves every other dtype.
+// Builder of the elementwise op records from the functor table (ops/list/elementwise_functors.def,
+// read through ElementwiseFunctor<Id>, ops/elementwise_functors.h). elementwise_op<Id>() gives the
+// device-neutral parts every elementwise op shares: arity, infer (broadcast shape, dtype rule, the
+// functor's dtype domain, attribute validation), the dtype mask and rule, and the lowering:
+// Elementwise for a plain functor, so the compiler fuses it; Kernel for a functor with parameters
+// (a fused block has no attributes). The caller sets vjp, save and differentiable. The kernels
+// are not here: each backend expands the same table into its own (the CPU's row loops,
+// backends/cpu/kernels/elementwise_*.cpp), so the math stays the functor's, written once.
 #pragma once
 #include <cstdint>
-#include <algorithm>
-#include <type_traits>
+#include <vector>
 
-#include "lucid/backends/cpu/loops.h"
-#include "lucid/backends/cpu/scalar_vec.h"
 #include "lucid/dispatch/dispatch.h"
+#include "lucid/ops/elementwise_functors.h"
+#include "lucid/ops/functor_attrs.h"
 #include "lucid/ops/op_def.h"
 
 namespace lucid {
 
-// Output dtype rule of an elementwise op.
-enum class EwDType : uint8_t {
-  Same,          // result_type of inputs (add, neg)
-  Float,         // result_type, integers -> default float (exp, div)
-  Bool,          // computes in result_type, writes bool (eq, isnan)
-  BoolInputs,    // casts inputs to bool, writes bool (logical_and)
-};
+// The dtype a plain elementwise op computes in: bool for BoolInputs, else the inputs' result
+// type (integers promoting to the default float under Float).
+DType elementwise_compute_dtype(EwDType rule, const TensorList& inputs);
 
 template <class F>
-concept HasVecF32 = requires(float* o, const float* a, int64_t n) { cpu::VecF32<F>::run(o, a, n); };
+concept HasAttrComputeDType = requires(const TensorList& in, const Attrs& a) { FromAttrs<F>::compute_dtype(in, a); };
 
-template <class F, class T, class O>
-void unary_block(char** p, const int64_t* s, int64_t n) {
-  using C = compute_t<T>;
-  if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
-    O* o = reinterpret_cast<O*>(p[0]);
-    const T* a = reinterpret_cast<const T*>(p[1]);
-    if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-      cpu::VecF32<F>::run(o, a, n);
-      return;
-    }
-    if constexpr (!(HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
-      return;
-    }
-  }
-  if constexpr (HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>) {
-    // 16-bit floats compute in float: widen 256 at a time, run the float32 vector path, round back.
-    float in[256], out[256];
-    for (int64_t b = 0; b < n; b += 256) {
-      int64_t m = std::min<int64_t>(256, n - b);
-      for (int64_t i = 0; i < m; ++i) in[i] = static_cast<float>(*reinterpret_cast<const T*>(p[1] + (b + i) * s[1]));
-      cpu::VecF32<F>::run(out, in, m);
-      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
-    }
-    return;
-  }
-  if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-    // Strided float32 row: gather, run the vector path, scatter.
-    float in[256], out[256];
-    for (int64_t b = 0; b < n; b += 256) {
-      int64_t m = std::min<int64_t>(256, n - b);
-      for (int64_t i = 0; i < m; ++i) in[i] = *reinterpret_cast<const float*>(p[1] + (b + i) * s[1]);
-      cpu::VecF32<F>::run(out, in, m);
-      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(p[0] + (b + i) * s[0]) = out[i];
-    }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    *reinterpret_cast<O*>(p[0] + i * s[0]) =
-        static_cast<O>(F::template apply<C>(static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
+// The dtype op Id computes in, which its kernels cast the inputs to: the rule's, unless its
+// functor's parameters set it (FromAttrs<F>::compute_dtype: clamp's bounds take part in type
+// promotion, masked_fill's mask does not).
+template <OpId Id>
+DType elementwise_compute_dtype(const TensorList& in, const Attrs& a) {
+  using R = ElementwiseFunctor<Id>;
+  if constexpr (R::kAttrs && HasAttrComputeDType<typename R::Functor>) return FromAttrs<typename R::Functor>::compute_dtype(in, a);
+  else return elementwise_compute_dtype(R::kRule, in);
 }
 
-// Binary functors may have cpu::VecF32<F>::run(o, a, b, n) for contiguous float32 rows (fused
-// activation backwards).
-template <class F>
-concept HasVec2F32 = requires(float* o, const float* a, const float* b, int64_t n) { cpu::VecF32<F>::run(o, a, b, n); };
-
-template <class F, class T, class O>
-void binary_block(char** p, const int64_t* s, int64_t n) {
-  using C = compute_t<T>;
-  O* o = reinterpret_cast<O*>(p[0]);
-  const T* a = reinterpret_cast<const T*>(p[1]);
-  const T* b = reinterpret_cast<const T*>(p[2]);
-  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
-    if constexpr (HasVec2F32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
-      cpu::VecF32<F>::run(o, a, b, n);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i])));
-    return;
-  }
-  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {
-    const C bv = static_cast<C>(b[0]);
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), bv));
-    return;
-  }
-  if (s[0] == sizeof(O) && s[1] == 0 && s[2] == sizeof(T)) {
-    const C av = static_cast<C>(a[0]);
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(av, static_cast<C>(b[i])));
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    *reinterpret_cast<O*>(p[0] + i * s[0]) = static_cast<O>(F::template apply<C>(
-        static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1])),
-        static_cast<C>(*reinterpret_cast<const T*>(p[2] + i * s[2]))));
-}
-
-template <class F, class T, class O>
-void ternary_block(char** p, const int64_t* s, int64_t n) {
-  using C = compute_t<T>;
-  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == sizeof(T)) {
-    O* o = reinterpret_cast<O*>(p[0]);
-    const T* a = reinterpret_cast<const T*>(p[1]);
-    const T* b = reinterpret_cast<const T*>(p[2]);
-    const T* c = reinterpret_cast<const T*>(p[3]);
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
-    return;
-  }
-  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == 0) {
-    // Third operand a broadcast scalar (lerp's weight).
-    O* o = reinterpret_cast<O*>(p[0]);
-    const T* a = reinterpret_cast<const T*>(p[1]);
-    const T* b = reinterpret_cast<const T*>(p[2]);
-    const C cv = static_cast<C>(*reinterpret_cast<const T*>(p[3]));
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i]), static_cast<C>(b[i]), cv));
-    return;
-  }
-  auto unit = [](int64_t st) { return st == 0 || st == static_cast<int64_t>(sizeof(T)); };
-  if (s[0] == sizeof(O) && unit(s[1]) && unit(s[2]) && unit(s[3])) {
-    // Contiguous with broadcast scalars (stride 0): index multipliers 0 or 1.
-    O* o = reinterpret_cast<O*>(p[0]);
-    const T* a = reinterpret_cast<const T*>(p[1]);
-    const T* b = reinterpret_cast<const T*>(p[2]);
-    const T* c = reinterpret_cast<const T*>(p[3]);
-    const int64_t ka = s[1] != 0, kb = s[2] != 0, kc = s[3] != 0;
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i * ka]), static_cast<C>(b[i * kb]),
-                                                 static_cast<C>(c[i * kc])));
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    *reinterpret_cast<O*>(p[0] + i * s[0]) = static_cast<O>(F::template apply<C>(
-        static_cast<C>(*reinterpret_cast<const T*>(p[1] + i * s[1])),
-        static_cast<C>(*reinterpret_cast<const T*>(p[2] + i * s[2])),
-        static_cast<C>(*reinterpret_cast<const T*>(p[3] + i * s[3]))));
-}
-
-// Which dtypes a functor supports: by default every numeric dtype and bool. Integral is the
-// integer dtypes and bool (bitwise ops).
-enum class EwDomain : uint8_t { All, Numeric, Floating, Integral };
-
-// Domain is a template argument so that blocks for dtypes outside it are never instantiated.
-template <class F, int Arity, bool BoolOut, EwDomain domain>
-std::array<BlockFn, kNumDTypes> make_blocks() {
-  std::array<BlockFn, kNumDTypes> blocks{};
-  auto put = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using O = std::conditional_t<BoolOut, bool, T>;
-    if constexpr (Arity == 1) blocks[static_cast<int>(dtype_of<T>::value)] = &unary_block<F, T, O>;
-    else if constexpr (Arity == 2) blocks[static_cast<int>(dtype_of<T>::value)] = &binary_block<F, T, O>;
-    else blocks[static_cast<int>(dtype_of<T>::value)] = &ternary_block<F, T, O>;
-  };
-  if constexpr (domain != EwDomain::Integral) {
-    put(std::type_identity<float>{});
-    put(std::type_identity<double>{});
-    put(std::type_identity<Half>{});
-    put(std::type_identity<BFloat16>{});
-  }
-  if constexpr (domain != EwDomain::Floating) {
-    put(std::type_identity<int64_t>{});
-    put(std::type_identity<int32_t>{});
-    put(std::type_identity<int8_t>{});
-    put(std::type_identity<uint8_t>{});
-    if constexpr (domain == EwDomain::All || domain == EwDomain::Integral) put(std::type_identity<bool>{});
-  }
-  return blocks;
-}
-
-// Infer and kernel shared by every elementwise op.
+// Shape (inputs broadcast) and dtype of a plain elementwise op's result; raises for a compute
+// dtype outside the functor's domain.
 std::vector<TensorMeta> infer_elementwise(OpId id, EwDType rule, const TensorList& inputs);
-void run_elementwise(OpId id, EwDType rule, const TensorList& inputs, const TensorList& outputs);
 
-// OpDef skeleton for an elementwise op; the caller sets vjp, save and differentiable.
-template <OpId Id, class F, int Arity, EwDType Rule, EwDomain Domain = EwDomain::All>
+// OpDef skeleton of the table's op Id; the caller sets vjp, save and differentiable.
+template <OpId Id>
 OpDef elementwise_op() {
+  using R = ElementwiseFunctor<Id>;
   OpDef d;
-  d.num_inputs = Arity;
-  d.lowering = Lowering::Elementwise;
-  d.ew_block = make_blocks<F, Arity, Rule == EwDType::Bool || Rule == EwDType::BoolInputs, Domain>();
-  d.ew_rule = static_cast<uint8_t>(Rule);
-  d.infer = [](const TensorList& in, const Attrs&) { return infer_elementwise(Id, Rule, in); };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) { run_elementwise(Id, Rule, in, out); };
+  d.num_inputs = R::kArity;
+  d.ew_dtypes = ew_domain_dtypes(R::kDomain);
+  d.ew_rule = static_cast<uint8_t>(R::kRule);
+  if constexpr (!R::kAttrs) {
+    d.lowering = Lowering::Elementwise;
+    d.infer = [](const TensorList& in, const Attrs&) { return infer_elementwise(Id, R::kRule, in); };
+  } else {
+    d.lowering = Lowering::Kernel;
+    d.infer = [](const TensorList& in, const Attrs& a) {
+      const char* name = op_def(Id).api_name;
+      Shape shape = in[0].shape();
+      for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape(), name);
+      DType c = elementwise_compute_dtype<Id>(in, a);
+      LUCID_CHECK(ew_domain_dtypes(R::kDomain) & dtype_bit(c), TypeError, name, ": not implemented for dtype ",
+                  dtype_name(c));
+      (void)FromAttrs<typename R::Functor>::make(a);  // validates the attributes
+      return std::vector<TensorMeta>{{shape, R::kBoolOut ? DType::Bool : c}};
+    };
+  }
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include "lucid/compile/trace/trace_hook.h"
 #include <algorithm>
 
+#include "lucid/backends/cpu/strided_copy.h"
 #include "lucid/ops/movement.h"
 #include "lucid/ops/movement_util.h"
 
@@ -52,14 +53,14 @@ static void split_tables(const Tensor& index, const Tensor& target, int64_t dim,
   Shape os(index.shape().begin(), index.shape().begin() + dim), is(index.shape().begin() + dim + 1, index.shape().end());
   Strides ost(target.strides().begin(), target.strides().begin() + dim),
       ist(target.strides().begin() + dim + 1, target.strides().end());
-  outer = mv::offset_table(os, ost);
-  inner = mv::offset_table(is, ist);
+  outer = cpu::offset_table(os, ost);
+  inner = cpu::offset_table(is, ist);
 }
 
 // Checks every index value against `size`; returns the contiguous index as int64.
 static Tensor checked_index(const Tensor& index, int64_t size, int64_t dim, const char* op, bool allow_negative) {
   Tensor ix = Tensor::empty(index.shape(), DType::Int64);
-  mv::copy(ix, index);
+  cpu::strided_copy(ix, index);
   int64_t* p = ix.data<int64_t>();
   for (int64_t i = 0, n = ix.numel(); i < n; ++i) {
     int64_t v = p[i];
@@ -113,7 +114,7 @@ LUCID_REGISTER_OP(Gather, "dim:int", [] {
     split_tables(ix, o, dim, oo, oi);
     const int64_t* idx = ix.data<int64_t>();
     int64_t xs = x.strides()[dim], os = o.strides()[dim];
-    mv::by_itemsize(x.dtype(), [&](auto tag) {
+    cpu::by_itemsize(x.dtype(), [&](auto tag) {
       using U = typename decltype(tag)::type;
       const U* src = static_cast<const U*>(x.data_ptr());
       U* dst = static_cast<U*>(o.data_ptr());
@@ -142,9 +143,9 @@ static void scatter_kernel(const TensorList& in, const TensorList& out, const At
   Tensor srcv = in[2];
   if (srcv.same_storage(o0)) {  // read the source before writing
     srcv = Tensor::empty(in[2].shape(), in[2].dtype());
-    mv::copy(srcv, in[2]);
+    cpu::strided_copy(srcv, in[2]);
   }
-  if (!inplace) mv::copy(o0, in[0]);
+  if (!inplace) cpu::strided_copy(o0, in[0]);
   Tensor o = as_1d_if_scalar(o0), s = as_1d_if_scalar(srcv);
   int64_t dim = wrap_dim(a.i("dim"), o.ndim(), op);
   Tensor ix = as_1d_if_scalar(checked_index(in[1], o.shape()[dim], dim, op, false));
@@ -180,7 +181,7 @@ static void scatter_kernel(const TensorList& in, const TensorList& out, const At
       });
     });
   } else {
-    mv::by_itemsize(o.dtype(), [&](auto tag) {
+    cpu::by_itemsize(o.dtype(), [&](auto tag) {
       using U = typename decltype(tag)::type;
       run(tag, [](U, U v) { return v; });
     });
@@ -309,8 +310,8 @@ static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorLi
     (static_cast<int64_t>(k) < L.pos ? os : is).push_back(t.shape()[d]);
     (static_cast<int64_t>(k) < L.pos ? ost : ist).push_back(t.strides()[d]);
   }
-  T.outer = mv::offset_table(os, ost);
-  T.inner = mv::offset_table(is, ist);
+  T.outer = cpu::offset_table(os, ost);
+  T.inner = cpu::offset_table(is, ist);
   T.inner_contiguous = true;
   for (size_t i = 0; i < T.inner.size() && T.inner_contiguous; ++i) T.inner_contiguous = T.inner[i] == static_cast<int64_t>(i);
   int64_t nb = numel_of(L.B);
@@ -320,12 +321,12 @@ static AdvTables adv_tables(const Tensor& t, const IntList& dims, const TensorLi
     int64_t off = static_cast<int64_t>(L.B.size()) - ix.ndim();
     Strides bst(L.B.size(), 0);
     for (int64_t d = 0; d < ix.ndim(); ++d) bst[d + off] = ix.shape()[d] == 1 ? 0 : ix.strides()[d];
-    std::vector<int64_t> pos = mv::offset_table(L.B, bst);
+    std::vector<int64_t> pos = cpu::offset_table(L.B, bst);
     const char* base = static_cast<const char*>(ix.data_ptr());
     int64_t isz = static_cast<int64_t>(itemsize(ix.dtype()));
     int64_t size = t.shape()[dims[k]], stride = t.strides()[dims[k]];
     for (int64_t j = 0; j < nb; ++j) {
-      int64_t v = mv::read_index(base + pos[j] * isz, ix.dtype());
+      int64_t v = cpu::read_index(base + pos[j] * isz, ix.dtype());
       LUCID_CHECK(v >= -size && v < size, IndexError, op, ": index ", v, " is out of bounds for dimension ",
                   dims[k], " with size ", size);
       T.b[j] += (v < 0 ? v + size : v) * stride;
@@ -354,7 +355,7 @@ LUCID_REGISTER_OP(IndexGather, "dims:ints", [] {
     int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
     int64_t rows = static_cast<int64_t>(T.outer.size()) * nb;
     if (rows * ni == 0) return;
-    mv::by_itemsize(x.dtype(), [&](auto tag) {
+    cpu::by_itemsize(x.dtype(), [&](auto tag) {
       using U = typename decltype(tag)::type;
       const U* src = static_cast<const U*>(x.data_ptr());
       U* dst = static_cast<U*>(o.data_ptr());
@@ -381,7 +382,7 @@ LUCID_REGISTER_OP(IndexGather, "dims:ints", [] {
 static std::vector<TensorMeta> infer_index_put(const TensorList& in, const Attrs& a) {
   TensorList idx(in.begin() + 2, in.end());
   AdvLayout L = adv_layout(in[0].shape(), a.ints("dims"), idx, "index_put");
-  LUCID_CHECK(mv::broadcasts_to(in[1].shape(), L.out), ValueError, "index_put: shape mismatch: value tensor of shape ", shape_str(in[1].shape()),
+  LUCID_CHECK(broadcasts_to(in[1].shape(), L.out), ValueError, "index_put: shape mismatch: value tensor of shape ", shape_str(in[1].shape()),
               " cannot be broadcast to indexing result of shape ", shape_str(L.out));
   return {{in[0].shape(), in[0].dtype()}};
 }
@@ -397,14 +398,14 @@ static void index_put_kernel(const TensorList& in, const TensorList& out, const 
   // read once (vs = 0 strides over it).
   int64_t vs = in[1].numel() == 1 ? 0 : 1;
   Tensor v = Tensor::empty(vs ? L.out : Shape{}, o.dtype());
-  mv::copy(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
+  cpu::strided_copy(v, vs ? in[1] : Tensor::make_view(in[1], {}, {}, in[1].offset()));
   bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
-  if (!inplace) mv::copy(o, in[0]);
+  if (!inplace) cpu::strided_copy(o, in[0]);
   int64_t nb = static_cast<int64_t>(T.b.size()), ni = static_cast<int64_t>(T.inner.size());
   int64_t rows = static_cast<int64_t>(T.outer.size()) * nb;
   if (rows * ni == 0) return;
   if (!acc) {
-    mv::by_itemsize(o.dtype(), [&](auto tag) {
+    cpu::by_itemsize(o.dtype(), [&](auto tag) {
       using U = typename decltype(tag)::type;
       const U* src = v.data<U>();
       U* dst = static_cast<U*>(o.data_ptr());

@@ -57,7 +57,7 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel, IntList stride, IntList paddi
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);  // entries <= 0 keep the input size
 std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, IntList output_size);  // {values, indices}
 
-// ---- decompositions and solvers (linalg_decomp.cpp; LAPACK kernels in backends/cpu/lapack) ----
+// ---- decompositions and solvers (linalg_decomp.cpp; CPU kernels on LAPACK, backends/cpu) ----
 // torch.linalg semantics: batches over leading dims (broadcast between A and B), float32/float64.
 Tensor linalg_solve(const Tensor& A, const Tensor& B, bool left = true);  // B: [*, n, k] or vector [*, n]
 Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left = true,

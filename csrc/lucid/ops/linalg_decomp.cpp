@@ -1,15 +1,14 @@
 // Decomposition and solver ops of lucid.linalg: LinalgSolve, LinalgSolveTriangular, LinalgInv,
 // LinalgDet, LinalgSlogdet, LinalgCholesky, LinalgQr, LinalgSvd, LinalgEigh, LinalgLstsq. Each
 // record validates its inputs (float32/float64, square where needed, equal batch shapes; the
-// API functions below broadcast batches and handle vector right-hand sides first), runs the
-// LAPACK kernel of the CPU backend (backends/cpu/lapack) and carries a VJP written with ops:
-// PyTorch's formulas (FunctionsManual.cpp), so a traced backward records ordinary ops. They lower
-// as opaque kernels in the compiler.
+// API functions below broadcast batches and handle vector right-hand sides first) and carries a
+// VJP written with ops: PyTorch's formulas (FunctionsManual.cpp), so a traced backward records
+// ordinary ops. The CPU kernels (backends/cpu/kernels/linalg_decomp.cpp) call LAPACK
+// (backends/cpu/lapack). They lower as opaque kernels in the compiler.
 #include <cmath>
 #include <limits>
 
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/backends/cpu/lapack.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/creation.h"
 #include "lucid/ops/elementwise.h"
@@ -94,9 +93,6 @@ LUCID_REGISTER_OP(LinalgSolve, "", [] {
     check_rhs("linalg.solve", in[0], in[1]);
     return std::vector<TensorMeta>{{in[1].shape(), in[0].dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) {
-    cpu::lapack_solve(in[0], in[1], out[0]);
-  };
   d.vjp = [](const VjpContext& c) {
     Tensor gB = solve_raw(mT(c.inputs[0]), c.grads[0]);
     TensorList r(2);
@@ -116,9 +112,6 @@ LUCID_REGISTER_OP(LinalgSolveTriangular, "upper:bool, unitriangular:bool", [] {
     check_square("linalg.solve_triangular", "A", in[0]);
     check_rhs("linalg.solve_triangular", in[0], in[1]);
     return std::vector<TensorMeta>{{in[1].shape(), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::lapack_solve_triangular(in[0], in[1], a.b("upper"), a.b("unitriangular"), out[0]);
   };
   d.vjp = [](const VjpContext& c) {
     bool upper = c.attrs.b("upper"), unit = c.attrs.b("unitriangular");
@@ -184,7 +177,6 @@ LUCID_REGISTER_OP(LinalgInv, "", [] {
     check_square("linalg.inv", "A", in[0]);
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) { cpu::lapack_inv(in[0], out[0]); };
   d.vjp = [](const VjpContext& c) {
     Tensor Ait = mT(c.outputs[0]);
     return TensorList{neg(matmul(Ait, matmul(c.grads[0], Ait)))};
@@ -202,7 +194,6 @@ LUCID_REGISTER_OP(LinalgDet, "", [] {
     check_square("linalg.det", "A", in[0]);
     return std::vector<TensorMeta>{{batch_of(in[0]), in[0].dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) { cpu::lapack_det(in[0], out[0]); };
   d.vjp = [](const VjpContext& c) {  // d det = det * tr(A^-1 dA): gA = A^-T (g det)
     const Tensor& A = c.inputs[0];
     return TensorList{solve_raw(mT(A), mul(unsq2(mul(c.grads[0], c.outputs[0])), expand(eye_like(A), A.shape())))};
@@ -220,9 +211,6 @@ LUCID_REGISTER_OP(LinalgSlogdet, "", [] {
     check_square("linalg.slogdet", "A", in[0]);
     Shape b = batch_of(in[0]);
     return std::vector<TensorMeta>{{b, in[0].dtype()}, {b, in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) {
-    cpu::lapack_slogdet(in[0], out[0], out[1]);
   };
   d.vjp = [](const VjpContext& c) {  // sign is piecewise constant; d logabsdet = tr(A^-1 dA)
     const Tensor& A = c.inputs[0];
@@ -245,9 +233,6 @@ LUCID_REGISTER_OP(LinalgCholesky, "upper:bool", [] {
   d.infer = [](const TensorList& in, const Attrs&) {
     check_square("linalg.cholesky", "A", in[0]);
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::lapack_cholesky(in[0], a.b("upper"), out[0]);
   };
   d.vjp = [](const VjpContext& c) {  // Murray (2016): gA = L^-T Phi(L^T gL) L^-1, Phi = symmetrised tril
     bool upper = c.attrs.b("upper");
@@ -279,9 +264,6 @@ LUCID_REGISTER_OP(LinalgQr, "mode:str", [] {
     bool complete = mode == "complete";
     Shape q = mode == "r" ? Shape{0} : with(b, {m, complete ? m : k});
     return std::vector<TensorMeta>{{q, A.dtype()}, {with(b, {complete ? m : k, n}), A.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::lapack_qr(in[0], a.s("mode"), out[0], out[1]);
   };
   d.vjp = [](const VjpContext& c) {
     const std::string& mode = c.attrs.s("mode");
@@ -367,9 +349,6 @@ LUCID_REGISTER_OP(LinalgSvd, "full_matrices:bool, compute_uv:bool", [] {
     Shape us = uv ? with(b, {m, full ? m : k}) : Shape{0}, vs = uv ? with(b, {full ? n : k, n}) : Shape{0};
     return std::vector<TensorMeta>{{us, A.dtype()}, {with(b, {k}), A.dtype()}, {vs, A.dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::lapack_svd(in[0], a.b("full_matrices"), a.b("compute_uv"), out[0], out[1], out[2]);
-  };
   d.vjp = [](const VjpContext& c) {
     LUCID_CHECK(c.attrs.b("compute_uv"), Error,
                 "linalg.svd: the gradient needs the singular vectors, which were not computed (compute_uv=False)");
@@ -405,9 +384,6 @@ LUCID_REGISTER_OP(LinalgEigh, "upper:bool, compute_v:bool", [] {
     const Tensor& A = in[0];
     Shape vs = a.b("compute_v") ? A.shape() : Shape{0};
     return std::vector<TensorMeta>{{batch_of(A, 1), A.dtype()}, {vs, A.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::lapack_eigh(in[0], a.b("upper"), a.b("compute_v"), out[0], out[1]);
   };
   d.vjp = [](const VjpContext& c) {  // gA = V (diag(gL) + skew(V^T gV) / 2E) V^T
     LUCID_CHECK(c.attrs.b("compute_v"), Error,
@@ -489,9 +465,6 @@ LUCID_REGISTER_OP(LinalgLstsq, "rcond:float, driver:str", [] {
     return std::vector<TensorMeta>{{with(b, {cols(A), cols(B)}), A.dtype()},
                                    {has_rank ? b : Shape{0}, DType::Int64},
                                    {has_sv ? with(b, {std::min(rows(A), cols(A))}) : Shape{0}, A.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    cpu::lapack_lstsq(in[0], in[1], a.f("rcond"), a.s("driver"), out[0], out[1], out[2]);
   };
   d.vjp = [](const VjpContext& c) {  // X = pinv(A) B
     const Tensor &A = c.inputs[0], &B = c.inputs[1], &gX = c.grads[0];

@@ -1,12 +1,12 @@
 // Matrix-product ops: Matmul (torch.matmul semantics; mm, bmm, mv and dot are validated wrappers
-// of it), Addmm, Linear and LinearFused. Kernels go through cpu::dnnl_matmul (oneDNN for
-// float32/bfloat16, blocked loops for float64/integers); VJPs are written with these same ops so
-// they serve eager autograd, double backward and traced backward alike.
-#include "lucid/backends/cpu/dnnl_matmul.h"
-#include "lucid/backends/cpu/loops.h"
+// of it), Addmm, Linear and LinearFused: records and C++ API. The CPU kernels
+// (backends/cpu/kernels/matmul.cpp) go through cpu::dnnl_matmul; VJPs are written with these
+// same ops so they serve eager autograd, double backward and traced backward alike.
 #include "lucid/ops/core.h"
-#include "lucid/ops/fused_epilogue.h"
+#include "lucid/ops/fused_activation.h"
 #include "lucid/ops/linalg.h"
+#include "lucid/ops/linalg_geometry.h"
+#include "lucid/ops/movement_util.h"
 
 namespace lucid {
 
@@ -18,19 +18,9 @@ void check_operand_dtypes(const char* op, const Tensor& a, const char* an, const
   LUCID_CHECK(a.dtype() != DType::Bool, TypeError, op, ": argument '", an, "' has dtype bool, which is not supported");
 }
 
-// Geometry of a matmul: the broadcast batch shape, M, K, N and the torch output shape.
-struct MatmulGeo {
-  Shape batch, out;
-  int64_t M = 1, K = 1, N = 1;
-  Shape full() const {
-    Shape s = batch;
-    s.push_back(M);
-    s.push_back(N);
-    return s;
-  }
-};
+}  // namespace
 
-MatmulGeo matmul_geo(const Tensor& a, const Tensor& b, const char* op = "matmul") {
+MatmulGeo matmul_geo(const Tensor& a, const Tensor& b, const char* op) {
   LUCID_CHECK(a.ndim() >= 1 && b.ndim() >= 1, ValueError, op, ": both arguments need at least 1 dim, got ", a.ndim(),
               "-D and ", b.ndim(), "-D tensors");
   MatmulGeo g;
@@ -50,30 +40,6 @@ MatmulGeo matmul_geo(const Tensor& a, const Tensor& b, const char* op = "matmul"
   return g;
 }
 
-// a as [..., M, K] and b as [..., K, N] (1-D operands get a unit dim), as views.
-Tensor as_matrix_lhs(const Tensor& a) {
-  if (a.ndim() >= 2) return a;
-  return Tensor::make_view(a, {1, a.shape()[0]}, {a.shape()[0] * a.strides()[0], a.strides()[0]}, a.offset());
-}
-Tensor as_matrix_rhs(const Tensor& b) {
-  if (b.ndim() >= 2) return b;
-  return Tensor::make_view(b, {b.shape()[0], 1}, {b.strides()[0], 1}, b.offset());
-}
-Tensor out_view(const Tensor& out, const Shape& full) {
-  return Tensor::make_view(out, full, contiguous_strides(full), out.offset());
-}
-
-// True when `s` broadcasts to exactly `target` (no error thrown, so callers can word their own).
-bool broadcasts_to(const Shape& s, const Shape& target) {
-  if (s.size() > target.size()) return false;
-  size_t off = target.size() - s.size();
-  for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != 1 && s[i] != target[off + i]) return false;
-  return true;
-}
-
-}  // namespace
-
 Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 
 // ---- Matmul -------------------------------------------------------------------------------
@@ -85,10 +51,6 @@ LUCID_REGISTER_OP(Matmul, "", [] {
     check_operand_dtypes("matmul", in[0], "input", in[1], "other");
     MatmulGeo g = matmul_geo(in[0], in[1]);
     return std::vector<TensorMeta>{{g.out, in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) {
-    MatmulGeo g = matmul_geo(in[0], in[1]);
-    cpu::dnnl_matmul(as_matrix_lhs(in[0]), as_matrix_rhs(in[1]), Tensor(), {}, out_view(out[0], g.full()));
   };
   d.vjp = [](const VjpContext& c) {
     const Tensor &a = c.inputs[0], &b = c.inputs[1];
@@ -155,16 +117,6 @@ LUCID_REGISTER_OP(Addmm, "beta:float, alpha:float", [] {
                 shape_str(g.out), ", got ", shape_str(bias.shape()));
     return std::vector<TensorMeta>{{g.out, a.dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& at) {
-    double beta = at.f("beta"), alpha = at.f("alpha");
-    cpu::MatmulEpilogue ep;
-    ep.alpha = alpha;
-    if (beta != 0.0) {
-      cpu::copy_into(out[0], in[0]);
-      ep.post_ops.push_back({cpu::MatmulPostOp::Sum, beta});
-    }
-    cpu::dnnl_matmul(in[1], in[2], Tensor(), ep, out[0]);
-  };
   d.vjp = [](const VjpContext& c) {
     double beta = c.attrs.f("beta"), alpha = c.attrs.f("alpha");
     const Tensor& g = c.grads[0];
@@ -202,15 +154,6 @@ Shape linear_infer(const char* op, const Tensor& x, const Tensor& w, const Tenso
   return out;
 }
 
-void linear_kernel(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::MatmulEpilogue& ep,
-                   const Tensor& out) {
-  Tensor wt = Tensor::make_view(w, {w.shape()[1], w.shape()[0]}, {w.strides()[1], w.strides()[0]}, w.offset());
-  Tensor x2 = as_matrix_lhs(x);
-  Shape full = x2.shape();
-  full.back() = w.shape()[0];
-  cpu::dnnl_matmul(x2, wt, bias, ep, out_view(out, full));
-}
-
 }  // namespace
 
 LUCID_REGISTER_OP(Linear, "", [] {
@@ -219,9 +162,6 @@ LUCID_REGISTER_OP(Linear, "", [] {
   d.save = kSaveInputs;
   d.infer = [](const TensorList& in, const Attrs&) {
     return std::vector<TensorMeta>{{linear_infer("linear", in[0], in[1], in[2]), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs&) {
-    linear_kernel(in[0], in[1], in[2], {}, out[0]);
   };
   d.vjp = [](const VjpContext& c) {
     const Tensor &x = c.inputs[0], &w = c.inputs[1];
@@ -261,13 +201,6 @@ LUCID_REGISTER_OP(LinearFused, "activation:str, residual_first:bool?", [] {
                   shape_str(out), ", got ", shape_str(in[3].shape()));
     }
     return std::vector<TensorMeta>{{out, in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    run_fused_epilogue(a, "linear_fused", in[3], out[0], [&](const std::vector<cpu::MatmulPostOp>& post) {
-      cpu::MatmulEpilogue ep;
-      ep.post_ops = post;
-      linear_kernel(in[0], in[1], in[2], ep, out[0]);
-    });
   };
   return d;
 }());

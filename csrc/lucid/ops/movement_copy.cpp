@@ -1,7 +1,8 @@
 // Copying movement ops: Cat, Flip, Roll, Tril, Triu, Repeat, Pad (+ PadBackward for the
-// non-constant modes). Kernels are strided copies (mv::copy over computed views), so they
-// are written once for every dtype; only filling a constant needs the dtype. stack is cat of
-// unsqueezed inputs.
+// non-constant modes): their records (infer, VJP) and C++ API. The CPU kernels
+// (backends/cpu/kernels/movement.cpp) are strided copies over computed views, so they are
+// written once for every dtype. stack is cat of unsqueezed inputs; repeat_interleave and rot90
+// are composites.
 #include <algorithm>
 
 #include "lucid/ops/movement.h"
@@ -9,31 +10,7 @@
 
 namespace lucid {
 
-static void fill_value(const Tensor& o, double v) {
-  LUCID_DISPATCH_ALL(o.dtype(), "fill", [&] {
-    scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(v));
-    cpu::StridedIter it({&o});
-    it.for_each([sv](char** p, const int64_t* s, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) = sv;
-    });
-  });
-}
-
-// A view of x narrowed to [start, start + len) along dim (no autograd).
-static Tensor narrow_view(const Tensor& x, int64_t dim, int64_t start, int64_t len) {
-  Shape s = x.shape();
-  s[dim] = len;
-  return Tensor::make_view(x, s, x.strides(), x.offset() + (len > 0 ? start * x.strides()[dim] : 0));
-}
-
-static bool same_view(const Tensor& a, const Tensor& b) {
-  return a.same_storage(b) && a.offset() == b.offset() && a.strides() == b.strides() && a.shape() == b.shape();
-}
-
 // ---- Cat ----------------------------------------------------------------------------------
-// PyTorch still accepts 1-D empty tensors of shape [0] next to tensors of any rank: they are skipped.
-static bool cat_skipped(const Tensor& t) { return t.ndim() == 1 && t.shape()[0] == 0; }
-
 static std::vector<TensorMeta> infer_cat(const TensorList& in, const Attrs& a) {
   LUCID_CHECK(!in.empty(), ValueError, "cat: expected a non-empty list of tensors");
   int ref = -1;
@@ -67,18 +44,6 @@ LUCID_REGISTER_OP(Cat, "dim:int", [] {
   OpDef d;
   d.num_inputs = -1;
   d.infer = infer_cat;
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    if (o.numel() == 0) return;
-    int64_t dim = wrap_dim(a.i("dim"), o.ndim(), "cat");
-    int64_t at = 0;
-    for (const Tensor& t : in) {
-      if (cat_skipped(t)) continue;
-      int64_t n = t.shape()[dim];
-      if (n > 0) mv::copy(narrow_view(o, dim, at, n), t);
-      at += n;
-    }
-  };
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
     int64_t dim = wrap_dim(c.attrs.i("dim"), g.ndim(), "cat");
@@ -110,7 +75,7 @@ Tensor stack(const TensorList& xs, int64_t dim) {
 }
 
 // ---- Flip ---------------------------------------------------------------------------------
-static IntList unique_dims(const IntList& dims, int64_t nd, const char* op) {
+IntList unique_dims(const IntList& dims, int64_t nd, const char* op) {
   IntList out;
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, nd, op);
@@ -127,23 +92,6 @@ LUCID_REGISTER_OP(Flip, "dims:ints", [] {
   d.infer = [](const TensorList& in, const Attrs& a) {
     unique_dims(a.ints("dims"), in[0].ndim(), "flip");
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& x = in[0];
-    Strides st = x.strides();
-    int64_t off = x.offset();
-    for (int64_t dd : unique_dims(a.ints("dims"), x.ndim(), "flip")) {
-      if (x.ndim() == 0 || x.shape()[dd] == 0) continue;
-      off += (x.shape()[dd] - 1) * st[dd];
-      st[dd] = -st[dd];
-    }
-    Tensor v = Tensor::make_view(x, x.shape(), st, off);
-    if (out[0].same_storage(x)) {
-      Tensor t = Tensor::empty(x.shape(), x.dtype());
-      mv::copy(t, v);
-      v = t;
-    }
-    mv::copy(out[0], v);
   };
   d.vjp = [](const VjpContext& c) { return TensorList{flip(c.grads[0], c.attrs.ints("dims"))}; };
   return d;
@@ -163,25 +111,6 @@ LUCID_REGISTER_OP(Roll, "shifts:ints, dims:ints", [] {
     for (int64_t dd : dims) wrap_dim(dd, in[0].ndim(), "roll");
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
   };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const IntList& sh = a.ints("shifts");
-    const IntList& dims = a.ints("dims");
-    Tensor src = in[0];
-    if (out[0].same_storage(src)) {  // in place: read from a copy
-      src = Tensor::empty(src.shape(), src.dtype());
-      mv::copy(src, in[0]);
-    }
-    for (size_t k = 0; k < dims.size(); ++k) {
-      int64_t dd = wrap_dim(dims[k], src.ndim(), "roll");
-      int64_t n = src.shape()[dd];
-      Tensor dst = k + 1 == dims.size() ? out[0] : Tensor::empty(src.shape(), src.dtype());
-      if (n == 0) { src = dst; continue; }
-      int64_t s = ((sh[k] % n) + n) % n;
-      if (n - s > 0) mv::copy(narrow_view(dst, dd, s, n - s), narrow_view(src, dd, 0, n - s));
-      if (s > 0) mv::copy(narrow_view(dst, dd, 0, s), narrow_view(src, dd, n - s, s));
-      src = dst;
-    }
-  };
   d.vjp = [](const VjpContext& c) {
     IntList sh = c.attrs.ints("shifts");
     for (auto& v : sh) v = -v;
@@ -200,32 +129,6 @@ Tensor roll(const Tensor& x, const IntList& shifts, const IntList& dims) {
 }
 
 // ---- Tril / Triu --------------------------------------------------------------------------
-template <bool Lower>
-static void tri_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  const Tensor& o = out[0];
-  if (!same_view(o, in[0])) mv::copy(o, in[0]);
-  int64_t k = a.i("diagonal");
-  int64_t nd = o.ndim(), R = o.shape()[nd - 2], C = o.shape()[nd - 1];
-  int64_t rs = o.strides()[nd - 2], cs = o.strides()[nd - 1];
-  Shape bs(o.shape().begin(), o.shape().end() - 2);
-  Strides bst(o.strides().begin(), o.strides().end() - 2);
-  std::vector<int64_t> boff = mv::offset_table(bs, bst);
-  mv::by_itemsize(o.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    U* base = static_cast<U*>(o.data_ptr());
-    parallel_for(0, static_cast<int64_t>(boff.size()), std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R * C, 1)),
-                 [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b)
-        for (int64_t r = 0; r < R; ++r) {
-          U* row = base + boff[b] + r * rs;
-          int64_t c0 = Lower ? std::clamp<int64_t>(r + k + 1, 0, C) : 0;
-          int64_t c1 = Lower ? C : std::clamp<int64_t>(r + k, 0, C);
-          for (int64_t c = c0; c < c1; ++c) row[c * cs] = U(0);
-        }
-    });
-  });
-}
-
 static std::vector<TensorMeta> infer_tri(const TensorList& in, const Attrs&) {
   LUCID_CHECK(in[0].ndim() >= 2, ValueError, "tril/triu: input tensor must have at least 2 dimensions, got ",
               in[0].ndim());
@@ -236,7 +139,6 @@ LUCID_REGISTER_OP(Tril, "diagonal:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = infer_tri;
-  d.cpu_kernel = tri_kernel<true>;
   d.vjp = [](const VjpContext& c) { return TensorList{tril(c.grads[0], c.attrs.i("diagonal"))}; };
   return d;
 }());
@@ -245,7 +147,6 @@ LUCID_REGISTER_OP(Triu, "diagonal:int", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = infer_tri;
-  d.cpu_kernel = tri_kernel<false>;
   d.vjp = [](const VjpContext& c) { return TensorList{triu(c.grads[0], c.attrs.i("diagonal"))}; };
   return d;
 }());
@@ -270,23 +171,6 @@ LUCID_REGISTER_OP(Repeat, "repeats:ints", [] {
       out[i] = checked_mul(r[i], xi < 0 ? 1 : x.shape()[xi], "repeat");
     }
     return std::vector<TensorMeta>{{out, x.dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& x = in[0];
-    const Tensor& o = out[0];
-    if (o.numel() == 0) return;
-    const IntList& r = a.ints("repeats");
-    int64_t off = static_cast<int64_t>(r.size()) - x.ndim();
-    Shape vs;
-    Strides ost, xst;
-    for (size_t i = 0; i < r.size(); ++i) {
-      int64_t xi = static_cast<int64_t>(i) - off;
-      int64_t s = xi < 0 ? 1 : x.shape()[xi];
-      vs.push_back(r[i]); vs.push_back(s);
-      ost.push_back(o.strides()[i] * s); ost.push_back(o.strides()[i]);
-      xst.push_back(0); xst.push_back(xi < 0 ? 0 : x.strides()[xi]);
-    }
-    mv::copy(Tensor::make_view(o, vs, ost, o.offset()), Tensor::make_view(x, vs, xst, x.offset()));
   };
   d.vjp = [](const VjpContext& c) {
     const IntList& r = c.attrs.ints("repeats");
@@ -386,60 +270,11 @@ static Shape padded_shape(const Shape& s, const IntList& p, const std::string& m
   return out;
 }
 
-// Source index of output position j in a dim of size n padded by l on the left.
-static int64_t pad_source(const std::string& mode, int64_t j, int64_t n, int64_t l) {
-  int64_t i = j - l;
-  if (mode == "reflect") {
-    if (i < 0) i = -i;
-    if (i >= n) i = 2 * (n - 1) - i;
-    return i;
-  }
-  if (mode == "replicate") return std::clamp<int64_t>(i, 0, n - 1);
-  return ((i % n) + n) % n;  // circular
-}
-
-static Tensor select_view(const Tensor& t, int64_t d, int64_t i) { return narrow_view(t, d, i, 1); }
-
 LUCID_REGISTER_OP(Pad, "pad:ints, mode:str, value:float", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
     return std::vector<TensorMeta>{{padded_shape(in[0].shape(), a.ints("pad"), a.s("mode")), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    const IntList& p = a.ints("pad");
-    const std::string& mode = a.s("mode");
-    int64_t nd = in[0].ndim();
-    if (mode == "constant") {
-      fill_value(o, a.f("value"));
-      Tensor src = in[0], dst = o;
-      for (size_t k = 0; k < p.size() / 2; ++k) {
-        int64_t dd = nd - 1 - static_cast<int64_t>(k), l = p[2 * k];
-        int64_t n = src.shape()[dd], m = dst.shape()[dd];
-        int64_t is = std::max<int64_t>(0, -l), os = std::max<int64_t>(0, l);
-        int64_t len = std::max<int64_t>(0, std::min(n - is, m - os));
-        src = narrow_view(src, dd, is, len);
-        dst = narrow_view(dst, dd, os, len);
-      }
-      if (src.numel() > 0) mv::copy(dst, src);
-      return;
-    }
-    // One padded dim at a time, each output slice copied from its source slice.
-    Tensor cur = in[0];
-    for (size_t k = 0; k < p.size() / 2; ++k) {
-      int64_t dd = nd - 1 - static_cast<int64_t>(k), l = p[2 * k], r = p[2 * k + 1];
-      if (l == 0 && r == 0) continue;
-      Shape s = cur.shape();
-      int64_t n = s[dd];
-      s[dd] = n + l + r;
-      Tensor next = Tensor::empty(s, cur.dtype());
-      mv::copy(narrow_view(next, dd, l, n), cur);
-      for (int64_t j = 0; j < s[dd]; ++j)
-        if (j < l || j >= l + n) mv::copy(select_view(next, dd, j), select_view(cur, dd, pad_source(mode, j, n, l)));
-      cur = next;
-    }
-    mv::copy(o, cur);
   };
   d.vjp = [](const VjpContext& c) {
     const std::string& mode = c.attrs.s("mode");
@@ -463,25 +298,6 @@ LUCID_REGISTER_OP(PadBackward, "pad:ints, mode:str, shape:ints", [] {
     LUCID_CHECK(padded_shape(s, a.ints("pad"), a.s("mode")) == in[0].shape(), ValueError,
                 "pad_backward: gradient shape ", shape_str(in[0].shape()), " does not match the padded shape");
     return std::vector<TensorMeta>{{s, in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const IntList& p = a.ints("pad");
-    const std::string& mode = a.s("mode");
-    int64_t nd = in[0].ndim();
-    Tensor cur = in[0];
-    for (int64_t k = static_cast<int64_t>(p.size() / 2) - 1; k >= 0; --k) {
-      int64_t dd = nd - 1 - k, l = p[2 * k], r = p[2 * k + 1];
-      if (l == 0 && r == 0) continue;
-      Shape s = cur.shape();
-      int64_t n = s[dd] - l - r;
-      s[dd] = n;
-      Tensor next = Tensor::empty(s, cur.dtype());
-      mv::copy(next, narrow_view(cur, dd, l, n));
-      for (int64_t j = 0; j < cur.shape()[dd]; ++j)
-        if (j < l || j >= l + n) mv::add_into(select_view(next, dd, pad_source(mode, j, n, l)), select_view(cur, dd, j));
-      cur = next;
-    }
-    mv::copy(out[0], cur);
   };
   d.vjp = [](const VjpContext& c) { return TensorList{pad(c.grads[0], c.attrs.ints("pad"), c.attrs.s("mode"), 0.0)}; };
   return d;

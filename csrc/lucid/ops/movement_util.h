@@ -1,46 +1,14 @@
-// Internal helpers of the movement family's kernels: element copies by item size (a move is
-// the same for every dtype of one width, so kernels instantiate 4 widths instead of 9 dtypes),
-// strided accumulation, and offset tables for gather-style kernels.
+// Geometry shared by the movement family's op records (infer, view functions) and the backends'
+// kernels: broadcasting checks, the dim rules of cat, flip and unfold, slices and diagonals as
+// views. Shapes, strides and offsets only, no data: each backend's kernels build the views they
+// move data between from these, so every backend agrees with the record on the geometry.
 #pragma once
 #include <cstdint>
-#include <cstring>
 
-#include "lucid/backends/cpu/loops.h"
 #include "lucid/core/tensor.h"
+#include "lucid/ops/attrs.h"
 
-namespace lucid::mv {
-
-// Calls f.template operator()<U>() with U an unsigned integer type of the dtype's width.
-template <class F>
-void by_itemsize(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(std::type_identity<uint8_t>{}); break;
-    case 2: f(std::type_identity<uint16_t>{}); break;
-    case 4: f(std::type_identity<uint32_t>{}); break;
-    default: f(std::type_identity<uint64_t>{}); break;
-  }
-}
-
-// Element offsets (in elements) of every position of `shape` walked in row-major order with
-// `strides`: the table gather-style kernels add to a base offset.
-inline std::vector<int64_t> offset_table(const Shape& shape, const Strides& strides) {
-  int64_t n = numel_of(shape);
-  std::vector<int64_t> out(static_cast<size_t>(n));
-  if (n == 0) return out;
-  int64_t nd = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> idx(nd, 0);
-  int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = off;
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      off += strides[d];
-      if (++idx[d] < shape[d]) break;
-      off -= strides[d] * shape[d];
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
+namespace lucid {
 
 // Whether `from` broadcasts to exactly `to`.
 inline bool broadcasts_to(const Shape& from, const Shape& to) {
@@ -51,17 +19,24 @@ inline bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-// dst = src (src broadcast to dst). Same dtype: typed strided moves by item size (also for
-// negative strides); otherwise cpu::copy_into's converting copy.
-void copy(const Tensor& dst, const Tensor& src);
+// cat: PyTorch still accepts 1-D empty tensors of shape [0] next to tensors of any rank: they are skipped.
+inline bool cat_skipped(const Tensor& t) { return t.ndim() == 1 && t.shape()[0] == 0; }
 
-// dst += src elementwise (src broadcast to dst). Serial when dst may alias itself (stride 0).
-void add_into(const Tensor& dst, const Tensor& src);
+// flip's dims wrapped, in the given order; ValueError naming `op` for a repeated dim.
+IntList unique_dims(const IntList& dims, int64_t nd, const char* op);
 
-// Reads an integer index tensor element as int64 (index tensors are int64 or int32).
-inline int64_t read_index(const char* p, DType t) {
-  if (t == DType::Int32) return *reinterpret_cast<const int32_t*>(p);
-  return *reinterpret_cast<const int64_t*>(p);
-}
+// Canonical slice parameters: dims wrapped, start/end clamped into [0, size] as Python does.
+struct SliceSpec {
+  IntList dims, starts, ends, steps;
+};
+SliceSpec normalize_slice(const Shape& shape, const Attrs& a, const char* op);  // attrs dims/starts/ends/steps
+// The region of `x` a slice spec selects, as a view (no autograd).
+Tensor slice_region(const Tensor& x, const SliceSpec& s);
 
-}  // namespace lucid::mv
+// The (offset, dim1, dim2) diagonal of x as a view (no autograd), as torch.diagonal.
+Tensor diagonal_view(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
+
+// Validates unfold's window (size within the dim, step positive) and wraps `dim`.
+void check_unfold(const Shape& shape, int64_t& dim, int64_t size, int64_t step);
+
+}  // namespace lucid

@@ -1,8 +1,10 @@
-// View ops of the movement family: View, Squeeze, Unsqueeze, Slice, Select, Unfold. Each one
-// only computes new (shape, strides, offset) over the input's storage; no data moves. Their
-// VJPs scatter the gradient back with SliceScatter / UnfoldBackward (copies, defined here as
-// well) or reshape it. The composite views (narrow, split, chunk, unbind, flatten, movedim)
-// are C++ functions over these ops.
+// View ops of the movement family: View, Squeeze, Unsqueeze, Slice, Select, Diagonal, Unfold.
+// Each one only computes new (shape, strides, offset) over the input's storage; no data moves.
+// Their VJPs scatter the gradient back with SliceScatter / DiagonalBackward / UnfoldBackward
+// (copies, whose records are here as well; their CPU kernels are in
+// backends/cpu/kernels/movement.cpp) or reshape it. The composite views (narrow,
+// split, chunk, unbind, flatten, movedim) are C++ functions over these ops. The geometry the
+// kernels share (slices, diagonals, unfold's window) is defined here, declared in movement_util.h.
 #include <algorithm>
 
 #include "lucid/ops/movement.h"
@@ -10,44 +12,6 @@
 #include "lucid/ops/view_util.h"
 
 namespace lucid {
-
-namespace mv {
-
-void copy(const Tensor& dst, const Tensor& src) {
-  if (dst.numel() == 0) return;
-  if (dst.dtype() != src.dtype()) return cpu::copy_into(dst, src);
-  cpu::StridedIter it({&dst, &src});
-  by_itemsize(dst.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    it.for_each([](char** p, const int64_t* s, int64_t n) {
-      if (s[0] == sizeof(U) && s[1] == sizeof(U)) {
-        std::memcpy(p[0], p[1], n * sizeof(U));
-      } else if (s[1] == 0) {
-        U v = *reinterpret_cast<const U*>(p[1]);
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<U*>(p[0] + i * s[0]) = v;
-      } else {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<U*>(p[0] + i * s[0]) = *reinterpret_cast<const U*>(p[1] + i * s[1]);
-      }
-    });
-  });
-}
-
-void add_into(const Tensor& dst, const Tensor& src) {
-  cpu::StridedIter it({&dst, &src});
-  LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
-    using C = compute_t<scalar_t>;
-    it.for_each([](char** p, const int64_t* s, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) {
-        scalar_t* o = reinterpret_cast<scalar_t*>(p[0] + i * s[0]);
-        const scalar_t* a = reinterpret_cast<const scalar_t*>(p[1] + i * s[1]);
-        if constexpr (std::is_same_v<scalar_t, bool>) *o = *o || *a;
-        else *o = static_cast<scalar_t>(static_cast<C>(*o) + static_cast<C>(*a));
-      }
-    });
-  });
-}
-
-}  // namespace mv
 
 // ---- View ---------------------------------------------------------------------------------
 static TensorList reshape_grad(const VjpContext& c) { return {reshape(c.grads[0], c.input_meta[0].shape)}; }
@@ -151,12 +115,7 @@ Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes) {
 }
 
 // ---- Slice --------------------------------------------------------------------------------
-struct SliceSpec {
-  IntList dims, starts, ends, steps;
-};
-
-// Canonical slice parameters: dims wrapped, start/end clamped into [0, size] as Python does.
-static SliceSpec normalize_slice(const Shape& shape, const Attrs& a, const char* op) {
+SliceSpec normalize_slice(const Shape& shape, const Attrs& a, const char* op) {
   SliceSpec s{a.ints("dims"), a.ints("starts"), a.ints("ends"), a.ints("steps")};
   size_t n = s.dims.size();
   LUCID_CHECK(s.starts.size() == n && s.ends.size() == n && s.steps.size() == n, ValueError, op,
@@ -182,8 +141,7 @@ static Shape sliced_shape(Shape shape, const SliceSpec& s) {
   return shape;
 }
 
-// The region of `x` a slice spec selects, as a view (no autograd).
-static Tensor slice_region(const Tensor& x, const SliceSpec& s) {
+Tensor slice_region(const Tensor& x, const SliceSpec& s) {
   Shape shape = x.shape();
   Strides st = x.strides();
   int64_t off = x.offset();
@@ -242,22 +200,9 @@ LUCID_REGISTER_OP(SliceScatter, "dims:ints, starts:ints, ends:ints, steps:ints",
   d.infer = [](const TensorList& in, const Attrs& a) {
     SliceSpec s = normalize_slice(in[0].shape(), a, "slice_scatter");
     Shape region = sliced_shape(in[0].shape(), s);
-    LUCID_CHECK(mv::broadcasts_to(in[1].shape(), region), ValueError, "slice_scatter: argument 'src' of shape ", shape_str(in[1].shape()),
+    LUCID_CHECK(broadcasts_to(in[1].shape(), region), ValueError, "slice_scatter: argument 'src' of shape ", shape_str(in[1].shape()),
                 " cannot be broadcast to the slice of shape ", shape_str(region));
     return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    bool inplace = o.same_storage(in[0]) && o.offset() == in[0].offset() && o.strides() == in[0].strides();
-    Tensor src = in[1];
-    if (src.same_storage(o)) {  // x[a] = x[b]: read the source before writing
-      Tensor t = Tensor::empty(src.shape(), src.dtype());
-      mv::copy(t, src);
-      src = t;
-    }
-    if (!inplace) mv::copy(o, in[0]);
-    SliceSpec s = normalize_slice(o.shape(), a, "slice_scatter");
-    mv::copy(slice_region(o, s), src);
   };
   d.vjp = [](const VjpContext& c) {
     SliceSpec s = normalize_slice(c.input_meta[0].shape, c.attrs, "slice_scatter");
@@ -344,7 +289,7 @@ static DiagGeom diag_geom(const Shape& shape, const Strides& st, int64_t offset,
   return g;
 }
 
-static Tensor diagonal_view(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+Tensor diagonal_view(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   DiagGeom g = diag_geom(x.shape(), x.strides(), offset, dim1, dim2);
   Shape s;
   Strides st;
@@ -379,11 +324,6 @@ LUCID_REGISTER_OP(DiagonalBackward, "shape:ints, offset:int, dim1:int, dim2:int"
     LUCID_CHECK(want == in[0].shape(), ValueError, "diag_embed: input of shape ", shape_str(in[0].shape()),
                 " does not fit the diagonal of shape ", shape_str(want), " of a ", shape_str(shape), " tensor");
     return std::vector<TensorMeta>{{shape, in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    std::memset(o.data_ptr(), 0, o.numel() * itemsize(o.dtype()));
-    mv::copy(diagonal_view(o, a.i("offset"), a.i("dim1"), a.i("dim2")), in[0]);
   };
   d.vjp = [](const VjpContext& c) {
     return TensorList{diagonal(c.grads[0], c.attrs.i("offset"), c.attrs.i("dim1"), c.attrs.i("dim2"))};
@@ -506,7 +446,7 @@ Tensor movedim(const Tensor& x, const IntList& src, const IntList& dst) {
 }
 
 // ---- Unfold (sliding windows, a view) ------------------------------------------------------
-static void check_unfold(const Shape& shape, int64_t& dim, int64_t size, int64_t step) {
+void check_unfold(const Shape& shape, int64_t& dim, int64_t size, int64_t step) {
   int64_t nd = static_cast<int64_t>(shape.size());
   dim = wrap_dim(dim, nd, "unfold");
   int64_t n = nd == 0 ? 1 : shape[dim];
@@ -546,27 +486,6 @@ LUCID_REGISTER_OP(UnfoldBackward, "shape:ints, dim:int, size:int, step:int", [] 
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
     return std::vector<TensorMeta>{{a.ints("shape"), in[0].dtype()}};
-  };
-  d.cpu_kernel = [](const TensorList& in, const TensorList& out, const Attrs& a) {
-    const Tensor& o = out[0];
-    std::memset(o.data_ptr(), 0, o.numel() * itemsize(o.dtype()));
-    int64_t dim = a.i("dim"), size = a.i("size"), step = a.i("step");
-    check_unfold(o.shape(), dim, size, step);
-    const Tensor& g = in[0];
-    if (o.ndim() == 0) { mv::copy(o, Tensor::make_view(g, {}, {}, g.offset())); return; }
-    int64_t nw = g.shape()[dim];
-    // Window k of the gradient as a view over the input's dims (window index along `dim`).
-    for (int64_t k = 0; k < size; ++k) {
-      Shape gs(g.shape().begin(), g.shape().end() - 1);
-      Strides gst(g.strides().begin(), g.strides().end() - 1);
-      Tensor gk = Tensor::make_view(g, gs, gst, g.offset() + k * g.strides().back());
-      Shape os = o.shape();
-      Strides ost = o.strides();
-      os[dim] = nw;
-      ost[dim] *= step;
-      Tensor ok = Tensor::make_view(o, os, ost, o.offset() + k * o.strides()[dim]);
-      mv::add_into(ok, gk);
-    }
   };
   d.vjp = [](const VjpContext& c) {
     return TensorList{unfold(c.grads[0], c.attrs.i("dim"), c.attrs.i("size"), c.attrs.i("step"))};

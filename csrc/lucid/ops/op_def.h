@@ -68,12 +68,8 @@ struct VjpContext {
 // shape or a wider dtype: the engine reduces them to the input's shape and casts them.
 using VjpFn = TensorList (*)(const VjpContext& ctx);
 
-// Inner loop over one row of an elementwise op: ptrs[0] is the output, then the inputs; strides
-// in bytes. The eager kernel and the compiled fused-elementwise interpreter share these.
-using BlockFn = void (*)(char** ptrs, const int64_t* strides, int64_t n);
-
 enum class Lowering : uint8_t {
-  Elementwise,  // ew_block per dtype: fusable
+  Elementwise,  // a plain scalar functor (ops/list/elementwise_functors.def): fusable
   Kernel,       // opaque kernel call (matmul, conv, reductions...)
   View,         // strided alias
   Decompose,    // composite of other ops (recorded as its parts)
@@ -103,8 +99,10 @@ struct OpDef {
   bool differentiable = true;     // false = explicit non-differentiable mark (no VJP needed)
   uint8_t save = kSaveNone;
   Lowering lowering = Lowering::Kernel;
-  std::array<BlockFn, kNumDTypes> ew_block{};  // Elementwise lowering only, by compute dtype
-  uint8_t ew_rule = 0;                         // EwDType of an elementwise op
+  // Ops of the elementwise functor table (ops/elementwise_functors.h): the compute dtypes the
+  // functor is defined for (bit dtype_bit(DType)), and the EwDType output rule.
+  uint16_t ew_dtypes = 0;
+  uint8_t ew_rule = 0;
   std::vector<int> nondiff_inputs;             // inputs never differentiated (indices, masks)
   std::vector<int> unsaved_inputs;             // with kSaveInputs: inputs the VJP never reads (not saved)
   // With kSaveOutputs: outputs the VJP never reads (not saved). What an op saves decides which

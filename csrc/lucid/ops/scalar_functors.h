@@ -1,9 +1,10 @@
-// Scalar functors: the math of every elementwise op, written once, device-neutral. Eager CPU
-// kernels and the compiled fused-elementwise interpreter (ops/elementwise_util.h,
-// ops/elementwise_attr.h) instantiate these, and a CUDA kernel can too: every `apply` is
-// LUCID_HOST_DEVICE and the header uses only what nvcc's device side accepts (<cmath> overloads
-// CUDA provides, numeric_limits from libcu++ under nvcc; no intrinsics, Sleef, strings or Attrs).
-// scripts/check_cuda_headers.sh compiles it for sm_90.
+// Scalar functors: the math of every elementwise op, written once, device-neutral. The functor
+// table (ops/list/elementwise_functors.def) names each op's functor; the CPU's eager kernels and
+// fused-elementwise blocks (backends/cpu/elementwise_loops.h) instantiate them from it, and a
+// CUDA kernel can too: every `apply` is LUCID_HOST_DEVICE and the header uses only what nvcc's
+// device side accepts (<cmath> overloads CUDA provides, numeric_limits from libcu++ under nvcc;
+// no intrinsics, Sleef, strings or Attrs). scripts/check_cuda_headers.sh has nvcc expand the
+// table over these functors for sm_90.
 //
 // C is the compute type: float for 16-bit floats, the stored type otherwise. Loading and storing
 // Half/BFloat16 (core/half.h, x86 F16C) happens in the loops around `apply`, never in it.
@@ -291,7 +292,7 @@ struct Addcdiv {
 
 // ---- fused activation backwards: (grad, saved) -> grad_input, one pass ----
 // Used by the activations' VJPs when no higher-order graph is being built (see
-// elementwise_activation.cpp); with create_graph the VJPs use differentiable op compositions.
+// elementwise_activation_backward.cpp); with create_graph the VJPs use differentiable op compositions.
 // relu: 0 where result <= 0, else grad (PyTorch's threshold_backward: a NaN result passes grad).
 struct ReluBackward { template <class C> LUCID_HOST_DEVICE static C apply(C g, C y) { return y <= C(0) ? C(0) : g; } };
 struct SigmoidBackward { template <class C> LUCID_HOST_DEVICE static C apply(C g, C y) { return g * y * (C(1) - y); } };
@@ -319,7 +320,7 @@ struct GeluBackward {
   }
 };
 
-// ---- more activations (elementwise_activation2.cpp) ----
+// ---- more activations (elementwise_activation_*.cpp) ----
 struct Selu {
   template <class C> LUCID_HOST_DEVICE static C apply(C x) {
     const C alpha = static_cast<C>(1.6732632423543772848170429916717), scale = static_cast<C>(1.0507009873554804934193349852946);
@@ -465,5 +466,9 @@ struct Polygamma {
     return static_cast<C>(sign * std::exp(std::lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x));
   }
 };
+
+// ---- reductions' elementwise helpers (reduce_ops.cpp) ----
+// exp(a - b): logsumexp's VJP.
+struct ExpSub { template <class C> LUCID_HOST_DEVICE static C apply(C a, C b) { return static_cast<C>(std::exp(a - b)); } };
 
 }  // namespace lucid::sm

@@ -89,7 +89,7 @@ def diagnose(fn, *example_inputs):
             uncovered.append(OpInfo(name, counts[name], *sample[name]))
             if not info.get("differentiable", True):
                 sinks.append(name)
-        if not info.get("kernel"):
+        if not info.get("kernels", {}).get("cpu"):
             not_lowered.append(f"{name}: no CPU kernel in this build")
     if not tr.ok:
         not_lowered.append(tr.reason)

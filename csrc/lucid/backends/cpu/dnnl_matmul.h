@@ -12,7 +12,7 @@
 // preferred layout once b has been seen twice unchanged (see matmul_pack_*). Post-ops run in
 // order: Sum adds scale * (the value `out` held before the call: the caller
 // pre-fills it with the residual), Gelu/GeluTanh apply the activation. There is no ReLU post-op:
-// oneDNN's maps NaN to 0 (see ops/fused_epilogue.h).
+// oneDNN's maps NaN to 0 (see backends/cpu/fused_epilogue.h).
 #pragma once
 #include <cmath>
 #include <cstdint>

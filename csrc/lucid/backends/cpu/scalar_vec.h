@@ -1,7 +1,7 @@
 // The CPU's vectorised float32 row paths for scalar functors (ops/scalar_functors.h): Sleef
 // (AVX2, 1-ulp unless noted) and AVX2 intrinsics over contiguous float32 rows. VecF32<F> is
-// specialised for a functor that has such a path; the elementwise blocks
-// (ops/elementwise_util.h, ops/elementwise_attr.h) use it when it exists and F::apply otherwise,
+// specialised for a functor that has such a path; the elementwise row loops
+// (backends/cpu/elementwise_loops.h) use it when it exists and F::apply otherwise,
 // which stays the definition for every dtype and for strided rows. Unary and binary run(o, a[, b],
 // n) for plain functors; a functor with parameters passes itself first: run(f, o, a[, b], n).
 // Host only (x86 intrinsics): a CUDA backend uses F::apply.

@@ -1,6 +1,8 @@
 // The compatibility stamp (see stamp.h).
 #include "lucid/compile/export/stamp.h"
 
+#include "lucid/backends/cuda/libraries.h"
+
 #include <sleef.h>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -58,15 +60,16 @@ std::vector<std::string> required_isa() {
 json make_stamp(const std::set<std::string>& devices) {
   const dnnl_version_t* dv = dnnl_version();
   const char* blas = openblas_get_config();
+  json libraries = {{"onednn", str(dv->major, ".", dv->minor, ".", dv->patch)},
+                    {"sleef", str(SLEEF_VERSION_MAJOR, ".", SLEEF_VERSION_MINOR, ".", SLEEF_VERSION_PATCHLEVEL)},
+                    {"openblas", blas ? blas : "unknown"}};
+  for (const cuda::Library& lib : cuda::libraries()) libraries[lib.name] = lib.version;  // CUDA builds only
   return {
       {"format_version", kFormatVersion},
       {"lucid_version", LUCID_VERSION},
       {"op_registry_hash", hex64(op_registry_hash())},
       {"isa", required_isa()},
-      {"libraries",
-       {{"onednn", str(dv->major, ".", dv->minor, ".", dv->patch)},
-        {"sleef", str(SLEEF_VERSION_MAJOR, ".", SLEEF_VERSION_MINOR, ".", SLEEF_VERSION_PATCHLEVEL)},
-        {"openblas", blas ? blas : "unknown"}}},
+      {"libraries", libraries},
       {"devices", std::vector<std::string>(devices.begin(), devices.end())},
   };
 }

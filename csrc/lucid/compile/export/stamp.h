@@ -2,8 +2,9 @@
 // needed, checked when a file is read. Fatal differences raise ArtifactError naming the cause:
 // the artifact format version, an op the loading build does not have or whose attribute schema
 // changed, an instruction set the build's kernels require that this CPU lacks, a device this
-// build can't run. Library versions and the lucid version are recorded for diagnosis (a newer
-// oneDNN runs the same program).
+// build can't run. Library versions (oneDNN, Sleef, OpenBLAS; in a CUDA build also the CUDA
+// libraries of backends/cuda/libraries.h) and the lucid version are recorded for diagnosis (a
+// newer oneDNN runs the same program).
 #pragma once
 #include <set>
 #include <string>

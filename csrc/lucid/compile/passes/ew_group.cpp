@@ -3,12 +3,13 @@
 // in registers instead of full-size tensors (memory traffic is what elementwise ops cost).
 //
 // A node joins a group when its op lowers as Elementwise, the backend's fused-elementwise runtime
-// can run it for its dtypes (BackendPasses::fused_elementwise_dtype; on the CPU, the op has a block
-// loop for them and its recorded dtype is the one eager would give) and its output has the group's
-// shape, the iteration shape; inputs from outside may broadcast to it. Walking nodes in order,
-// a node merges with the groups of its producers that have its shape, one at a time, each merge
-// kept only if it closes no cycle: a path from the group through nodes outside it (other groups
-// counted as one node) back into the group, which would leave no order to run them in. A value
+// can run it for its dtypes (BackendPasses::fused_elementwise_dtype; on the CPU, ew_block_dtype:
+// the op is defined for them and its recorded dtype is the one eager would give) and its output
+// has the group's shape, the iteration shape; inputs from outside may broadcast to it. Walking
+// nodes in order, a node merges with the groups of its producers that have its shape, one at a
+// time, each merge kept only if it closes no cycle: a path from the group through nodes
+// outside it (other groups counted as one node) back into the group, which would leave no order
+// to run them in. A value
 // read outside its group, a graph output or an assigned value becomes a group output; groups of
 // one node stay as they are. The new graph lists nodes and groups in a topological order that
 // keeps the original one where it can (each group placed by its first member). Copy (a dtype

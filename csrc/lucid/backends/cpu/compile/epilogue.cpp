@@ -13,7 +13,7 @@
 // act is an activation the fused op computes bit for bit as the eager kernel: Relu, which
 // LinearFused / ConvFused run as eager's relu kernel in place after the primitive, not as a
 // oneDNN post-op (oneDNN's is max(x, 0): NaN became 0 and -0.0 became +0.0; see
-// ops/fused_epilogue.h). See post_op_activation for why GELU is not absorbed.
+// backends/cpu/fused_epilogue.h). See post_op_activation for why GELU is not absorbed.
 // A bias is an operand of the op's dtype that broadcasts along the channel only (shape
 // [1,...,1,C] for Linear, [1,C,1,...] for Conv, leading ones optional); it is reshaped to [C]
 // when needed. A residual has exactly the output's shape and dtype (no broadcasting). Every

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "lucid/backends/cpu/elementwise_blocks.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/elementwise_util.h"
 
@@ -26,7 +27,7 @@ std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, DType out
   // op in its output dtype (where's output is the result type of its values, not its condition).
   auto rule = static_cast<EwDType>(def.ew_rule);
   DType c = rule == EwDType::BoolInputs ? DType::Bool : rule == EwDType::Bool ? result_type(inputs) : out;
-  if (!def.ew_block[static_cast<int>(c)]) return std::nullopt;
+  if (!(def.ew_dtypes & dtype_bit(c))) return std::nullopt;
   return c;
 }
 
@@ -147,7 +148,7 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     Step s{SK::Op};
     s.arity = static_cast<int>(n.inputs.size());
     for (int k = 0; k < s.arity; ++k) s.src[k] = operand(n.inputs[k], *c);
-    s.fn = def.ew_block[static_cast<int>(*c)];
+    s.fn = cpu::ew_block(n.op, *c);
     s.dst = new_operand(body.value(out).dtype, output_of[out]);
     have[{out, body.value(out).dtype}] = s.dst;
     proxy[out] = ew_stand_in(body.value(out), false);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "lucid/backends/cpu/elementwise_blocks.h"
 #include "lucid/compile/ir/graph.h"
 #include "lucid/compile/passes/backend_passes.h"  // ew_stand_in
 
@@ -56,7 +57,7 @@ struct FusedProgram {
     int input = -1;               // Load: body input read
     int src[3] = {-1, -1, -1};    // Cast: src[0]; Op: its operands
     int arity = 0;
-    BlockFn fn = nullptr;         // Op
+    cpu::BlockFn fn = nullptr;    // Op
     ConvertFn convert = nullptr;  // Load (input dtype -> operand dtype) and Cast
   };
   std::vector<Operand> operands;

@@ -1,19 +1,10 @@
-// LinearFused / ConvFused epilogue (see fused_epilogue.h).
-#include "lucid/ops/fused_epilogue.h"
+// LinearFused / ConvFused epilogue on the CPU (see fused_epilogue.h).
+#include "lucid/backends/cpu/fused_epilogue.h"
 
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/ops/op_def.h"
 
 namespace lucid {
-
-FusedActivation fused_activation(const Attrs& a, const char* op) {
-  const std::string& name = a.s("activation");
-  if (name == "none" || name.empty()) return FusedActivation::None;
-  if (name == "relu") return FusedActivation::Relu;
-  if (name == "gelu") return FusedActivation::Gelu;
-  if (name == "gelu_tanh") return FusedActivation::GeluTanh;
-  throw ValueError(str(op, ": argument 'activation' expected one of none, relu, gelu, gelu_tanh, got '", name, "'"));
-}
 
 void run_fused_epilogue(const Attrs& a, const char* op, const Tensor& residual, const Tensor& out,
                         const std::function<void(const std::vector<cpu::MatmulPostOp>&)>& product) {

@@ -1,7 +1,8 @@
-// Vector helpers for the nn/loss kernels (AVX2 + SLEEF, the baseline the build targets): row
-// max (NaN-propagating), in-place exp over a buffer, and sums with double accumulation. They
-// work on the compute type C (float or double); 16-bit inputs are converted into a float buffer
-// first by the callers.
+// Vector helpers for the nn and loss CPU kernels (backends/cpu/kernels/: softmax, attention,
+// loss_nll), AVX2 + SLEEF, the baseline the build targets: row max (NaN-propagating), in-place
+// exp over a buffer, sums with double accumulation, and the small register-tiled GEMM and
+// transpose of the attention kernels. They work on the compute type C (float or double); 16-bit
+// inputs are converted into a float buffer first by the callers. Host only (x86 intrinsics).
 #pragma once
 #include <immintrin.h>
 #include <sleef.h>

@@ -1,4 +1,4 @@
-// The epilogue of LinearFused and ConvFused, the ops the compiler's epilogue pass emits:
+// The CPU's epilogue of LinearFused and ConvFused, the ops the compiler's epilogue pass emits:
 //   act(op(x, w) + bias) + residual,  or  act(op(x, w) + bias + residual)  (residual_first)
 // with act one of none, relu, gelu, gelu_tanh. The bias, the residual (unless it follows a ReLU)
 // and GELU are oneDNN post-ops, so the product is written once, finished. ReLU is not: oneDNN's
@@ -15,13 +15,9 @@
 
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/ops/attrs.h"
+#include "lucid/ops/fused_activation.h"
 
 namespace lucid {
-
-enum class FusedActivation : uint8_t { None, Relu, Gelu, GeluTanh };
-
-// Parses attribute 'activation' ("none" or "", "relu", "gelu", "gelu_tanh"); ValueError naming op otherwise.
-FusedActivation fused_activation(const Attrs& a, const char* op);
 
 // Runs product(post_ops), which must write op(x, w) + bias into `out` and apply post_ops in
 // order (a Sum adds scale * the value out held before: the residual, filled in here), then the

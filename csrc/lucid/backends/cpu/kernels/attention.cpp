@@ -1,0 +1,206 @@
+// CPU kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp).
+// The forward is fused per block of 64 query rows: scores GEMM, masked stable softmax, dropout and
+// the P v GEMM; only the probabilities are written out, for backward. The backward gives (dq, dk,
+// dv, dscores) per batch. Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and
+// compute 16-bit inputs in float.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "lucid/backends/cpu/kernels/nn_operands.h"
+#include "lucid/backends/cpu/nn_vec.h"
+#include "lucid/core/parallel.h"
+#include "lucid/ops/op_def.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+// Mask value at flat index i: kind 0 none, 1 bool (keep?), 2 additive float.
+template <class T>
+struct MaskView {
+  int kind = 0;
+  const bool* b = nullptr;
+  const T* f = nullptr;
+};
+
+template <class T>
+MaskView<T> mask_view(const Tensor& m, Tensor& keep) {
+  MaskView<T> v;
+  if (!m.defined()) return v;
+  if (m.dtype() == DType::Bool) {
+    keep = nnutil::contig_as(m, DType::Bool);
+    v.kind = 1;
+    v.b = keep.data<bool>();
+  } else {
+    keep = nnutil::contig_as(m, dtype_of<T>::value);
+    v.kind = 2;
+    v.f = keep.data<T>();
+  }
+  return v;
+}
+
+// Inputs of the kernels in the compute type C (a view when T == C, else a converted copy).
+template <class T>
+struct CBuf {
+  std::vector<compute_t<T>> store;
+  const compute_t<T>* p = nullptr;
+  CBuf(const Tensor& t) {
+    if constexpr (std::is_same_v<T, compute_t<T>>) {
+      p = t.data<T>();
+    } else {
+      const T* s = t.data<T>();
+      store.resize(t.numel());
+      for (int64_t i = 0; i < t.numel(); ++i) store[i] = static_cast<compute_t<T>>(s[i]);
+      p = store.data();
+    }
+  }
+};
+
+// (B, S, E) -> (B, E, S) in the compute type.
+template <class C>
+std::vector<C> transposed(const C* src, int64_t B, int64_t S, int64_t E) {
+  std::vector<C> out(static_cast<size_t>(B * S * E));
+  parallel_for(0, B, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(S * E, 1)), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) nnvec::transpose(S, E, src + b * S * E, E, out.data() + b * E * S, S);
+  });
+  return out;
+}
+
+// Dropout multiplier of one (row, s): keep / (1 - p), or 1 without dropout.
+template <class T>
+inline compute_t<T> drop_mult(const MaskView<T>& drop, int64_t idx, compute_t<T> dscale) {
+  using C = compute_t<T>;
+  if (drop.kind == 1) return drop.b[idx] ? dscale : C(0);
+  if (drop.kind == 2) return static_cast<C>(drop.f[idx]) * dscale;
+  return C(1);
+}
+
+constexpr int64_t kRowBlock = 64;
+
+template <class T>
+void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
+  using C = compute_t<T>;
+  Tensor q = in[0].contiguous_data(), k = in[1].contiguous_data(), v = in[2].contiguous_data();
+  Tensor mk, dk;
+  MaskView<T> mask = mask_view<T>(in[3], mk), drop = mask_view<T>(in[4], dk);
+  int64_t B = q.shape()[0], L = q.shape()[1], E = q.shape()[2], S = k.shape()[1], Ev = v.shape()[2];
+  const C scale = static_cast<C>(a.f("scale"));
+  const bool causal = a.b("is_causal");
+  const double p = a.f("dropout_p");
+  const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
+  CBuf<T> qc(q), kc(k), vc(v);
+  std::vector<C> kT = transposed(kc.p, B, S, E);
+  T *op = out[0].data<T>(), *pp = out[1].data<T>();
+  const int64_t nblk = (L + kRowBlock - 1) / kRowBlock;
+  const C ninf = -std::numeric_limits<C>::infinity();
+  parallel_for(0, B * nblk, 1, [&](int64_t wb, int64_t we) {
+    std::vector<C> sc(kRowBlock * S), ob(kRowBlock * Ev);
+    for (int64_t w = wb; w < we; ++w) {
+      int64_t b = w / nblk, l0 = (w % nblk) * kRowBlock, rb = std::min(kRowBlock, L - l0);
+      // Causal rows of this block never look past column l0 + rb - 1.
+      int64_t sl = causal ? std::min(S, l0 + rb) : S;
+      nnvec::gemm<C>(rb, sl, E, qc.p + (b * L + l0) * E, E, kT.data() + b * E * S, S, sc.data(), S, scale, false);
+      for (int64_t r = 0; r < rb; ++r) {
+        int64_t l = l0 + r, row = b * L + l;
+        C* s_ = sc.data() + r * S;
+        int64_t lim = causal ? std::min(S, l + 1) : S;
+        for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
+        if (mask.kind == 1) {
+          for (int64_t s = 0; s < lim; ++s)
+            if (!mask.b[row * S + s]) s_[s] = ninf;
+        } else if (mask.kind == 2) {
+          for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s]);
+        }
+        C mx = nnvec::vmax(s_, S);
+        T* prow = pp + row * S;
+        if (mx == ninf) {  // fully masked row: zeros, like PyTorch
+          for (int64_t s = 0; s < S; ++s) { s_[s] = C(0); prow[s] = static_cast<T>(C(0)); }
+          continue;
+        }
+        nnvec::vexp_sub(s_, S, mx);
+        C inv = C(1) / static_cast<C>(nnvec::vsum(s_, S));
+        for (int64_t s = 0; s < S; ++s) {
+          s_[s] *= inv;
+          prow[s] = static_cast<T>(s_[s]);
+        }
+        if (drop.kind)
+          for (int64_t s = 0; s < S; ++s) s_[s] *= drop_mult(drop, row * S + s, dscale);
+      }
+      nnvec::gemm<C>(rb, Ev, sl, sc.data(), S, vc.p + b * S * Ev, Ev, ob.data(), Ev, C(1), false);
+      T* orow = op + (b * L + l0) * Ev;
+      for (int64_t i = 0; i < rb * Ev; ++i) orow[i] = static_cast<T>(ob[i]);
+    }
+  });
+}
+
+// inputs (g, q, k, v, probs, dropout_mask) -> (dq, dk, dv, dscores)
+template <class T>
+void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
+  using C = compute_t<T>;
+  DType dt = in[1].dtype();
+  Tensor g = nnutil::contig_as(in[0], dt), q = in[1].contiguous_data(), k = in[2].contiguous_data(),
+         v = in[3].contiguous_data(), P = nnutil::contig_as(in[4], dt);
+  Tensor dk_keep;
+  MaskView<T> drop = mask_view<T>(in[5], dk_keep);
+  int64_t B = q.shape()[0], L = q.shape()[1], E = q.shape()[2], S = k.shape()[1], Ev = v.shape()[2];
+  const C scale = static_cast<C>(a.f("scale"));
+  const double p = a.f("dropout_p");
+  const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
+  CBuf<T> gc(g), qc(q), kc(k), vc(v), Pc(P);
+  std::vector<C> vT = transposed(vc.p, B, S, Ev);
+  T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>(), *dsp = out[3].data<T>();
+  parallel_for(0, B, 1, [&](int64_t bb, int64_t be) {
+    std::vector<C> dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
+    for (int64_t b = bb; b < be; ++b) {
+      const C* gb = gc.p + b * L * Ev;
+      const C* Pb = Pc.p + b * L * S;
+      // dP_dropped = g v^T
+      nnvec::gemm<C>(L, S, Ev, gb, Ev, vT.data() + b * Ev * S, S, dP.data(), S, C(1), false);
+      // dv = (P * m)^T g
+      for (int64_t i = 0; i < L * S; ++i) tmp[i] = Pb[i] * drop_mult(drop, b * L * S + i, dscale);
+      nnvec::transpose(L, S, tmp.data(), S, tT.data(), L);
+      nnvec::gemm<C>(S, Ev, L, tT.data(), L, gb, Ev, dvb.data(), Ev, C(1), false);
+      // dS = P * (dP * m - rowsum(P * dP * m))
+      for (int64_t l = 0; l < L; ++l) {
+        C* dpr = dP.data() + l * S;
+        const C* pr = Pb + l * S;
+        C r = 0;
+        for (int64_t s = 0; s < S; ++s) {
+          dpr[s] *= drop_mult(drop, (b * L + l) * S + s, dscale);
+          r += pr[s] * dpr[s];
+        }
+        T* dsr = dsp + (b * L + l) * S;
+        for (int64_t s = 0; s < S; ++s) {
+          dpr[s] = pr[s] * (dpr[s] - r);
+          dsr[s] = static_cast<T>(dpr[s]);
+        }
+      }
+      // dq = scale * dS k ; dk = scale * dS^T q
+      nnvec::gemm<C>(L, E, S, dP.data(), S, kc.p + b * S * E, E, dq.data(), E, scale, false);
+      nnvec::transpose(L, S, dP.data(), S, tT.data(), L);
+      nnvec::gemm<C>(S, E, L, tT.data(), L, qc.p + b * L * E, E, dkb.data(), E, scale, false);
+      for (int64_t i = 0; i < L * E; ++i) dqp[b * L * E + i] = static_cast<T>(dq[i]);
+      for (int64_t i = 0; i < S * E; ++i) dkp[b * S * E + i] = static_cast<T>(dkb[i]);
+      for (int64_t i = 0; i < S * Ev; ++i) dvp[b * S * Ev + i] = static_cast<T>(dvb[i]);
+    }
+  });
+}
+
+void sdpa_forward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  if (out[0].numel() == 0 && out[1].numel() == 0) return;
+  LUCID_DISPATCH_FLOATING(in[0].dtype(), "scaled_dot_product_attention", [&] { sdpa_forward<scalar_t>(in, out, a); });
+}
+
+void sdpa_backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  LUCID_DISPATCH_FLOATING(in[1].dtype(), "scaled_dot_product_attention_backward", [&] { sdpa_backward<scalar_t>(in, out, a); });
+}
+
+}  // namespace
+
+LUCID_REGISTER_KERNEL(ScaledDotProductAttention, CPU, sdpa_forward_kernel);
+LUCID_REGISTER_KERNEL(SdpaBackward, CPU, sdpa_backward_kernel);
+
+}  // namespace lucid::cpu
