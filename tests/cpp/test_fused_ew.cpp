@@ -10,7 +10,7 @@
 
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/passes/passes.h"
-#include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/backends/cpu/compile/fused_ew.h"
 #include "lucid/compile/trace/tracer.h"
 #include "lucid/dispatch/dispatch.h"
 #include "lucid/ops/creation.h"

@@ -1,11 +1,13 @@
 // The device in the IR: Device parsing and validation (as torch.device), the "@cuda:0" suffix in
 // the IR text and its round trip, canonical_hash separating devices, verify/check_types, and the
-// passes carrying a value's device through. Only the CPU backend is built: the CUDA graphs here
-// are built and printed, never run.
+// passes carrying a value's device through, and the backend picked by a graph's device (its pass
+// description, its executor). Only the CPU backend is built: the CUDA graphs here are built,
+// optimised and made into programs, never run.
 #include <gtest/gtest.h>
 
 #include "lucid/compile/ir/graph.h"
 #include "lucid/compile/passes/passes.h"
+#include "lucid/compile/runtime/executable.h"
 #include "lucid/ops/core.h"
 
 using namespace lucid;
@@ -138,9 +140,10 @@ TEST(IRDevice, VerifyRejectsAnAssignAcrossDevices) {
 }
 
 TEST(IRDevice, PassesKeepTheDevice) {
-  // Add + Relu fuse into one FusedElementwise node; its body and results stay on cuda:0.
+  // Add + Relu fuse into one FusedElementwise node; its body and results stay on cuda:0. No CUDA
+  // backend registers pass rules yet, so the CPU's rules stand in for them.
   ir::PassStats stats;
-  ir::Graph opt = ir::optimize(ir::parse(kCuda), "", &stats);
+  ir::Graph opt = ir::optimize(ir::parse(kCuda), ir::backend_passes(DeviceType::CPU), "", &stats);
   std::string text = ir::print(opt);
   EXPECT_EQ(text.find("float32[2,3] "), std::string::npos) << text;
   EXPECT_EQ(text.find("float32[3] "), std::string::npos) << text;
@@ -155,4 +158,50 @@ TEST(IRDevice, PassesKeepTheDevice) {
   std::string cpu_text = ir::print(ir::optimize(ir::parse(kCpu), "", &stats));
   for (size_t p; (p = text.find("@cuda:0")) != std::string::npos;) text.erase(p, 7);
   EXPECT_EQ(text, cpu_text);
+}
+
+TEST(IRDevice, PipelinePicksTheBackendOfTheGraphsDevice) {
+  // A device without a backend description gets the shared passes only: the CPU's elementwise
+  // grouping rule (its block interpreter) does not apply to a CUDA graph.
+  ir::Graph opt = ir::optimize(ir::parse(kCuda), "", nullptr);
+  EXPECT_EQ(ir::print(opt), kCuda);
+  EXPECT_EQ(ir::graph_device(opt), (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ(ir::graph_device(ir::parse(kCpu)), Device{});
+  EXPECT_STREQ(ir::backend_passes(DeviceType::CPU).name, "cpu");
+  EXPECT_EQ(ir::backend_passes(DeviceType::CUDA).rewrites.size(), 0u);
+  EXPECT_THROW(ir::graph_device(ir::parse("graph(%0: float32[2] input, %1: float32[2]@cuda:0 input) {\n"
+                                          "  return (%0, %1)\n}\n")),
+               NotImplementedError);
+}
+
+TEST(IRDevice, ProgramIsDeviceNeutralAndTheExecutorIsTheDevices) {
+  // The program of a CUDA graph needs no backend: its instructions name ops and value slots only.
+  ir::Graph cuda = ir::parse(kCuda);
+  rt::Program p(cuda, ir::plan_memory(cuda));
+  EXPECT_EQ(p.device(), (Device{DeviceType::CUDA, 0}));
+  ASSERT_EQ(p.instructions().size(), 2u);
+  EXPECT_EQ(p.instructions()[0].node->op, OpId::Add);
+  EXPECT_EQ(p.instructions()[1].kind, rt::Instruction::Kind::Kernel);
+  // Running it needs the CUDA backend's executor, which this build lacks.
+  EXPECT_EQ(rt::executor_factory(DeviceType::CUDA), nullptr);
+  try {
+    rt::Executable exe(cuda, ir::plan_memory(cuda));
+    FAIL() << "expected NotImplementedError";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("no executor runs compiled programs on cuda:0"), std::string::npos) << e.what();
+  }
+  // The same graph on the CPU runs on the CPU executor: relu(x + s).
+  ASSERT_NE(rt::executor_factory(DeviceType::CPU), nullptr);
+  ir::Graph cpu = ir::parse(kCpu);
+  rt::Executable exe(cpu, ir::plan_memory(cpu));
+  Tensor x = Tensor::empty({2, 3}, DType::Float32), st = Tensor::empty({3}, DType::Float32);
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = static_cast<float>(i) - 3.f;
+  for (int i = 0; i < 3; ++i) st.data<float>()[i] = 0.5f;
+  TensorList y = exe.run({x}, {st});
+  ASSERT_EQ(y.size(), 1u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[0].data<float>()[i], std::max(0.f, static_cast<float>(i) - 2.5f));
+  EXPECT_EQ(exe.num_instructions(), 2u);
+  EXPECT_EQ(exe.pooled_frames(), 1u);
+  exe.trim();
+  EXPECT_EQ(exe.pooled_frames(), 0u);
 }

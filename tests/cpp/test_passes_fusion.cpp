@@ -1,8 +1,9 @@
 // Tests of the two fusion passes that rewrite around GEMM-like ops: fold_batchnorm (eval
-// BatchNorm into the preceding Conv) and absorb_epilogues (bias / activation / residual into
-// LinearFused / ConvFused post-ops). Each case parses IR text, runs the pass and the verifier,
-// and matches the printed result; rewritten cases are then checked numerically against the
-// reference interpreter on the unoptimised graph with random inputs and states.
+// BatchNorm into the preceding Conv, shared) and the CPU backend's absorb_epilogues (bias /
+// activation / residual into the oneDNN post-ops of LinearFused / ConvFused). Each case parses IR
+// text, runs the pass and the verifier, and matches the printed result; rewritten cases are then
+// checked numerically against the reference interpreter on the unoptimised graph with random
+// inputs and states.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <set>
 
+#include "lucid/backends/cpu/compile/epilogue.h"
 #include "lucid/compile/ir/interpret.h"
 #include "lucid/compile/passes/passes.h"
 #include "lucid/compile/trace/tracer.h"
@@ -62,7 +64,7 @@ void expect_same(const ir::Graph& ref, const ir::Graph& opt, const Feeds& f, dou
 }
 
 std::string fold_text(const std::string& text) { return ir::print(ir::fold_batchnorm(ir::parse(text))); }
-std::string epi_text(const std::string& text) { return ir::print(ir::absorb_epilogues(ir::parse(text))); }
+std::string epi_text(const std::string& text) { return ir::print(cpu::absorb_epilogues(ir::parse(text))); }
 
 const char* kConv2d = "{stride=[1,1], padding_l=[1,1], padding_r=[1,1], dilation=[1,1], groups=1}";
 
@@ -204,7 +206,7 @@ TEST(AbsorbEpilogues, LinearRelu) {
             "  return (%3)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
 TEST(AbsorbEpilogues, LinearBiasAddThenGeluStopsAtTheGelu) {
@@ -228,7 +230,7 @@ TEST(AbsorbEpilogues, LinearBiasAddThenGeluStopsAtTheGelu) {
             "  return (%6)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
 TEST(AbsorbEpilogues, LinearResidualThenGeluTanhFloat64) {
@@ -247,7 +249,7 @@ TEST(AbsorbEpilogues, LinearResidualThenGeluTanhFloat64) {
             "  return (%5)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-10);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-10);
 }
 
 TEST(AbsorbEpilogues, ConvResidualThenRelu) {
@@ -265,7 +267,7 @@ TEST(AbsorbEpilogues, ConvResidualThenRelu) {
             "  return (%4)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
 // Two convs meeting in one Add (a ResNet projection shortcut): the first takes the Add and the
@@ -287,7 +289,7 @@ TEST(AbsorbEpilogues, TwoOpsEndingInOneAddAbsorbOnce) {
             "  return (%4)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
 TEST(AbsorbEpilogues, ConvChannelBiasReluResidualFloat64) {
@@ -308,7 +310,7 @@ TEST(AbsorbEpilogues, ConvChannelBiasReluResidualFloat64) {
             "  return (%5)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-12);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-12);
 }
 
 TEST(AbsorbEpilogues, BiasAloneBecomesTheOpsBias) {
@@ -330,7 +332,7 @@ TEST(AbsorbEpilogues, BiasAloneBecomesTheOpsBias) {
                    "  return (%7, %8)\n"
                    "}\n"));
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
 TEST(AbsorbEpilogues, StopsWhereAnIntermediateIsObservable) {
@@ -349,7 +351,7 @@ TEST(AbsorbEpilogues, StopsWhereAnIntermediateIsObservable) {
             "  return (%5, %4)\n"
             "}\n");
   ir::Graph g = ir::parse(text);
-  expect_same(g, ir::absorb_epilogues(g), random_feeds(g), 1e-5);
+  expect_same(g, cpu::absorb_epilogues(g), random_feeds(g), 1e-5);
 }
 
 TEST(AbsorbEpilogues, LeavesUnsupportedChainsAlone) {
@@ -396,7 +398,7 @@ TEST(AbsorbEpilogues, AfterBatchNormFoldConvBnReluIsOneKernel) {
       "  %11 = Relu(%8) : float32[2,4,6,6]\n"
       "  return (%11)\n"
       "}\n");
-  ir::Graph g = ir::parse(text), f = ir::absorb_epilogues(ir::fold_batchnorm(g));
+  ir::Graph g = ir::parse(text), f = cpu::absorb_epilogues(ir::fold_batchnorm(g));
   const ir::Node& last = f.nodes().back();
   EXPECT_EQ(last.op, OpId::ConvFused);
   EXPECT_EQ(last.attrs.s("activation"), "relu");
@@ -422,7 +424,7 @@ TEST(AbsorbEpilogues, ReluEpiloguesKeepNanInfAndSignedZerosBitForBit) {
                            " input) {\n  %4 = " + (conv ? kConv : kLinear) + "\n" + tail + "}\n";
         for (const auto& [from, to] : {std::pair<std::string, std::string>{"$T", t}, {"$O", out}})
           for (size_t p; (p = text.find(from)) != std::string::npos;) text.replace(p, from.size(), to);
-        ir::Graph g = ir::parse(text), f = ir::absorb_epilogues(g);
+        ir::Graph g = ir::parse(text), f = cpu::absorb_epilogues(g);
         ASSERT_EQ(f.nodes().back().op, conv ? OpId::ConvFused : OpId::LinearFused) << ir::print(f);
         DType dt = g.value(0).dtype;
         Tensor x = cast(randn(g.value(0).shape, DType::Float64), dt), r = cast(randn(g.value(3).shape, DType::Float64), dt);
@@ -471,7 +473,7 @@ TEST(FusionPasses, TracedConvBnResidualReluAndLinearBiasGeluMatchEager) {
     tr.set_outputs(model());
   }
   ASSERT_TRUE(tr.ok());
-  ir::Graph opt = ir::absorb_epilogues(ir::fold_batchnorm(tr.graph()));
+  ir::Graph opt = cpu::absorb_epilogues(ir::fold_batchnorm(tr.graph()));
   std::vector<OpId> kernels;
   for (const ir::Node& n : opt.nodes())
     if (n.op == OpId::ConvFused || n.op == OpId::LinearFused || n.op == OpId::BatchNorm || n.op == OpId::Conv ||

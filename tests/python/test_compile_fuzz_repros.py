@@ -29,8 +29,8 @@ def test_fused_group_with_two_outputs_reads_its_donated_input_first():
     # an input that shares memory with an output into a register before any write, but it
     # detected sharing by Storage identity, and arena slots are distinct Storage objects over one
     # allocation: output 0 was written over the Mean result before mean*0.25 read it. Fixed in
-    # runtime/fused_ew.cpp (overlap compared by address). The group's second output is the new
-    # buffer, written straight into the bound tensor, which the group also reads.
+    # backends/cpu/compile/fused_ew.cpp (overlap compared by address). The group's second output is
+    # the new buffer, written straight into the bound tensor, which the group also reads.
     eager, model = _EmaBuffer(), _EmaBuffer()
     cm = lucid.compile(model, strict=True)
     with lucid.no_grad():
@@ -66,7 +66,7 @@ def test_fused_group_step_reading_one_operand_twice():
     # Found by the fuzzer: where(a > y, a, y * 0.5) with a = x + x. The block interpreter's register
     # allocator freed the register of an operand read twice by one step (x + x) twice, so two later
     # operands (Gt's bool result and its cast to float32 for Where) shared one register and the
-    # cast overwrote the mask it was reading. Fixed in runtime/fused_ew.cpp (freed once).
+    # cast overwrote the mask it was reading. Fixed in backends/cpu/compile/fused_ew.cpp (freed once).
     def f(x, y):
         a = x + x
         return lucid.where(a > y, a, y * 0.5)

@@ -2,6 +2,7 @@
 #include "lucid/compile/ir/graph.h"
 
 #include <cstring>
+#include <optional>
 
 namespace lucid::ir {
 
@@ -173,6 +174,17 @@ uint64_t canonical_hash(const Graph& g) {
   hs.i64(-3);
   hs.i64(g.rng_draws());
   return hs.h;
+}
+
+Device graph_device(const Graph& g) {
+  std::optional<Device> d;
+  for (const Value& v : g.values()) {
+    if (v.kind == ValueKind::Const) continue;
+    if (!d) d = v.device;
+    LUCID_CHECK(v.device == *d, NotImplementedError, "lucid.compile: the graph has values on ", d->str(), " and on ",
+                v.device.str(), "; a compiled graph runs on one device");
+  }
+  return d.value_or(Device{});
 }
 
 }  // namespace lucid::ir

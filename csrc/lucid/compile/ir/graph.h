@@ -124,6 +124,12 @@ void check_types(const Graph& g);
 // Raises Error.
 void verify(const Graph& g);
 
+// The device a graph runs on, which picks its backend's passes and executor: the one device of
+// its inputs, states and node results (constants are always CPU scalars and don't count; a graph
+// of constants only runs on the CPU). Raises NotImplementedError when they span two devices: a
+// compiled program runs on one backend.
+Device graph_device(const Graph& g);
+
 // Stable hash of the whole graph; equal graphs (up to nothing) hash equal, and two graphs with
 // the same op sequence but different wiring, attributes, shapes, devices or outputs do not. A
 // value's device is mixed in only when it is not the CPU, so CPU graphs keep the hashes the disk

@@ -2,12 +2,14 @@
 // body holds them, so the runtime runs the group over 1024-element blocks with its intermediates
 // in registers instead of full-size tensors (memory traffic is what elementwise ops cost).
 //
-// A node joins a group when its op lowers as Elementwise, defined for its dtypes (and its
-// recorded dtype is the one eager would give, see ew_block_dtype) and its output has the group's
-// shape, the iteration shape; inputs from outside may broadcast to it. Walking nodes in order,
-// a node merges with the groups of its producers that have its shape, one at a time, each merge
-// kept only if it closes no cycle: a path from the group through nodes outside it (other groups
-// counted as one node) back into the group, which would leave no order to run them in. A value
+// A node joins a group when its op lowers as Elementwise, the backend's fused-elementwise runtime
+// can run it for its dtypes (BackendPasses::fused_elementwise_dtype; on the CPU, ew_block_dtype:
+// the op is defined for them and its recorded dtype is the one eager would give) and its output
+// has the group's shape, the iteration shape; inputs from outside may broadcast to it. Walking
+// nodes in order, a node merges with the groups of its producers that have its shape, one at a
+// time, each merge kept only if it closes no cycle: a path from the group through nodes
+// outside it (other groups counted as one node) back into the group, which would leave no order
+// to run them in. A value
 // read outside its group, a graph output or an assigned value becomes a group output; groups of
 // one node stay as they are. The new graph lists nodes and groups in a topological order that
 // keeps the original one where it can (each group placed by its first member). Copy (a dtype
@@ -19,13 +21,13 @@
 #include <queue>
 
 #include "lucid/compile/passes/passes.h"
-#include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/compile/passes/backend_passes.h"
 
 namespace lucid::ir {
 
 namespace {
 
-bool fusable(const Graph& g, const Node& n) {
+bool fusable(const Graph& g, const Node& n, const BackendPasses& backend) {
   if (n.body || n.outputs.size() != 1) return false;
   if (n.op == OpId::Copy)  // a cast: the block interpreter converts with the eager kernel's rules
     return n.inputs.size() == 1 && n.inputs[0] >= 0 && g.value(n.inputs[0]).shape == g.value(n.outputs[0]).shape;
@@ -39,13 +41,15 @@ bool fusable(const Graph& g, const Node& n) {
     const Value& v = g.value(in);
     ins.push_back(v.kind == ValueKind::Const ? g.const_data(v.slot) : ew_stand_in(v, false));
   }
-  return ew_block_dtype(n.op, ins, g.value(n.outputs[0]).dtype).has_value();
+  return backend.fused_elementwise_dtype &&
+         backend.fused_elementwise_dtype(n.op, ins, g.value(n.outputs[0]).dtype).has_value();
 }
 
 class Grouping {
  public:
-  explicit Grouping(const Graph& g) : g_(g), users_(value_users(g)), group_(g.nodes().size(), -1),
-                                      mark_(g.nodes().size(), 0), member_(g.nodes().size(), 0) {
+  Grouping(const Graph& g, const BackendPasses& backend)
+      : g_(g), users_(value_users(g)), group_(g.nodes().size(), -1), mark_(g.nodes().size(), 0),
+        member_(g.nodes().size(), 0) {
     const auto& nodes = g.nodes();
     // Scalar leaves: 0-d fusable nodes computed from inputs, states, constants and each other
     // only (an optimizer's step counts and bias corrections, one chain per parameter). They
@@ -54,7 +58,7 @@ class Grouping {
     std::vector<char> leaf(nodes.size(), 0);
     std::vector<int> leaves;
     for (int n = 0; n < static_cast<int>(nodes.size()); ++n) {
-      if (!fusable(g, nodes[n]) || !g.value(nodes[n].outputs[0]).shape.empty()) continue;
+      if (!fusable(g, nodes[n], backend) || !g.value(nodes[n].outputs[0]).shape.empty()) continue;
       bool ok = true;
       for (int in : nodes[n].inputs) {
         const Value& v = g.value(in);
@@ -72,7 +76,7 @@ class Grouping {
       members_.push_back(leaves);
     }
     for (int n = 0; n < static_cast<int>(nodes.size()); ++n) {
-      if (!fusable(g, nodes[n]) || leaf[n]) continue;
+      if (!fusable(g, nodes[n], backend) || leaf[n]) continue;
       const Shape& shape = g.value(nodes[n].outputs[0]).shape;
       std::vector<int> cand;  // producers' groups of the same shape, in input order
       for (int in : nodes[n].inputs) {
@@ -183,8 +187,10 @@ void emit_group(Rewriter& r, const std::vector<int>& m, const std::vector<std::v
 
 }  // namespace
 
-Graph group_elementwise(const Graph& g) {
-  Grouping grouping(g);
+Graph group_elementwise(const Graph& g) { return group_elementwise(g, backend_passes(graph_device(g).type)); }
+
+Graph group_elementwise(const Graph& g, const BackendPasses& backend) {
+  Grouping grouping(g, backend);
   const auto& nodes = g.nodes();
   const int nn = static_cast<int>(nodes.size());
   // Units: a group of two or more (named by its first member) or a single node.

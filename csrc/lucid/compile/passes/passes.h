@@ -1,5 +1,7 @@
 // Compiler passes over the IR, one per file, each with a what-and-why header and IR-text tests
-// (tests/cpp/test_passes.cpp). A pass takes a graph and returns a new one: graphs are values,
+// (tests/cpp/test_passes_*.cpp). These are the shared passes: they know no backend. What a
+// backend adds (its fusion rules, what its fused-elementwise runtime can run) comes from its
+// description (backend_passes.h), which the pipeline picks by the graph's device. A pass takes a graph and returns a new one: graphs are values,
 // never edited in place, so a cached executable's graph can't change under it. Every pass
 // keeps the graph's inputs and states in the same slots (the runtime feeds them by slot).
 //
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "lucid/compile/ir/graph.h"
+#include "lucid/compile/passes/backend_passes.h"
 
 namespace lucid::ir {
 
@@ -57,8 +60,10 @@ Graph common_subexpression_elimination(const Graph& g);  // cse.cpp
 Graph constant_folding(const Graph& g);             // const_fold.cpp
 Graph algebraic_simplification(const Graph& g);     // simplify.cpp: x*1, x+0, x-0, x/1, -(-x), no-op reshapes -> x
 Graph fold_batchnorm(const Graph& g);               // bn_fold.cpp: eval BatchNorm into the preceding conv
-Graph absorb_epilogues(const Graph& g);             // epilogue.cpp: bias/activation/residual into oneDNN post-ops
-Graph group_elementwise(const Graph& g);            // ew_group.cpp: elementwise chains -> FusedElementwise
+// ew_group.cpp: elementwise chains -> FusedElementwise, of the nodes the backend's fused runtime
+// can run (without a backend: the one of g's device).
+Graph group_elementwise(const Graph& g, const BackendPasses& backend);
+Graph group_elementwise(const Graph& g);
 Graph scatter_sums_to_cat(const Graph& g);          // scatter_cat.cpp: sum of slice-scatters into zeros -> Cat
 
 // Joint forward+backward trace -> forward and backward graphs (partition.cpp). The forward
@@ -85,11 +90,13 @@ struct MemoryPlan {
 };
 MemoryPlan plan_memory(const Graph& g);
 
-// The pipeline lucid.compile runs, in order. `dump` names a pass (or "all") whose output is
-// printed to stderr (LUCID_DUMP_IR).
+// The pipeline lucid.compile runs, in order: the shared passes with the backend's rewrites among
+// them (see pipeline.cpp). `dump` names a pass (or "all") whose output is printed to stderr
+// (LUCID_DUMP_IR). Without a backend: the description of g's device (ir::graph_device).
 struct PassStats {
   int nodes_before = 0, nodes_after = 0, fused_groups = 0;
 };
+Graph optimize(const Graph& g, const BackendPasses& backend, const std::string& dump, PassStats* stats);
 Graph optimize(const Graph& g, const std::string& dump, PassStats* stats);
 // LUCID_COMPILE_DISABLE=<name>[,<name>...] names passes (or "memory_plan") to skip.
 bool pass_disabled(const char* name);

@@ -1,9 +1,8 @@
 // Block interpreter for FusedElementwise bodies (see fused_ew.h): building the program (compute
 // dtypes, casts, register allocation) and running it over 1024-element blocks.
-#include "lucid/compile/runtime/fused_ew.h"
+#include "lucid/backends/cpu/compile/fused_ew.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 
 #include "lucid/backends/cpu/elementwise_blocks.h"
@@ -73,13 +72,6 @@ static FusedProgram::ConvertFn convert_fn(DType to, DType from) {
 }
 
 // ---- building ----------------------------------------------------------------------------------
-
-Tensor ew_stand_in(const ir::Value& v, bool wrapped) {
-  Tensor t = Tensor::empty(Shape(v.shape.size(), 1), v.dtype);
-  std::memset(t.data_ptr(), 0, itemsize(v.dtype));
-  t.impl()->is_wrapped_number = wrapped;
-  return t;
-}
 
 FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
   using SK = StepKind;

@@ -1,6 +1,8 @@
-// absorb_epilogues: the elementwise tail of a Linear or Conv moves into the op's oneDNN
-// post-ops (LinearFused / ConvFused), so the product is written once, already finished,
-// instead of being re-read by a bias add, an activation and a residual add.
+// absorb_epilogues, the CPU backend's fusion rule: the elementwise tail of a Linear or Conv moves
+// into the op's oneDNN post-ops (LinearFused / ConvFused), so the product is written once,
+// already finished, instead of being re-read by a bias add, an activation and a residual add.
+// Which tails are absorbed is what the CPU kernels of LinearFused / ConvFused compute exactly, so
+// the rule belongs to this backend (registered in backend_passes.cpp), not to the shared passes.
 //
 // Chains absorbed (op = Linear or Conv; each arrow is the only use of the value before it):
 //   op [-> Add(bias)] -> act                      activation=act
@@ -19,9 +21,16 @@
 // no longer exists afterwards. Only float32 and float64: the fused kernels apply the epilogue
 // in the output dtype's accumulator, which matches the unfused chain for these; for float16 and
 // bfloat16 they would round once where the chain rounds after each step.
+#include "lucid/backends/cpu/compile/epilogue.h"
+
 #include "lucid/compile/passes/passes.h"
 
-namespace lucid::ir {
+namespace lucid::cpu {
+
+using ir::Graph;
+using ir::Node;
+using ir::Rewriter;
+using ir::Value;
 
 namespace {
 
@@ -45,7 +54,7 @@ struct Epilogue {
 
 class Matcher {
  public:
-  explicit Matcher(const Graph& g) : g_(g), users_(value_users(g)), esc_(escaping_values(g)) {}
+  explicit Matcher(const Graph& g) : g_(g), users_(ir::value_users(g)), esc_(ir::escaping_values(g)) {}
 
   // The epilogue of Linear/Conv node i (an empty chain when nothing is absorbed).
   Epilogue match(int i) const {
@@ -177,4 +186,4 @@ Graph absorb_epilogues(const Graph& g) {
   return rw.finish();
 }
 
-}  // namespace lucid::ir
+}  // namespace lucid::cpu

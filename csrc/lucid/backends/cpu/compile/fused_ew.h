@@ -1,3 +1,6 @@
+// Part of the CPU backend's compile layer: its executor (executor.cpp) runs FusedElementwise
+// nodes here, and ew_block_dtype is its grouping rule for ew_group (backend_passes.cpp).
+//
 // Block interpreter for FusedElementwise bodies: the first tier that runs a fused elementwise
 // group, with no compiler at run time. A FusedProgram is built once from a body graph: per node,
 // the op's BlockFn for the dtype the eager kernel would compute in, the casts eager would do on
@@ -15,6 +18,7 @@
 
 #include "lucid/backends/cpu/elementwise_blocks.h"
 #include "lucid/compile/ir/graph.h"
+#include "lucid/compile/passes/backend_passes.h"  // ew_stand_in
 
 namespace lucid {
 
@@ -25,9 +29,6 @@ namespace lucid {
 // interpreter: not elementwise, no block for that dtype, or a recorded output dtype `out` that the
 // op would not produce (an in-place write into a narrower tensor).
 std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, DType out);
-
-// A stand-in tensor for ew_block_dtype: value v's dtype, its rank (dims of size 1), value zero.
-Tensor ew_stand_in(const ir::Value& v, bool wrapped);
 
 struct FusedProgram {
   static constexpr int64_t kBlock = 1024;

@@ -1,0 +1,36 @@
+// Executor: the per-backend half of a compiled signature, which runs a Program on one device.
+// Each backend registers a factory for its device type from backends/<device>/compile/
+// (LUCID_REGISTER_EXECUTOR); Executable picks the one of its program's device. The executor
+// owns everything device-specific: kernel pointers, memory (the arena and its frames), and how
+// fused groups run (the CPU's block interpreter; later, CUDA-graph replay). run() is called with
+// feeds already checked against the program (Program::check_feeds), must be thread-safe, and
+// needs no Python.
+#pragma once
+#include <memory>
+
+#include "lucid/compile/runtime/program.h"
+
+namespace lucid::rt {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual TensorList run(const TensorList& inputs, const TensorList& states) const = 0;
+  virtual size_t pooled_frames() const = 0;  // memory the executor holds between calls, as frames
+  virtual void trim() const = 0;             // frees it; a later run makes it again
+};
+
+// Builds the executor of one program; the program outlives it (the executor holds it).
+using ExecutorFactory = std::unique_ptr<Executor> (*)(std::shared_ptr<const Program> program);
+
+// The factory registered for a device type, or null when no backend registered one.
+ExecutorFactory executor_factory(DeviceType device);
+
+struct ExecutorRegistrar {
+  ExecutorRegistrar(DeviceType device, ExecutorFactory factory);  // aborts on a second registration
+};
+// LUCID_REGISTER_EXECUTOR(CPU, make_cpu_executor), in backends/<device>/compile/.
+#define LUCID_REGISTER_EXECUTOR(device, factory) \
+  static ::lucid::rt::ExecutorRegistrar lucid_executor_##device(::lucid::DeviceType::device, factory)
+
+}  // namespace lucid::rt
