@@ -91,9 +91,6 @@ struct OpDef {
   // Per device type, registered by the backends (LUCID_REGISTER_KERNEL); null where a backend has
   // no kernel for the op (dispatch raises "not implemented on <device>").
   std::array<KernelFn, kNumDeviceTypes> kernels{};
-  // Transitional, while families move their kernels into backends/cpu/: set by an op record, it
-  // is moved into kernels[CPU] at registration. Removed once every family registers from there.
-  KernelFn cpu_kernel = nullptr;
   ViewFn view = nullptr;
   VjpFn vjp = nullptr;
   bool differentiable = true;     // false = explicit non-differentiable mark (no VJP needed)

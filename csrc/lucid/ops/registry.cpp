@@ -87,11 +87,12 @@ OpRegistrar::OpRegistrar(OpId id, const char* attr_schema, OpDef def) {
   def.attr_schema = attr_schema;
   def.attr_specs = parse_attr_schema(def.name, attr_schema);
   OpDef& slot = table()[static_cast<int>(id)];
-  for (int d = 0; d < kNumDeviceTypes; ++d)  // kernels whose registrars ran first
-    if (slot.kernels[d]) def.kernels[d] = slot.kernels[d];
-  if (def.cpu_kernel) {
-    def.kernels[static_cast<int>(DeviceType::CPU)] = def.cpu_kernel;
-    def.cpu_kernel = nullptr;
+  for (int d = 0; d < kNumDeviceTypes; ++d) {
+    if (def.kernels[d]) {  // the record is device-neutral: kernels come from backends/<device>/
+      std::fprintf(stderr, "lucid: the op record of %s sets a kernel; register it with LUCID_REGISTER_KERNEL\n", def.name);
+      std::abort();
+    }
+    def.kernels[d] = slot.kernels[d];  // kernels whose registrars ran first
   }
   slot = std::move(def);
 }
