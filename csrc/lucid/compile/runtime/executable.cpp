@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/runtime/fused_ew.h"
 #include "lucid/core/generator.h"
+#include "lucid/dispatch/dispatch.h"
 
 namespace lucid::rt {
 
@@ -332,10 +332,10 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     }
     if (src.impl()->storage == dst.impl()->storage) {  // overlapping: copy out first
       Tensor c = Tensor::empty(src.shape(), src.dtype());
-      cpu::copy_into(c, src);
+      copy_values(c, src);
       src = c;
     }
-    cpu::copy_into(dst, src);
+    copy_values(dst, src);
     dst.bump_version();
   }
   if (profile) {  // LUCID_COMPILE_PROFILE: the slowest instructions of this call, to stderr
@@ -365,7 +365,7 @@ TensorList Executable::run(const TensorList& inputs, const TensorList& states) c
     const Tensor& t = target ? *target : s[id];
     if (!target && graph_.value(id).kind == ValueKind::Const) {  // never hand out the graph's own constant
       Tensor c = Tensor::empty(t.shape(), t.dtype());
-      cpu::copy_into(c, t);
+      copy_values(c, t);
       out.push_back(std::move(c));
     } else {
       out.push_back(t);
