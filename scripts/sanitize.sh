@@ -15,7 +15,7 @@ cmake --build "$B" -j"$(nproc)"
 # out-of-memory error is what is tested (ASan would abort instead).
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# No buffer recycling (core/storage.cpp): every freed buffer goes back to malloc, so ASan sees
+# No buffer recycling (backends/cpu/cpu_allocator.cpp): every freed buffer goes back to malloc, so ASan sees
 # a use after free instead of a reused buffer (unless the caller asks otherwise).
 export LUCID_CPU_CACHE_MB=${LUCID_CPU_CACHE_MB:-0}
 export LUCID_SANITIZED=1  # tests of allocator behaviour skip (tests/python/harness.py)

@@ -210,15 +210,6 @@ LUCID_BINDER(creation) {
       .def_prop_ro("_offset", &Generator::offset);
   m.attr("default_generator") = nb::cast(default_generator());
   m.def("manual_seed", [](nb::handle s) { default_generator()->manual_seed(seed_arg(s)); return default_generator(); });
-  m.def("memory_allocated", &memory_allocated,
-        "Bytes held by tensors (and compiled executables' arenas) that lucid allocated; wrapped NumPy memory is not counted.");
-  m.def("max_memory_allocated", &max_memory_allocated,
-        "The most memory_allocated() has been since the start or the last reset_peak_memory_stats().");
-  m.def("reset_peak_memory_stats", &reset_peak_memory_stats, "Restarts max_memory_allocated() from the current value.");
-  m.def("memory_cached", &memory_cached,
-        "Bytes lucid keeps for reuse: freed buffers (LUCID_CPU_CACHE_MB bounds them) and packed GEMM weights "
-        "(LUCID_MATMUL_PACK_MB).");
-  m.def("empty_cache", &empty_cache, "Frees the buffers and packed weights kept for reuse; returns their bytes.");
   m.def("seed", [] { return default_generator()->seed(); });
   m.def("initial_seed", [] { return default_generator()->initial_seed(); });
   m.def("get_rng_state", [] { return state_tensor(*default_generator()); });

@@ -7,7 +7,6 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/function_node.h"
 #include "lucid/autograd/node.h"
-#include "lucid/backends/cpu/loops.h"
 #include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/mem_overlap.h"
 #include "lucid/ops/core.h"
@@ -161,6 +160,14 @@ static KernelFn device_kernel(const OpDef& def, const TensorList& inputs) {
   LUCID_CHECK(k, NotImplementedError, def.api_name, ": not implemented on ", dev.str(),
               dev.is_cpu() ? " in this build" : " (no kernel for this op in the backend)");
   return k;
+}
+
+void copy_values(const Tensor& dst, const Tensor& src) {
+  const Device dev = dst.device();
+  KernelFn k = op_def(OpId::Copy).kernel(dev.type);
+  LUCID_CHECK(k, NotImplementedError, "copy: not implemented on ", dev.str(),
+              dev.is_cpu() ? " in this build" : " (no Copy kernel in the backend)");
+  k({src}, {dst}, {{"dtype", dst.dtype()}});
 }
 
 static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
@@ -329,7 +336,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
         TraceHook* h = tl_trace_hook;
         tl_trace_hook = nullptr;
         base_new = as_strided_scatter(base, r, dst.shape(), dst.strides(), off);
-        cpu::copy_into(dst, r);
+        copy_values(dst, r);
         dst.bump_version();
         AutogradMeta& bm = base.impl()->meta();
         bm.requires_grad = true;
@@ -343,7 +350,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
       m.grad_fn = view_new.grad_fn();
       m.output_nr = 0;
     } else {
-      cpu::copy_into(dst, r);
+      copy_values(dst, r);
       dst.bump_version();
       if (dst.requires_grad() && !reads_dst(def, inputs, dst)) {
         overwrite_history(def, dst, r);
@@ -366,7 +373,7 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
   } else {
     Tensor r = Tensor::empty(metas[0].shape, metas[0].dtype);
     device_kernel(def, inputs)(inputs, {r}, attrs);
-    cpu::copy_into(dst, r);
+    copy_values(dst, r);
     dst.bump_version();
   }
   if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, in_args, attrs, op_result);

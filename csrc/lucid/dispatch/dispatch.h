@@ -16,6 +16,13 @@ inline Tensor dispatch1(OpId id, const TensorList& inputs, const Attrs& attrs = 
 // and its dtype must be castable to dst's (no float into int), as in PyTorch.
 const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs = {});
 
+// Writes src's values into dst with the Copy kernel of dst's device: src broadcast to dst's
+// shape, converted to dst's dtype, either side strided (on the CPU, cpu::copy_into). Engine
+// plumbing for a result written into a tensor the caller owns (dispatch_inplace, the compiled
+// runtime's assigns): no autograd, no trace hook, no version bump, no overlap check (ops use
+// copy_). Routed by dst's device, so backends stay out of dispatch and the runtime.
+void copy_values(const Tensor& dst, const Tensor& src);
+
 // A Python scalar as a 0-d "wrapped number" tensor (float64, int64 or bool), which only raises
 // the category in type promotion (x_f32 + 1.5 stays float32).
 Tensor scalar_tensor(double v);

@@ -1,9 +1,10 @@
 // The device-neutral program of a compiled signature (see program.h).
 #include "lucid/compile/runtime/program.h"
 
+#include "lucid/dispatch/dispatch.h"
+
 #include <algorithm>
 
-#include "lucid/backends/cpu/loops.h"
 
 namespace lucid::rt {
 
@@ -114,10 +115,10 @@ void Program::apply_assigns(const std::vector<Tensor>& s, const TensorList& inpu
     }
     if (src.impl()->storage == dst.impl()->storage) {  // overlapping: copy out first
       Tensor c = Tensor::empty(src.shape(), src.dtype());
-      cpu::copy_into(c, src);
+      copy_values(c, src);
       src = c;
     }
-    cpu::copy_into(dst, src);
+    copy_values(dst, src);
     dst.bump_version();
   }
 }
@@ -134,7 +135,7 @@ TensorList Program::outputs(const std::vector<Tensor>& s, const TensorList& inpu
     const Tensor& t = target ? *target : s[id];
     if (!target && graph_.value(id).kind == ValueKind::Const) {  // never hand out the graph's own constant
       Tensor c = Tensor::empty(t.shape(), t.dtype());
-      cpu::copy_into(c, t);
+      copy_values(c, t);
       out.push_back(std::move(c));
     } else {
       out.push_back(t);
