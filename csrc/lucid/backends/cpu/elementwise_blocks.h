@@ -2,7 +2,7 @@
 // kernels in backends/cpu/kernels/elementwise_*.cpp instantiate from the functor table
 // (ops/list/elementwise_functors.def, backends/cpu/elementwise_loops.h), one per dtype of the
 // op's functor domain (OpDef::ew_dtypes). The eager kernel runs a block over a StridedIter and the
-// compiled fused-elementwise interpreter (compile/runtime/fused_ew.cpp) over 1024-element blocks,
+// compiled fused-elementwise interpreter (backends/cpu/compile/fused_ew.cpp) over 1024-element blocks,
 // so the two compute the same bits.
 #pragma once
 #include <array>
