@@ -75,5 +75,13 @@ struct StridedIter {
 
 // Copy src into dst (same shape after broadcasting src), converting dtype.
 void copy_into(const Tensor& dst, const Tensor& src);
+// `x` cast to `dt` on the CPU, without dispatch (no copy when it already has that dtype; a copy
+// is contiguous).
+inline Tensor as_dtype(const Tensor& x, DType dt) {
+  if (x.dtype() == dt) return x;
+  Tensor t = Tensor::empty(x.shape(), dt);
+  copy_into(t, x);
+  return t;
+}
 
 }  // namespace lucid::cpu

@@ -174,14 +174,6 @@ void run_reduce(const RowLayout& L, const R& red) {
 template <class C>
 using acc_t = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
 
-// `x` cast to `dt` (no copy when it already has that dtype).
-inline Tensor as_dtype(const Tensor& x, DType dt) {
-  if (x.dtype() == dt) return x;
-  Tensor t = Tensor::empty(x.shape(), dt);
-  copy_into(t, x);
-  return t;
-}
-
 // Sum / product of p[0..n) with 8 independent accumulators (vectorisable, fixed order).
 // float rows: blocks of 128 are summed in 16 float lanes (each lane adds 8 values, error ~8 ulp
 // of the block), then the lanes are added in double: double accuracy at float speed.

@@ -11,12 +11,7 @@
 namespace lucid::nnutil {
 
 // Contiguous tensor with t's values in dtype dt (t itself when it already is one).
-inline Tensor contig_as(const Tensor& t, DType dt) {
-  if (t.dtype() == dt && t.is_contiguous()) return t;
-  Tensor c = Tensor::empty(t.shape(), dt);
-  cpu::copy_into(c, t);
-  return c;
-}
+inline Tensor contig_as(const Tensor& t, DType dt) { return cpu::as_dtype(t, dt).contiguous_data(); }
 
 // A small tensor (weights, running stats) as a vector of doubles; empty when undefined.
 inline std::vector<double> doubles(const Tensor& t) {
