@@ -153,21 +153,19 @@ static Device op_device(const OpDef& def, const TensorList& inputs) {
   return Device{};
 }
 
-// The op's kernel on the device its inputs live on (registered by that backend).
-static KernelFn device_kernel(const OpDef& def, const TensorList& inputs) {
-  Device dev = op_device(def, inputs);
+// The op's kernel on a device (registered by that backend).
+static KernelFn kernel_on(const OpDef& def, const Device& dev) {
   KernelFn k = def.kernel(dev.type);
   LUCID_CHECK(k, NotImplementedError, def.api_name, ": not implemented on ", dev.str(),
               dev.is_cpu() ? " in this build" : " (no kernel for this op in the backend)");
   return k;
 }
 
+// The op's kernel on the device its inputs live on.
+static KernelFn device_kernel(const OpDef& def, const TensorList& inputs) { return kernel_on(def, op_device(def, inputs)); }
+
 void copy_values(const Tensor& dst, const Tensor& src) {
-  const Device dev = dst.device();
-  KernelFn k = op_def(OpId::Copy).kernel(dev.type);
-  LUCID_CHECK(k, NotImplementedError, "copy: not implemented on ", dev.str(),
-              dev.is_cpu() ? " in this build" : " (no Copy kernel in the backend)");
-  k({src}, {dst}, {{"dtype", dst.dtype()}});
+  kernel_on(op_def(OpId::Copy), dst.device())({src}, {dst}, {{"dtype", dst.dtype()}});
 }
 
 static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
