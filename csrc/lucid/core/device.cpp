@@ -25,10 +25,30 @@ Device parse_device(const std::string& s) {
   return d;
 }
 
+namespace {
+// Constant-initialised, so a backend's static initialiser may set its slot in any order.
+const DeviceHooks* g_hooks[kNumDeviceTypes] = {};
+thread_local Device tl_factory_device{};
+}  // namespace
+
+void set_device_hooks(DeviceType t, const DeviceHooks* hooks) { g_hooks[static_cast<int>(t)] = hooks; }
+const DeviceHooks* device_hooks(DeviceType t) { return g_hooks[static_cast<int>(t)]; }
+
 void check_available(const Device& d, const std::string& as_written) {
-  if (!d.is_cpu())
-    throw NotImplementedError(str("device: '", as_written.empty() ? d.str() : as_written, "' requested, but this build of lucid has no CUDA "
-                                  "backend yet; use device='cpu'"));
+  if (d.is_cpu()) return;
+  const std::string name = as_written.empty() ? d.str() : as_written;
+  const DeviceHooks* h = device_hooks(d.type);
+  if (!h)
+    throw NotImplementedError(str("device: '", name, "' requested, but this build of lucid has no CUDA backend "
+                                  "(configure with -DLUCID_CUDA=ON on a machine with the CUDA toolkit); use device='cpu'"));
+  const int n = h->count();
+  LUCID_CHECK(n > 0, Error, "device: '", name, "' requested, but no CUDA device is available: ", h->unavailable_reason());
+  LUCID_CHECK(d.index < n, Error, "device: '", name, "' requested: CUDA error: invalid device ordinal (", n,
+              n == 1 ? " CUDA device is" : " CUDA devices are", " visible: cuda:0 to cuda:", n - 1, ")");
 }
+
+Device factory_device() { return tl_factory_device; }
+FactoryDeviceScope::FactoryDeviceScope(const Device& d) : prev_(tl_factory_device) { tl_factory_device = d; }
+FactoryDeviceScope::~FactoryDeviceScope() { tl_factory_device = prev_; }
 
 }  // namespace lucid

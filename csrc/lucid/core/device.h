@@ -1,8 +1,14 @@
 // Device: where a tensor's bytes live, as {type, index} ("cpu", "cuda:0"). parse_device reads and
-// validates a device string as torch does; check_available raises for a device this build has
-// no backend for. Only the CPU backend is built: a CUDA device can be named (the IR text and the
-// compile caches keep a CPU graph and a CUDA graph apart), but creating a CUDA tensor raises
-// check_available's NotImplementedError instead of silently running on the CPU.
+// validates a device string as torch does; check_available raises for a device this build or
+// machine cannot run on. Core knows no backend: a backend describes its devices through
+// DeviceHooks (set_device_hooks, from a static initialiser in backends/<device>/), so a CPU-only
+// build names "cuda" (the IR text and the caches keep CPU and CUDA graphs apart) and raises on use.
+//
+// The factory device: ops without tensor inputs (zeros, arange, randn...) run on the current
+// thread's factory device, the CPU unless a FactoryDeviceScope says otherwise. The Python
+// factories' device= argument and `with lucid.device("cuda"):` set it for their extent, and the
+// autograd engine sets it to a node's device while its VJP runs, so a zeros() inside a backward
+// formula lands beside the gradients.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,8 +35,33 @@ struct Device {
 // malformed or negative index, a CPU index other than 0).
 Device parse_device(const std::string& s);
 
-// Raises NotImplementedError naming the device (as the user wrote it, when given) when this
-// build has no backend for it (CUDA).
+// What a backend tells core about its devices (all functions of the backend; never null).
+struct DeviceHooks {
+  int (*count)();                        // devices visible to the process (0 without a GPU or driver)
+  std::string (*unavailable_reason)();  // why count() is 0
+  void (*synchronize)(int index);        // waits for the device's work (D2H reads of results)
+};
+// Sets device type t's hooks (once, from the backend's static initialiser); null for none.
+void set_device_hooks(DeviceType t, const DeviceHooks* hooks);
+const DeviceHooks* device_hooks(DeviceType t);
+
+// Raises unless d can hold tensors here: NotImplementedError for a device type this build has no
+// backend for; RuntimeError "no CUDA device is available (reason)" when the backend sees none;
+// RuntimeError "invalid device ordinal" for an index past the last device (as torch's
+// "CUDA error: invalid device ordinal"). `as_written` names the device as the user wrote it.
 void check_available(const Device& d, const std::string& as_written = "");
+
+// The current thread's factory device (see the header comment).
+Device factory_device();
+class FactoryDeviceScope {
+ public:
+  explicit FactoryDeviceScope(const Device& d);
+  ~FactoryDeviceScope();
+  FactoryDeviceScope(const FactoryDeviceScope&) = delete;
+  FactoryDeviceScope& operator=(const FactoryDeviceScope&) = delete;
+
+ private:
+  Device prev_;
+};
 
 }  // namespace lucid

@@ -2,12 +2,12 @@
 
 namespace lucid {
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
   for (int64_t d : shape)
     LUCID_CHECK(d >= 0, ValueError, "empty: argument 'size' expected non-negative sizes, got ", shape_str(shape));
   const int64_t nbytes = contiguous_nbytes(shape, static_cast<int64_t>(itemsize(dtype)));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(static_cast<size_t>(nbytes));
+  impl->storage = Storage::allocate(static_cast<size_t>(nbytes), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

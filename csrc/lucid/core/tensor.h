@@ -48,8 +48,8 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // Fresh contiguous tensor (uninitialised memory).
-  static Tensor empty(const Shape& shape, DType dtype);
+  // Fresh contiguous tensor (uninitialised memory) on `device` (its allocator, core/allocator.h).
+  static Tensor empty(const Shape& shape, DType dtype, const Device& device = Device{});
   // A view over `base`'s storage with new geometry; no autograd metadata.
   static Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offset);
 

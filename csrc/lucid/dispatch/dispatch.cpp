@@ -168,6 +168,14 @@ void copy_values(const Tensor& dst, const Tensor& src) {
   kernel_on(op_def(OpId::Copy), dst.device())({src}, {dst}, {{"dtype", dst.dtype()}});
 }
 
+// Defined here, not in core: the copy is the Copy kernel of the tensor's device.
+Tensor Tensor::contiguous_data() const {
+  if (is_contiguous()) return *this;
+  Tensor out = Tensor::empty(shape(), dtype(), device());
+  copy_values(out, *this);
+  return out;
+}
+
 static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   if (def.view) {
     TensorList outs = def.view(inputs, attrs);

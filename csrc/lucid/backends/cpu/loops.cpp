@@ -83,14 +83,3 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 }  // namespace lucid::cpu
-
-namespace lucid {
-
-Tensor Tensor::contiguous_data() const {
-  if (is_contiguous()) return *this;
-  Tensor out = Tensor::empty(shape(), dtype());
-  cpu::copy_into(out, *this);
-  return out;
-}
-
-}  // namespace lucid
