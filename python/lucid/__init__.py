@@ -6,7 +6,7 @@ from lucid._C import DTypeError  # noqa: F401  (a TypeError and a RuntimeError: 
 from lucid._C import Tensor, dtype, set_num_threads, get_num_threads, get_default_dtype, set_default_dtype, promote_types, result_type
 from lucid._dtypes import (bool_ as bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64,  # noqa: A001
                            half, float, double, long, int)  # noqa: A001
-from lucid._device import device  # noqa: F401
+from lucid._device import device, set_default_device, get_default_device  # noqa: F401
 from lucid._numeric_info import finfo, iinfo  # noqa: F401
 from lucid import _tensor  # noqa: F401  (attaches Python-level Tensor methods)
 from lucid import _pickling  # noqa: F401  (copy.deepcopy and pickle of tensors and engine functions)

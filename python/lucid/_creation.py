@@ -89,9 +89,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = data.detach().clone()
     else:
         arr = _to_array(data, dtype)
-        t = _C.from_numpy(np.require(arr, requirements=["C", "W"])).clone()
+        t = _C.from_numpy(np.require(arr, requirements=["C", "W"]))
+        if device is None or _device.device(device).type == "cpu":
+            t = t.clone()
     if dtype is not None and t.dtype != dtype:
         t = _C.cast(t, dtype)
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -1,20 +1,26 @@
 """lucid.device: a device object shaped like torch.device, and the device argument parser.
 
-`lucid.device("cpu")`, `lucid.device("cuda", 0)`, `lucid.device("cuda:1")` build a small immutable,
-hashable, picklable value with `.type`, `.index` and torch's `str()`/`repr()`. Only the CPU backend
-is built: a CUDA (or MPS) device can be *described*, so the usual
-`device = lucid.device("cuda" if lucid.cuda.is_available() else "cpu")` idiom runs, but handing
-one to an op, a factory or `.to()` raises the engine's NotImplementedError ("no CUDA backend").
+`lucid.device("cpu")`, `lucid.device("cuda", 0)`, `lucid.device("cuda:1")`, `lucid.device(0)` (cuda:0)
+build a small immutable, hashable, picklable value with `.type`, `.index` and torch's
+`str()`/`repr()`. A device can always be *described*; handing one to an op, a factory or `.to()`
+needs a backend and a device for it: a CPU-only build raises NotImplementedError ("no CUDA
+backend"), a CUDA build without a GPU RuntimeError ("no CUDA device is available"), cuda:N past the
+last GPU RuntimeError ("invalid device ordinal"). MPS is never built.
+
+As a context manager (`with lucid.device("cuda"):`), a device is the factory device of its block:
+factories without a device= argument (zeros, randn, arange...) create their tensors there, as
+torch's device context manager; `set_default_device` sets it until changed.
 
 One deliberate difference from torch: a device compares equal to its string form
 (`t.device == "cpu"` is True, as it was when `Tensor.device` was a string), where
 `torch.device("cpu") == "cpu"` is False.
 """
 import builtins
+import threading
 
 from lucid import _C
 
-__all__ = ["device"]
+__all__ = ["device", "set_default_device", "get_default_device"]
 
 _TYPES = ("cpu", "cuda", "mps")
 
@@ -30,8 +36,11 @@ class device:  # noqa: N801  (torch's name)
                 raise TypeError("device: an index cannot be given together with a device object")
             type, index = type.type, type.index
         elif isinstance(type, builtins.int) and not isinstance(type, builtins.bool):
-            raise RuntimeError("device: an integer device means an accelerator index, but this build of lucid has "
-                               "no CUDA backend; use lucid.device('cpu')")
+            if index is not None:
+                raise TypeError("device: an integer device cannot be given together with an index")
+            if type < 0:
+                raise RuntimeError(f"device: index must not be negative, got {type}")
+            type, index = "cuda", type  # torch.device(0) is cuda:0
         elif not isinstance(type, str):
             raise TypeError("device: argument 'type' expected a str or lucid.device, got "
                             f"{builtins.type(type).__name__}")
@@ -85,6 +94,40 @@ class device:  # noqa: N801  (torch's name)
     def __reduce__(self):
         return (device, (self._type, self._index))
 
+    def __enter__(self):
+        check(self, "device")
+        prev = _C._factory_device()
+        _C._set_factory_device(_C._parse_device(str(self)))
+        _entered().append(prev)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_factory_device(_entered().pop())
+        return False
+
+
+_THREAD = threading.local()
+
+
+def _entered():
+    """This thread's factory devices that `with device(...)` blocks replaced, innermost last (the
+    factory device is per thread, as the engine's)."""
+    if not hasattr(_THREAD, "stack"):
+        _THREAD.stack = []
+    return _THREAD.stack
+
+
+def set_default_device(dev):
+    """The device factories use when given none (torch.set_default_device); None means the CPU."""
+    spec = "cpu" if dev is None else (f"cuda:{dev}" if isinstance(dev, builtins.int) else str(dev))
+    check(spec, "set_default_device")
+    _C._set_factory_device(_C._parse_device(spec))
+
+
+def get_default_device():
+    """The device factories use when given none (torch.get_default_device)."""
+    return device(_C._factory_device())
+
 
 def _split(spec):
     """'cuda:1' -> ('cuda', 1); 'cpu' -> ('cpu', None); bad strings raise RuntimeError as torch does."""
@@ -103,8 +146,8 @@ CPU = device("cpu")
 
 
 def check(spec, where):
-    """Validates a device argument (a string or lucid.device) for an operation that runs on the
-    CPU backend; a CUDA/MPS device raises the engine's NotImplementedError naming the backend."""
+    """Validates a device argument (a string or lucid.device): raises unless this build and machine
+    can hold tensors there (see the module docstring for the errors)."""
     if not isinstance(spec, (str, device)):
         raise TypeError(f"{where}: argument 'device' expected a str or lucid.device, got {type(spec).__name__}")
     if str(spec).startswith("mps"):

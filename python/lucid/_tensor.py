@@ -18,14 +18,14 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False):
 
 def _tolist(self):
     _C._host_read(self, "tolist")
-    t = self.detach()
+    t = self.detach().cpu()
     if t.dtype == _C.dtype.bfloat16:
         t = _C.cast(t, _C.dtype.float32)
     return t.numpy().tolist()
 
 
 def _repr(self):
-    t = self.detach()
+    t = self.detach().cpu()
     if t.dtype == _C.dtype.bfloat16:
         t = _C.cast(t, _C.dtype.float32)
     arr = t.numpy()
@@ -40,6 +40,8 @@ def _repr(self):
             opts = {"formatter": {"float_kind": lambda v: f"{v:.4f}"}}
     body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3, **opts)
     extras = []
+    if self._device != "cpu":
+        extras.append(f"device='{self._device}'")
     default_dtypes = (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool)
     if self.dtype not in default_dtypes or self.numel() == 0:
         extras.append(f"dtype={self.dtype!r}")
@@ -51,12 +53,13 @@ def _repr(self):
 
 
 def _to(self, *args, **kwargs):
-    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other) / to(dtype=, device=, copy=), as
-    torch. A CUDA/MPS device raises NotImplementedError (no such backend is built)."""
+    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other) / to(dtype=, device=, copy=,
+    non_blocking=), as torch: self when nothing changes (and copy is False); a move to another device
+    is differentiable (the gradient comes back to this tensor's device)."""
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+    non_blocking = kwargs.pop("non_blocking", False)
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"Tensor.to: unexpected keyword argument {next(iter(kwargs))!r}")
@@ -64,7 +67,8 @@ def _to(self, *args, **kwargs):
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
-        elif isinstance(a, (str, _device.device)):
+        elif isinstance(a, (str, _device.device)) or (isinstance(a, int) and not isinstance(a, bool) and device is None
+                                                      and dtype is None and not flags):
             device = a
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -76,8 +80,14 @@ def _to(self, *args, **kwargs):
     if len(flags) > 2:
         raise TypeError(f"Tensor.to: expected at most two positional flags (non_blocking, copy), got {len(flags)}")
     copy = copy or (len(flags) == 2 and flags[1])
+    non_blocking = non_blocking or (len(flags) >= 1 and flags[0])
     if device is not None:
+        if isinstance(device, int):
+            device = _device.device("cuda", device)
         _device.check(device, "Tensor.to")
+        target = _C._parse_device(str(device))
+        if target != self._device:
+            return self._to_device(target, self.dtype if dtype is None else dtype, bool(non_blocking))
     out = self.to_dtype(dtype) if dtype is not None else self
     if copy and out._is_same(self):
         out = self.clone()
@@ -85,7 +95,20 @@ def _to(self, *args, **kwargs):
 
 
 def _cuda(self, device=None, non_blocking=False):
-    _device.check(_device.device("cuda", device) if isinstance(device, int) else (device or "cuda"), "Tensor.cuda")
+    """A copy on a CUDA device (the current one, cuda:0, by default); self when already there."""
+    if device is None:
+        device = "cuda"
+    elif isinstance(device, int) and not isinstance(device, bool):
+        device = _device.device("cuda", device)
+    if _device.device(device).type != "cuda":
+        raise RuntimeError(f"Tensor.cuda: invalid device, must be cuda device, got {device}")
+    _device.check(device, "Tensor.cuda")
+    return _to(self, device, non_blocking=non_blocking)
+
+
+def _device_of(self):
+    d = self._device
+    return _device.CPU if d == "cpu" else _device.device(d)
 
 
 def _data_get(self):
@@ -181,9 +204,10 @@ Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
 Tensor.to = _to
 Tensor.size = _size
-Tensor.device = property(lambda self: _device.CPU)
-Tensor.is_cuda = property(lambda self: False)
-Tensor.get_device = lambda self: -1  # torch's answer for a CPU tensor
+Tensor.device = property(_device_of)
+Tensor.is_cuda = property(lambda self: self._device != "cpu")
+Tensor.is_cpu = property(lambda self: self._device == "cpu")
+Tensor.get_device = lambda self: -1 if self._device == "cpu" else _device.device(self._device).index  # torch's answers
 Tensor.cuda = _cuda
 Tensor.data = property(_data_get, _data_set)
 Tensor.type_as = _type_as
@@ -206,7 +230,7 @@ Tensor.bool = lambda self: self.to_dtype(_C.dtype.bool)
 Tensor.type = lambda self, dtype=None: self.dtype if dtype is None else self.to_dtype(dtype)
 Tensor.is_floating_point = lambda self: self.dtype.is_floating_point
 Tensor.element_size = lambda self: self.dtype.itemsize
-Tensor.cpu = lambda self: self
+Tensor.cpu = lambda self, memory_format=None: _to(self, "cpu")
 Tensor.expand_as = lambda self, other: self.expand(other.shape)
 Tensor.__hash__ = object.__hash__
 Tensor.__getattr__ = _getattr

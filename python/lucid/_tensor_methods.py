@@ -291,7 +291,6 @@ def _install():
     for flag in ("is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr", "is_xpu", "is_ipu",
                  "is_maia", "is_mps", "is_mtia", "is_vulkan", "is_xla"):
         setattr(Tensor, flag, property(lambda self: False))
-    Tensor.is_cpu = property(lambda self: True)
 
 
 _install()

@@ -1,8 +1,9 @@
 // Python bindings of the creation family: factories (zeros, ones, full, empty, arange, linspace,
 // eye, *_like), random factories (rand, randn, randint, normal, bernoulli) and in-place fills
 // (normal_, uniform_, bernoulli_), plus lucid.Generator and the default generator's functions.
-// Factories take sizes as *ints or one sequence and the keywords dtype, device (validated:
-// 'cuda' raises NotImplementedError), requires_grad, and generator for random ones.
+// Factories take sizes as *ints or one sequence and the keywords dtype, device (the factory
+// device for the call; *_like default to the input's device), requires_grad, and generator for
+// random ones.
 #include <cstring>
 
 #include "bind.h"
@@ -15,8 +16,9 @@ namespace {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
 
-double scalar_value(const Tensor& t) {
+double scalar_value(const Tensor& x) {
   double v = 0;
+  const Tensor t = host_copy(x);
   LUCID_CHECK(t.numel() == 1, ValueError, "a Tensor with ", t.numel(), " elements cannot be converted to a scalar");
   LUCID_DISPATCH_ALL(t.dtype(), "item", [&] { v = static_cast<double>(static_cast<compute_t<scalar_t>>(*t.data<scalar_t>())); });
   return v;
@@ -33,6 +35,8 @@ struct Opts {
   bool requires_grad = false;
   Generator* gen = nullptr;
   nb::object size;  // the 'size' keyword, when given
+  // device=: the factory device while the Opts live (the call's extent), see core/device.h.
+  std::unique_ptr<FactoryDeviceScope> device;
 };
 
 Opts parse_kwargs(const nb::kwargs& kw, const char* op, bool allow_gen, bool allow_size) {
@@ -43,8 +47,10 @@ Opts parse_kwargs(const nb::kwargs& kw, const char* op, bool allow_gen, bool all
       if (!v.is_none()) o.dtype = to_dtype(v, op);
     } else if (key == "device") {
       if (!v.is_none()) {
-        std::string spec = nb::cast<std::string>(nb::str(v));
-        check_available(parse_device(spec), spec);
+        std::string spec = PyLong_Check(v.ptr()) ? str("cuda:", nb::cast<int64_t>(v)) : nb::cast<std::string>(nb::str(v));
+        Device d = parse_device(spec);
+        check_available(d, spec);
+        o.device = std::make_unique<FactoryDeviceScope>(d);
       }
     } else if (key == "requires_grad") {
       o.requires_grad = nb::cast<bool>(v);
@@ -156,6 +162,8 @@ Tensor randint_f(const nb::args& args, const nb::kwargs& kw) {
 
 Tensor like(const Tensor& x, const Opts& o, double fill, int kind, const char* op) {
   DType dt = o.dtype.value_or(x.dtype());
+  std::optional<FactoryDeviceScope> on_x;  // *_like: on x's device unless device= says otherwise
+  if (!o.device) on_x.emplace(x.device());
   if (kind == 0) return finish(full(x.shape(), fill, dt), o);
   if (kind == 1) return finish(empty(x.shape(), dt), o);
   LUCID_CHECK(is_floating(dt), TypeError, op, ": expected a floating point dtype, got ", dtype_name(dt));
@@ -174,7 +182,7 @@ void set_state_tensor(Generator& g, const Tensor& t) {
   LUCID_CHECK(t.dtype() == DType::UInt8 && t.numel() == 16, TypeError,
               "set_state: expected a uint8 tensor of 16 elements (from get_state()), got dtype ", dtype_name(t.dtype()),
               " with ", t.numel(), " elements");
-  Tensor c = t.contiguous_data();
+  Tensor c = host_copy(t);
   uint64_t s, off;
   std::memcpy(&s, c.data<uint8_t>(), 8);
   std::memcpy(&off, c.data<uint8_t>() + 8, 8);

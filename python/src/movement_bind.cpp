@@ -60,7 +60,7 @@ Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle
   if (!src.is_none() && is_tensor(src)) return add ? scatter_add(x, dim, index, nb::cast<Tensor>(src)) : scatter(x, dim, index, nb::cast<Tensor>(src));
   nb::handle v = src.is_none() ? value : src;
   LUCID_CHECK(!v.is_none(), TypeError, op, ": expected argument 'src' or 'value'");
-  Tensor sv = to_tensor(v, op, "value");
+  Tensor sv = host_copy(to_tensor(v, op, "value"));
   double d = 0;
   LUCID_DISPATCH_ALL(sv.dtype(), op, [&] { d = static_cast<double>(static_cast<compute_t<scalar_t>>(*sv.data<scalar_t>())); });
   Tensor filled = expand(full({}, d, x.dtype()), index.shape());
@@ -70,8 +70,8 @@ Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle
 TensorList tensor_split_any(const Tensor& x, nb::handle s, int64_t dim) {
   if (is_tensor(s)) {
     Tensor t = nb::cast<Tensor>(s);
-    if (t.ndim() == 0) return tensor_split(x, static_cast<int64_t>(*cast(t, DType::Int64).data<int64_t>()), dim);
-    Tensor c = cast(t, DType::Int64);
+    Tensor c = host_copy(cast(t, DType::Int64));
+    if (t.ndim() == 0) return tensor_split(x, static_cast<int64_t>(*c.data<int64_t>()), dim);
     return tensor_split_at(x, IntList(c.data<int64_t>(), c.data<int64_t>() + c.numel()), dim);
   }
   if (PyLong_Check(s.ptr())) return tensor_split(x, to_int64(s, "tensor_split", "indices_or_sections"), dim);
@@ -89,7 +89,7 @@ Tensor repeat_interleave_any(const Tensor& x, nb::handle repeats, nb::handle dim
     LUCID_CHECK(x.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", x.ndim(), "-D");
     Tensor n = Tensor::empty({x.numel()}, DType::Int64);
     for (int64_t i = 0; i < x.numel(); ++i) n.data<int64_t>()[i] = i;
-    return repeat_interleave(n, x, 0, true);
+    return repeat_interleave(on_device(n, x.device()), x, 0, true);
   }
   if (is_tensor(repeats)) return repeat_interleave(x, nb::cast<Tensor>(repeats), d, flat);
   return repeat_interleave(x, to_int64(repeats, "repeat_interleave", "repeats"), d, flat);
@@ -233,9 +233,10 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
   // Tokens of the view: x dim kept (>= 0) or a new None dim (-1).
   std::vector<int64_t> tokens;
   int64_t src = 0;
+  // An index given on the CPU (a list, a CPU tensor) indexes a GPU tensor too, as in torch.
   auto add_adv = [&](const Tensor& t) {
     P.adv_dims.push_back(static_cast<int64_t>(tokens.size()) - 1);
-    P.adv.push_back(t);
+    P.adv.push_back(t.device().is_cpu() ? on_device(t, x.device()) : t);
   };
   for (size_t k = 0; k < items.size(); ++k) {
     nb::handle h = items[k];
@@ -247,10 +248,12 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
         continue;
       }
       if (t.ndim() == 0) {  // a 0-d mask adds a dim of size 1 (true) or 0 (false)
-        bool v = t.dtype() == DType::Bool ? *t.data<bool>() : *t.data<uint8_t>() != 0;
+        Tensor h = host_copy(t);
+        bool v = h.dtype() == DType::Bool ? *h.data<bool>() : *h.data<uint8_t>() != 0;
         tokens.push_back(-1);
-        add_adv(Tensor::empty({v ? 1 : 0}, DType::Int64));
-        if (v) *P.adv.back().data<int64_t>() = 0;
+        Tensor at = Tensor::empty({v ? 1 : 0}, DType::Int64);
+        if (v) *at.data<int64_t>() = 0;
+        add_adv(at);
         continue;
       }
       for (int64_t j = 0; j < t.ndim(); ++j)

@@ -111,6 +111,8 @@ using NpArray = nb::ndarray<nb::numpy>;
 
 static NpArray to_numpy(const Tensor& t) {
   note_host_read(t, "numpy");
+  LUCID_CHECK(t.device().is_cpu(), TypeError, "numpy: can't convert ", t.device().str(),
+              " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
   LUCID_CHECK(t.dtype() != DType::BFloat16, TypeError, "numpy: NumPy has no bfloat16; call .float() first");
   LUCID_CHECK(!t.requires_grad(), Error, "numpy: can't call numpy() on a Tensor that requires grad; use tensor.detach().numpy()");
   // The array can write the storage behind lucid's back (no version bump): the matmul packed-
@@ -163,9 +165,10 @@ static nb::object node_or_none(const std::shared_ptr<Node>& n) {
   return nb::cast(n);
 }
 
-static double item(const Tensor& t) {
-  note_host_read(t, "item");
-  LUCID_CHECK(t.numel() == 1, ValueError, "item: a Tensor with ", t.numel(), " elements cannot be converted to a scalar");
+static double item(const Tensor& x) {
+  note_host_read(x, "item");
+  LUCID_CHECK(x.numel() == 1, ValueError, "item: a Tensor with ", x.numel(), " elements cannot be converted to a scalar");
+  const Tensor t = host_copy(x);  // from a GPU: one device-to-host copy (waits for the device)
   double v = 0;
   LUCID_DISPATCH_ALL(t.dtype(), "item", [&] { v = static_cast<double>(static_cast<compute_t<scalar_t>>(*t.data<scalar_t>())); });
   return v;
@@ -199,6 +202,13 @@ static void bind_tensor(nb::module_& m) {
     check_available(d, s);
     return d.str();
   });
+  // `with lucid.device(...)`: the thread's factory device (core/device.h), as a string.
+  m.def("_factory_device", [] { return factory_device().str(); });
+  m.def("_set_factory_device", [](const std::string& s) {
+    Device d = parse_device(s);
+    check_available(d, s);
+    set_factory_device(d);
+  });
 
   nb::class_<Node>(m, "Node")
       .def("name", &Node::name)
@@ -220,6 +230,10 @@ static void bind_tensor(nb::module_& m) {
         return nb::tuple(l);
       })
       .def_prop_ro("dtype", &Tensor::dtype)
+      .def_prop_ro("_device", [](const Tensor& t) { return t.device().str(); })  // "cpu", "cuda:0"
+      .def("_to_device", [](const Tensor& t, const std::string& device, DType dtype, bool non_blocking) {
+        return to_device(t, parse_device(device), dtype, non_blocking);
+      }, nb::arg("device"), nb::arg("dtype"), nb::arg("non_blocking") = false)
       .def_prop_ro("ndim", &Tensor::ndim)
       .def_prop_ro("_version", &Tensor::version)
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
@@ -247,10 +261,11 @@ static void bind_tensor(nb::module_& m) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("_same_storage", &Tensor::same_storage)
       .def("_is_same", [](const Tensor& a, const Tensor& b) { return a == b; })
-      .def("item", [](const Tensor& t) -> nb::object {
-        double v = item(t);
-        if (t.dtype() == DType::Bool) return nb::bool_(v != 0);
-        if (is_integral(t.dtype())) {
+      .def("item", [](const Tensor& x) -> nb::object {
+        double v = item(x);
+        if (x.dtype() == DType::Bool) return nb::bool_(v != 0);
+        if (is_integral(x.dtype())) {
+          const Tensor t = host_copy(x);
           int64_t iv = 0;
           LUCID_DISPATCH_ALL(t.dtype(), "item", [&] { iv = static_cast<int64_t>(static_cast<compute_t<scalar_t>>(*t.data<scalar_t>())); });
           return nb::int_(iv);

@@ -21,6 +21,8 @@ struct NodeCmp {
 
 // Reduce a gradient to the input's shape and dtype (broadcasting and type promotion in forward).
 Tensor fit_to_input(Tensor g, const TensorMeta& meta) {
+  // A CPU scalar that joined a CUDA op gets its gradient back on the CPU, as in torch.
+  if (g.device() != meta.device) g = to_device(g, meta.device, g.dtype());
   if (g.shape() != meta.shape) g = dispatch1(OpId::SumTo, {g}, {{"shape", meta.shape}});
   if (g.dtype() != meta.dtype) g = dispatch1(OpId::Copy, {g}, {{"dtype", meta.dtype}});
   return g;
@@ -128,6 +130,11 @@ struct Runner {
       for (const Tensor& g : grads) any = any || g.defined();
       TensorList in_grads;
       if (any) {
+        // Tensors the VJP makes without inputs (zeros, ones) land on the gradients' device.
+        Device dev{};
+        for (const Tensor& g : grads)
+          if (g.defined()) { dev = g.device(); break; }
+        FactoryDeviceScope on_device(dev);
         in_grads = n->apply(grads);
         if (!retain_graph) n->release_saved();
       }
@@ -175,6 +182,7 @@ TensorList default_grads(const TensorList& roots, const TensorList& given, const
     } else {
       LUCID_CHECK(r.numel() == 1, Error, api,
                   ": grad can be implicitly created only for scalar outputs; got shape ", shape_str(r.shape()));
+      FactoryDeviceScope on_device(r.device());
       out[i] = full(r.shape(), 1.0, r.dtype());
     }
   }

@@ -19,7 +19,7 @@ void connect_inputs(Node& node, const TensorList& inputs, const std::vector<int>
   for (size_t i = 0; i < n; ++i) {
     const Tensor& t = inputs[i];
     if (!t.defined()) continue;
-    node.input_meta[i] = {t.shape(), t.dtype()};
+    node.input_meta[i] = {t.shape(), t.dtype(), t.device()};
     if (!t.requires_grad() || std::find(nondiff.begin(), nondiff.end(), static_cast<int>(i)) != nondiff.end())
       continue;
     node.needs_grad[i] = true;

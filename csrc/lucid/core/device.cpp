@@ -48,6 +48,7 @@ void check_available(const Device& d, const std::string& as_written) {
 }
 
 Device factory_device() { return tl_factory_device; }
+void set_factory_device(const Device& d) { tl_factory_device = d; }
 FactoryDeviceScope::FactoryDeviceScope(const Device& d) : prev_(tl_factory_device) { tl_factory_device = d; }
 FactoryDeviceScope::~FactoryDeviceScope() { tl_factory_device = prev_; }
 

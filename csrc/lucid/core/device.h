@@ -51,8 +51,10 @@ const DeviceHooks* device_hooks(DeviceType t);
 // "CUDA error: invalid device ordinal"). `as_written` names the device as the user wrote it.
 void check_available(const Device& d, const std::string& as_written = "");
 
-// The current thread's factory device (see the header comment).
+// The current thread's factory device (see the header comment); set_factory_device sets it until
+// changed (lucid.device's __enter__/__exit__); the scope restores the previous one at its end.
 Device factory_device();
+void set_factory_device(const Device& d);
 class FactoryDeviceScope {
  public:
   explicit FactoryDeviceScope(const Device& d);

@@ -134,11 +134,15 @@ static const OpDef& checked_def(OpId id, const Attrs& attrs) {
 
 // The device an op runs on: its inputs' device. They must share one, except that a CPU 0-dim
 // tensor (a Python number, a scalar) may join tensors of any device, as in PyTorch; nothing is
-// ever copied between devices silently. An op without such inputs runs on the CPU.
-static Device op_device(const OpDef& def, const TensorList& inputs) {
-  const Tensor* first = nullptr;
+// ever copied between devices silently. An op whose inputs are all CPU scalars runs on the CPU;
+// one without tensor inputs (a factory) on the thread's factory device (core/device.h).
+static Device op_device(const OpDef& def, const TensorList& inputs, const Tensor* dst = nullptr) {
+  const Tensor* first = dst;
+  bool any = dst != nullptr;
   for (const Tensor& t : inputs) {
-    if (!t.defined() || (t.device().is_cpu() && t.ndim() == 0)) continue;
+    if (!t.defined()) continue;
+    any = true;
+    if (t.device().is_cpu() && t.ndim() == 0) continue;
     if (!first) {
       first = &t;
       continue;
@@ -148,9 +152,25 @@ static Device op_device(const OpDef& def, const TensorList& inputs) {
                 first->device().str(), " and ", t.device().str(), "!");
   }
   if (first) return first->device();
-  for (const Tensor& t : inputs)  // only CPU scalars, or none
-    if (t.defined()) return t.device();
-  return Device{};
+  return any ? Device{} : factory_device();
+}
+
+// On another device than the CPU, a CPU 0-dim input (a Python number) reaches the kernels of the
+// elementwise functor table as it is (they read its value on the host and pass it by value);
+// every other kernel gets it copied to the op's device, so it sees one device only.
+static const TensorList& device_inputs(const OpDef& def, const Device& dev, const TensorList& inputs,
+                                       TensorList& moved) {
+  if (dev.is_cpu() || def.ew_dtypes != 0) return inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || !t.device().is_cpu()) continue;
+    if (moved.empty()) moved = inputs;
+    Tensor d = Tensor::empty(t.shape(), t.dtype(), dev);
+    copy_values(d, t);
+    d.impl()->is_wrapped_number = t.impl()->is_wrapped_number;
+    moved[i] = d;
+  }
+  return moved.empty() ? inputs : moved;
 }
 
 // The op's kernel on a device (registered by that backend).
@@ -161,11 +181,11 @@ static KernelFn kernel_on(const OpDef& def, const Device& dev) {
   return k;
 }
 
-// The op's kernel on the device its inputs live on.
-static KernelFn device_kernel(const OpDef& def, const TensorList& inputs) { return kernel_on(def, op_device(def, inputs)); }
 
+// A copy between devices is the non-CPU side's Copy kernel's (it knows both memories).
 void copy_values(const Tensor& dst, const Tensor& src) {
-  kernel_on(op_def(OpId::Copy), dst.device())({src}, {dst}, {{"dtype", dst.dtype()}});
+  const Device& dev = dst.device().is_cpu() ? src.device() : dst.device();
+  kernel_on(op_def(OpId::Copy), dev)({src}, {dst}, {{"dtype", dst.dtype()}});
 }
 
 // Defined here, not in core: the copy is the Copy kernel of the tensor's device.
@@ -187,12 +207,20 @@ static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs
     }
     return outs;
   }
-  KernelFn kernel = device_kernel(def, inputs);
+  const Device dev = op_device(def, inputs);
   std::vector<TensorMeta> metas = def.infer(inputs, attrs);
   TensorList outs;
   outs.reserve(metas.size());
-  for (const TensorMeta& m : metas) outs.push_back(Tensor::empty(m.shape, m.dtype));
-  kernel(inputs, outs, attrs);
+  if (def.device_transfer) {  // a copy between devices: the non-CPU side's kernel does both
+    const Device& to = metas[0].device;
+    outs.push_back(Tensor::empty(metas[0].shape, metas[0].dtype, to));
+    kernel_on(def, to.is_cpu() ? dev : to)(inputs, outs, attrs);
+    return outs;
+  }
+  KernelFn kernel = kernel_on(def, dev);
+  for (const TensorMeta& m : metas) outs.push_back(Tensor::empty(m.shape, m.dtype, dev));
+  TensorList moved;
+  kernel(device_inputs(def, dev, inputs, moved), outs, attrs);
   return outs;
 }
 
@@ -287,6 +315,12 @@ static void overwrite_history(const OpDef& def, const Tensor& dst, const Tensor&
 const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_args, const Attrs& attrs) {
   const OpDef& def = checked_def(id, attrs);
   LUCID_CHECK(!def.view, Error, def.name, ": a view op has no in-place form");
+  // The op runs on dst's device, and its inputs must be there too (CPU scalars aside); only
+  // dst.copy_(src) may read src from another device, as torch's: the non-CPU side's Copy kernel
+  // does the transfer.
+  const Device src_dev = inputs_device(in_args);
+  const bool transfer = id == OpId::Copy && src_dev != dst.device() && !(src_dev.is_cpu() && in_args[0].ndim() == 0);
+  const Device dev = transfer ? (dst.device().is_cpu() ? src_dev : dst.device()) : op_device(def, in_args, &dst);
   TensorList copies;
   const TensorList& inputs = overlap_checked_inputs(id, def, dst, in_args, copies);
   // Recorded whenever dst requires grad, even for ops without a VJP: the write replaces dst's
@@ -374,11 +408,13 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
       }
     }
   } else if (metas[0].dtype == dst.dtype()) {
-    device_kernel(def, inputs)(inputs, {dst}, attrs);
+    TensorList moved;
+    kernel_on(def, dev)(device_inputs(def, dev, inputs, moved), {dst}, attrs);
     dst.bump_version();
   } else {
-    Tensor r = Tensor::empty(metas[0].shape, metas[0].dtype);
-    device_kernel(def, inputs)(inputs, {r}, attrs);
+    Tensor r = Tensor::empty(metas[0].shape, metas[0].dtype, dev);
+    TensorList moved;
+    kernel_on(def, dev)(device_inputs(def, dev, inputs, moved), {r}, attrs);
     copy_values(dst, r);
     dst.bump_version();
   }

@@ -6,6 +6,14 @@
 namespace lucid {
 
 Tensor cast(const Tensor& x, DType dtype);  // always a new tensor (clone when dtype is equal)
+// x copied onto `device` in `dtype` (always a new tensor; differentiable: the gradient goes back).
+Tensor to_device(const Tensor& x, const Device& device, DType dtype, bool non_blocking = false);
+// x's values in contiguous CPU memory, for the few composites that compute on the host (nonzero,
+// unique, repeat_interleave's counts): x itself when it is already a contiguous CPU tensor, else a
+// copy (from a GPU: one device-to-host copy, which waits for the device, as torch's nonzero).
+// Not recorded by autograd. `on_device(t, d)`: t moved to device d (t itself when already there).
+Tensor host_copy(const Tensor& x);
+Tensor on_device(const Tensor& t, const Device& d);
 // dst.copy_(src): src broadcast to dst's shape and cast to its dtype, with PyTorch's overlap
 // errors (see dispatch_inplace).
 const Tensor& copy_(const Tensor& dst, const Tensor& src);

@@ -29,6 +29,45 @@ LUCID_REGISTER_OP(Copy, "dtype:dtype", [] {
 
 Tensor cast(const Tensor& x, DType dtype) { return dispatch1(OpId::Copy, {x}, {{"dtype", dtype}}); }
 
+// ---- ToDevice -----------------------------------------------------------------------------
+// A copy onto another device (converted to `dtype`); its gradient goes back to the input's
+// device. non_blocking: the kernel may return before a device-to-host copy into pinned memory
+// has finished (the caller synchronises), as torch's to(..., non_blocking=True).
+LUCID_REGISTER_OP(ToDevice, "device:str, dtype:dtype, non_blocking:bool", [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.device_transfer = true;
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    const std::string& spec = a.s("device");
+    Device dev = parse_device(spec);
+    check_available(dev, spec);
+    return std::vector<TensorMeta>{{in[0].shape(), a.dtype("dtype"), dev}};
+  };
+  d.vjp = [](const VjpContext& c) {
+    const TensorMeta& m = c.input_meta[0];
+    return TensorList{to_device(c.grads[0], m.device, m.dtype)};
+  };
+  return d;
+}());
+
+Tensor to_device(const Tensor& x, const Device& device, DType dtype, bool non_blocking) {
+  return dispatch1(OpId::ToDevice, {x}, {{"device", device.str()}, {"dtype", dtype}, {"non_blocking", non_blocking}});
+}
+
+Tensor host_copy(const Tensor& x) {
+  if (x.device().is_cpu()) return x.contiguous_data();
+  Tensor h = Tensor::empty(x.shape(), x.dtype());
+  copy_values(h, x);
+  return h;
+}
+
+Tensor on_device(const Tensor& t, const Device& d) {
+  if (t.device() == d) return t;
+  Tensor r = Tensor::empty(t.shape(), t.dtype(), d);
+  copy_values(r, t);
+  return r;
+}
+
 const Tensor& copy_(const Tensor& dst, const Tensor& src) {
   if (src.same_storage(dst)) {
     // Same data (as PyTorch, which then returns before any check): nothing to write.
@@ -307,7 +346,13 @@ const Tensor& fill_(const Tensor& x, double value) {
 Tensor full(const Shape& shape, double value, DType dtype) {
   return dispatch1(OpId::Fill, {}, {{"value", value}, {"shape", shape}, {"dtype", dtype}});
 }
-Tensor zeros_like(const Tensor& x) { return full(x.shape(), 0.0, x.dtype()); }
-Tensor ones_like(const Tensor& x) { return full(x.shape(), 1.0, x.dtype()); }
+Tensor zeros_like(const Tensor& x) {
+  FactoryDeviceScope on(x.device());
+  return full(x.shape(), 0.0, x.dtype());
+}
+Tensor ones_like(const Tensor& x) {
+  FactoryDeviceScope on(x.device());
+  return full(x.shape(), 1.0, x.dtype());
+}
 
 }  // namespace lucid

@@ -29,7 +29,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   Tensor r = all(isclose(a, b, rtol, atol, equal_nan));
   // A Python bool: its value steers host control flow, so a trace cannot record it.
   if (TraceHook* h = current_trace_hook()) h->on_host_read(r, "allclose");
-  return *r.contiguous_data().data<bool>();
+  return *host_copy(r).data<bool>();
 }
 
 }  // namespace lucid

@@ -280,7 +280,7 @@ const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, cons
 TensorList nonzero_indices(const Tensor& mask) {
   // The result's shape depends on the mask's data: a trace can't record it as a graph.
   if (TraceHook* h = current_trace_hook()) h->on_host_read(mask, "nonzero");
-  Tensor m = mask.contiguous_data();
+  Tensor m = host_copy(mask);
   int64_t nd = m.ndim(), n = m.numel();
   LUCID_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::UInt8, TypeError,
               "index: a mask must be bool or uint8, got ", dtype_name(m.dtype()));
@@ -305,13 +305,14 @@ TensorList nonzero_indices(const Tensor& mask) {
       idx[d] = 0;
     }
   }
+  for (Tensor& t : out) t = on_device(t, mask.device());
   return out;
 }
 
 Tensor nonzero(const Tensor& x) {
   Tensor m = x.dtype() == DType::Bool ? x : cast(x, DType::Bool);
-  if (m.ndim() == 0) return Tensor::empty({*m.data<bool>() ? 1 : 0, 0}, DType::Int64);
-  TensorList idx = nonzero_indices(m);
+  if (m.ndim() == 0) return on_device(Tensor::empty({*host_copy(m).data<bool>() ? 1 : 0, 0}, DType::Int64), x.device());
+  TensorList idx = nonzero_indices(host_copy(m));
   int64_t n = idx[0].numel(), nd = m.ndim();
   Tensor out = Tensor::empty({n, nd}, DType::Int64);
   int64_t* o = out.data<int64_t>();
@@ -319,7 +320,7 @@ Tensor nonzero(const Tensor& x) {
     const int64_t* s = idx[d].data<int64_t>();
     for (int64_t i = 0; i < n; ++i) o[i * nd + d] = s[i];
   }
-  return out;
+  return on_device(out, x.device());
 }
 
 Tensor take(const Tensor& x, const Tensor& index) {

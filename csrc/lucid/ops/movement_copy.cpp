@@ -208,14 +208,14 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t dim, bo
               dtype_name(repeats.dtype()));
   LUCID_CHECK(repeats.ndim() <= 1, ValueError, "repeat_interleave: repeats must be 0-D or 1-D, got ", repeats.ndim(), "-D");
   if (repeats.ndim() == 0 || repeats.numel() == 1) {
-    Tensor r = cast(reshape(repeats, {1}), DType::Int64);
+    Tensor r = host_copy(cast(reshape(repeats, {1}), DType::Int64));
     return repeat_interleave(x, *r.data<int64_t>(), dim, flat);
   }
   Tensor t = flat ? reshape(x, {-1}) : x;
   int64_t d = wrap_dim(flat ? 0 : dim, t.ndim(), "repeat_interleave");
   LUCID_CHECK(repeats.numel() == t.shape()[d], ValueError, "repeat_interleave: repeats has ", repeats.numel(),
               " values but dimension ", d, " has size ", t.shape()[d]);
-  Tensor r = cast(repeats, DType::Int64);
+  Tensor r = host_copy(cast(repeats, DType::Int64));
   const int64_t* rp = r.data<int64_t>();
   int64_t total = 0;
   for (int64_t i = 0; i < r.numel(); ++i) {
@@ -226,7 +226,7 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t dim, bo
   int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0, w = 0; i < r.numel(); ++i)
     for (int64_t j = 0; j < rp[i]; ++j) ip[w++] = i;
-  return index_select(t, d, idx);
+  return index_select(t, d, on_device(idx, t.device()));
 }
 
 Tensor rot90(const Tensor& x, int64_t k, const IntList& dims) {

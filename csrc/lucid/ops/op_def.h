@@ -28,8 +28,9 @@ constexpr int kNumOps = static_cast<int>(OpId::NumOps);
 const char* op_name(OpId id);
 OpId op_from_name(const std::string& name);  // raises ValueError
 
-// An op result's type. Infer functions set shape and dtype and leave the device at its default:
-// every caller that needs it (the tracer, ir::check_types) sets it to inputs_device(inputs).
+// An op result's type. Infer functions set shape and dtype and leave the device at its default
+// (except a device_transfer op's, which sets it): every caller that needs it (the tracer,
+// ir::check_types) sets it to inputs_device(inputs).
 struct TensorMeta {
   Shape shape;
   DType dtype;
@@ -40,12 +41,17 @@ using TensorList = std::vector<Tensor>;
 
 inline TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
 
-// The device of an op's results: its first defined input's (an op's inputs share one device),
-// the CPU for an op without tensor inputs (the factories; only the CPU backend is built).
+// The device of an op's results: its first defined input's that is not a CPU 0-dim tensor (an
+// op's inputs share one device, and CPU scalars may join any), else the first defined input's,
+// else (an op without tensor inputs, the factories) the thread's factory device.
 inline Device inputs_device(const TensorList& inputs) {
-  for (const Tensor& t : inputs)
-    if (t.defined()) return t.device();
-  return Device{};
+  const Tensor* any = nullptr;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    if (!t.device().is_cpu() || t.ndim() != 0) return t.device();
+    if (!any) any = &t;
+  }
+  return any ? any->device() : factory_device();
 }
 
 // Shape and dtype of every output; validates arguments (raises with op, argument, expected, got).
@@ -109,6 +115,10 @@ struct OpDef {
   // With kSaveOutputs: when set, outputs are saved only for calls where it returns true (pow
   // saves its result only when the exponent is a tensor requiring grad, as PyTorch).
   bool (*saves_outputs)(const TensorList& inputs) = nullptr;
+
+  // The op's result lives on another device than its input (ToDevice): infer sets the result's
+  // device, and dispatch runs the kernel of the non-CPU side (which handles both directions).
+  bool device_transfer = false;
 
   KernelFn kernel(DeviceType t) const { return kernels[static_cast<int>(t)]; }
 };

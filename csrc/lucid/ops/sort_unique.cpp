@@ -73,6 +73,7 @@ UniqueResult finish(const Grouping<C>& G, const std::vector<int64_t>& order, con
   int64_t u = static_cast<int64_t>(firsts.size());
   Tensor sel = Tensor::empty({u}, DType::Int64);
   std::copy(firsts.begin(), firsts.end(), sel.data<int64_t>());
+  sel = on_device(sel, x.device());
   UniqueResult r;
   Tensor d = x.detach();
   if (dim) r.values = index_select(d, wrap_dim(*dim, x.ndim(), op), sel);
@@ -81,10 +82,12 @@ UniqueResult finish(const Grouping<C>& G, const std::vector<int64_t>& order, con
     Shape s = dim ? Shape{G.rows} : x.shape();
     r.inverse = Tensor::empty(s, DType::Int64);
     std::copy(inverse.begin(), inverse.end(), r.inverse.data<int64_t>());
+    r.inverse = on_device(r.inverse, x.device());
   }
   if (want_counts) {
     r.counts = Tensor::empty({u}, DType::Int64);
     std::copy(counts.begin(), counts.end(), r.counts.data<int64_t>());
+    r.counts = on_device(r.counts, x.device());
   }
   return r;
 }
@@ -92,7 +95,7 @@ UniqueResult finish(const Grouping<C>& G, const std::vector<int64_t>& order, con
 UniqueResult run_unique(const Tensor& x, bool want_inverse, bool want_counts, std::optional<int64_t> dim, bool sort_rows,
                         const char* op) {
   if (TraceHook* h = current_trace_hook()) h->on_host_read(x, op);
-  Tensor rv = rows_view(x, dim, op).contiguous_data();
+  Tensor rv = host_copy(rows_view(x, dim, op));
   UniqueResult out;
   LUCID_DISPATCH_ALL(x.dtype(), op, [&] {
     using C = compute_t<scalar_t>;

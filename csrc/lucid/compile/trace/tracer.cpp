@@ -45,7 +45,18 @@ int Tracer::alias_value(const Tensor& t) {
   return graph_.add_node(OpId::AsStrided, {ov->second}, std::move(a), {meta_of(t)})[0];
 }
 
+// lucid.compile runs on the CPU backend only (compiling for CUDA is a later issue): a trace that
+// touches a tensor on another device falls back to eager, saying so.
+static std::string off_cpu(const TensorList& ts) {
+  for (const Tensor& t : ts)
+    if (t.defined() && !t.device().is_cpu())
+      return str("lucid.compile does not compile for ", t.device().str(), " yet (only CPU graphs are compiled); the "
+                 "function runs eagerly on the device");
+  return "";
+}
+
 int Tracer::add_input(const Tensor& t) {
+  if (std::string why = off_cpu({t}); !why.empty()) fallback(why);
   int id = graph_.add_input(meta_of(t));
   ids_[t.impl()] = id;
   note_storage(t);
@@ -106,6 +117,7 @@ int Tracer::value_of(const Tensor& t) {
 
 void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) {
   const OpDef& def = op_def(id);
+  if (std::string why = off_cpu(inputs).empty() ? off_cpu(outputs) : off_cpu(inputs); !why.empty()) fallback(why);
   std::vector<int> ins;
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
@@ -135,6 +147,7 @@ void Tracer::record_write(const TensorImpl* target, int value) {
 void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
                         const Tensor& result) {
   const OpDef& def = op_def(id);
+  if (std::string why = off_cpu({dst}).empty() ? off_cpu(inputs) : off_cpu({dst}); !why.empty()) fallback(why);
   std::vector<int> ins;
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
   int dst_id = value_of(dst);  // binds dst (as state) if the trace has not seen it yet

@@ -504,22 +504,35 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
+        """Module.to(device) / to(dtype) / to(device, dtype) / to(tensor), as torch: parameters and
+        buffers move to the device (all of them) and floating ones take the dtype."""
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
+        non_blocking = kwargs.get("non_blocking", False)
         for a in args:
             if isinstance(a, lucid.dtype):
                 dtype = a
             elif isinstance(a, Tensor):
-                dtype = a.dtype
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, bool):
+                non_blocking = a
             else:
                 device = a
         if device is not None:
-            lucid._C._parse_device(str(device))
+            device = lucid.device(lucid._C._parse_device(f"cuda:{device}" if isinstance(device, int) else str(device)))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
-        if dtype is None:
+        if dtype is None and device is None:
             return self
-        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+        def convert(t):
+            if dtype is not None and t.is_floating_point():
+                return t.to(device, dtype, non_blocking) if device is not None else t.to(dtype)
+            return t.to(device, non_blocking=non_blocking) if device is not None else t
+        return self._apply(convert)
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device)
 
     def float(self):
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
@@ -534,7 +547,7 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def type(self, dst_type):
         return self._apply(lambda t: t.to(dst_type))

@@ -42,6 +42,7 @@ void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
 }  // namespace
 
 LUCID_REGISTER_KERNEL(Copy, CPU, copy_kernel);
+LUCID_REGISTER_KERNEL(ToDevice, CPU, copy_kernel);  // cpu -> cpu (another device's kernel handles transfers)
 LUCID_REGISTER_KERNEL(Fill, CPU, fill_kernel);
 LUCID_REGISTER_KERNEL(AsStridedScatter, CPU, as_strided_scatter_kernel);
 LUCID_REGISTER_KERNEL(Sum, CPU, sum_kernel);
