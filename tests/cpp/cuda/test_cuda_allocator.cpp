@@ -72,7 +72,8 @@ TEST_F(CudaAllocator, RoundsTo512AndSmallRequestsShareA2MiBSegment) {
   b = {};
   zero = {};
   EXPECT_EQ(delta().allocated, 0);
-  EXPECT_EQ(alloc_->stats(0).cached, cuda::allocator_stats(0).reserved);
+  EXPECT_EQ(delta().reserved, static_cast<int64_t>(2 * kMiB));  // kept for reuse
+  EXPECT_GE(alloc_->stats(0).cached, static_cast<int64_t>(2 * kMiB));
 }
 
 TEST_F(CudaAllocator, FreedNeighboursMergeBackIntoTheWholeSegment) {
@@ -102,7 +103,8 @@ TEST_F(CudaAllocator, LargeRequestsUseTheLargePool) {
   EXPECT_EQ(delta().num_device_alloc, 2);
   Allocation big = alloc_->allocate(17 * kMiB, 0);  // fits no free block: a segment rounded to 2 MiB
   EXPECT_EQ(delta().reserved, static_cast<int64_t>(2 * kMiB + 20 * kMiB + 18 * kMiB));
-  EXPECT_EQ(delta().allocated, static_cast<int64_t>(kMiB + (kMiB + 512) + 3 * kMiB + 11 * kMiB + 17 * kMiB));
+  // A large block's rest of 1 MiB or less is not split off: the block keeps (and counts) it.
+  EXPECT_EQ(delta().allocated, static_cast<int64_t>(kMiB + (kMiB + 512) + 3 * kMiB + 11 * kMiB + 18 * kMiB));
 }
 
 TEST_F(CudaAllocator, BlocksAreReusedOnlyOnTheirOwnStream) {
