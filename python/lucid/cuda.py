@@ -25,6 +25,9 @@ stream made elsewhere. `Event(enable_timing=)` records, waits, queries and times
 belongs to the stream it was allocated on: using it on another stream needs that stream ordered
 after the first (`s.wait_stream(current_stream())`); torch's `Tensor.record_stream` is not provided.
 
+The allocator is chosen by LUCID_CUDA_ALLOCATOR: unset or "native" (the caching allocator) or
+"cudaMallocAsync" (the driver's stream-ordered pool).
+
 Functions taking a device accept None or 'cuda' (device 0), an int, 'cuda:N' or a lucid.device.
 Without a GPU they raise RuntimeError saying why there is none (except `empty_cache()`, a no-op
 then, as torch's); a device index out of range raises RuntimeError "invalid device ordinal" (the

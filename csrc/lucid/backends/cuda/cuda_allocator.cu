@@ -24,16 +24,21 @@
 // - empty_cache synchronises the device, then frees every segment with no block in use.
 // One mutex per device guards its pools and counters. The allocator is never destroyed (tensors
 // may be freed during static destruction), and freeing a block makes no CUDA call.
-// LUCID_CUDA_ALLOCATOR=cudaMallocAsync (a cudaMallocAsync-pool backend) is not implemented.
+// LUCID_CUDA_ALLOCATOR=cudaMallocAsync installs the driver's stream-ordered pool instead
+// (cuda_malloc_async.cu), read once when the allocator is installed.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
 
 #include "lucid/backends/cuda/cuda_allocator.h"
+#include "lucid/backends/cuda/cuda_malloc_async.h"
 #include "lucid/backends/cuda/device_info.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/allocator.h"
@@ -303,13 +308,30 @@ CachingAllocator& caching_allocator() {
   return *a;
 }
 
+// LUCID_CUDA_ALLOCATOR: unset or "native" is this caching allocator; "cudaMallocAsync" is the
+// driver's stream-ordered pool (cuda_malloc_async.cu). Another value warns and takes the default.
+bool use_malloc_async() {
+  static const bool async = [] {
+    const char* e = std::getenv("LUCID_CUDA_ALLOCATOR");
+    if (!e || !*e || std::strcmp(e, "native") == 0) return false;
+    if (std::strcmp(e, "cudaMallocAsync") == 0) return true;
+    std::fprintf(stderr, "lucid: LUCID_CUDA_ALLOCATOR='%s' is not one of 'native', 'cudaMallocAsync'; using 'native'\n", e);
+    return false;
+  }();
+  return async;
+}
+
 struct RegisterAllocator {
-  RegisterAllocator() { set_allocator(DeviceType::CUDA, &caching_allocator()); }
+  RegisterAllocator() {
+    set_allocator(DeviceType::CUDA, use_malloc_async() ? &malloc_async_allocator() : &caching_allocator());
+  }
 } register_allocator;
 
 }  // namespace
 
-AllocatorStats allocator_stats(int index) { return caching_allocator().cache(index).stats(); }
+AllocatorStats allocator_stats(int index) {
+  return use_malloc_async() ? malloc_async_stats(index) : caching_allocator().cache(index).stats();
+}
 
 DeviceMemoryInfo mem_get_info(int index) {
   check_available(Device{DeviceType::CUDA, static_cast<int16_t>(index)});
