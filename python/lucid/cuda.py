@@ -22,8 +22,10 @@ Every kernel runs on the current stream of its device, per thread: the legacy de
 (`default_stream()`) unless `set_stream(s)` or `with lucid.cuda.stream(s):` chose another.
 `Stream(priority=)` hands out streams of a per-device pool, as torch; `ExternalStream(ptr)` wraps a
 stream made elsewhere. `Event(enable_timing=)` records, waits, queries and times. A tensor's memory
-belongs to the stream it was allocated on: using it on another stream needs that stream ordered
-after the first (`s.wait_stream(current_stream())`); torch's `Tensor.record_stream` is not provided.
+belongs to the stream it was allocated on (A), and returns to A's free memory as soon as the
+tensor is freed. Using it on another stream B needs B ordered after A's writes
+(`B.wait_stream(A)`), and, before the tensor is freed, A ordered after B's work on it
+(`A.wait_stream(B)`) or that work finished; torch's `Tensor.record_stream` is not provided.
 
 The allocator is chosen by LUCID_CUDA_ALLOCATOR: unset or "native" (the caching allocator) or
 "cudaMallocAsync" (the driver's stream-ordered pool).

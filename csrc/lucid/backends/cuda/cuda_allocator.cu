@@ -14,8 +14,9 @@
 //   current stream of that device, stream.h). Freeing returns the block to that stream's free
 //   blocks at once, without waiting: work already queued on the stream that reads the block runs
 //   before any later work on the same stream that reuses it. A block is reused only by
-//   allocations on its own stream. Using a block on another stream (torch's record_stream) is not
-//   supported: the caller must order that stream after the block's stream itself.
+//   allocations on its own stream. Tracking uses on other streams (torch's record_stream) is not
+//   supported: a caller that uses a block on stream B must, before freeing it, order the block's
+//   stream after B's work on it (cudaStreamWaitEvent) or wait for that work to finish.
 // - cudaMalloc failing with cudaErrorMemoryAllocation: the device is synchronised, every cached
 //   segment with no block in use is freed, and cudaMalloc is tried once more; failing again raises
 //   lucid::OutOfMemoryError with the request, the device, the allocator's allocated and reserved
