@@ -44,7 +44,7 @@ __all__ = ["is_available", "device_count", "get_device_name", "get_device_capabi
            "Stream", "ExternalStream", "Event", "StreamContext", "stream", "current_stream", "default_stream",
            "set_stream", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
-           "empty_cache", "memory_stats", "mem_get_info"]
+           "empty_cache", "memory_stats", "mem_get_info", "get_allocator_backend"]
 
 OutOfMemoryError = _C.OutOfMemoryError
 
@@ -186,6 +186,16 @@ class Stream:
         event = Event() if event is None else event
         event.record(self)
         return event
+
+    def __enter__(self):  # `with lucid.cuda.Stream() as s:` is `with lucid.cuda.stream(s):`
+        context = StreamContext(self)
+        context.__enter__()
+        self.__dict__.setdefault("_contexts", []).append(context)
+        return self
+
+    def __exit__(self, *exc):
+        self._contexts.pop().__exit__(*exc)
+        return False
 
     def __eq__(self, other):
         if not isinstance(other, Stream):
@@ -351,6 +361,12 @@ def empty_cache():
     other processes can use it; tensors keep theirs. A no-op without a CUDA device."""
     for index in builtins.range(device_count()):
         _C.empty_cache(f"cuda:{index}")
+
+
+def get_allocator_backend():
+    """'native' (lucid's caching allocator) or 'cudaMallocAsync', as LUCID_CUDA_ALLOCATOR chose."""
+    _device_index(None, "get_allocator_backend")
+    return _C._cuda_allocator_backend()
 
 
 def mem_get_info(device=None):

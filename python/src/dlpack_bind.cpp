@@ -19,6 +19,7 @@
 #include "dlpack.h"
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/backends/cuda/stream_objects.h"
+#include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/storage.h"
 
 namespace lucid::py {
@@ -63,6 +64,8 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
               "__dlpack__: can't export a tensor that requires grad; use tensor.detach()");
   LUCID_CHECK(copy.is_none() || !nb::cast<bool>(copy), NotImplementedError,
               "__dlpack__: copy=True is not supported (lucid exports without copying)");
+  // Another library reads (or writes) the bytes: under a trace that is a host read of the value.
+  if (TraceHook* h = current_trace_hook()) h->on_host_read(self, "__dlpack__");
   const Device dev = self.device();
   if (!dl_device.is_none()) {
     auto want = nb::cast<std::pair<int, int>>(dl_device);

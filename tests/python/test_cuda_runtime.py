@@ -35,6 +35,7 @@ NO_GPU_CALLS = [
     ("memory_stats", lambda: lucid.cuda.memory_stats()),
     ("mem_get_info", lambda: lucid.cuda.mem_get_info()),
     ("pin_memory", lambda: lucid.ones(3).pin_memory()),
+    ("get_allocator_backend", lambda: lucid.cuda.get_allocator_backend()),
 ]
 
 
@@ -148,6 +149,22 @@ def test_out_of_memory_names_the_sizes_and_the_process_stays_usable():
     assert x.cpu().tolist() == [1.0] * 1000
 
 
+@gpu
+def test_the_cuda_malloc_async_backend_is_chosen_by_the_environment():
+    import os
+    import subprocess
+    import sys
+    code = ("import lucid; c = lucid.cuda; assert c.get_allocator_backend() == 'cudaMallocAsync'; "
+            "before = c.memory_allocated(); x = lucid.ones(1 << 20, device='cuda'); "
+            "assert c.memory_allocated() == before + (4 << 20); "
+            "assert x.cpu().sum().item() == float(1 << 20); del x; c.synchronize(); "
+            "assert c.memory_allocated() == before; assert c.memory_reserved() >= 4 << 20; c.empty_cache(); "
+            "print('ok')")
+    env = dict(os.environ, LUCID_CUDA_ALLOCATOR="cudaMallocAsync")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
 # --- streams and events ------------------------------------------------------------------------
 
 @gpu
@@ -168,6 +185,13 @@ def test_streams_pool_priority_and_current_stream():
     lucid.cuda.set_stream(s)
     assert lucid.cuda.current_stream() == s
     lucid.cuda.set_stream(d)
+    with s as entered:  # a stream is its own context manager
+        assert entered is s and lucid.cuda.current_stream() == s
+        with s:
+            assert lucid.cuda.current_stream() == s
+        assert lucid.cuda.current_stream() == s
+    assert lucid.cuda.current_stream() == d
+    assert lucid.cuda.get_allocator_backend() == "native"
     assert s.query() in (True, False)
     s.synchronize()
     assert s.query()

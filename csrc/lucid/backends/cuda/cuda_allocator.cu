@@ -330,6 +330,8 @@ struct RegisterAllocator {
 
 }  // namespace
 
+const char* allocator_backend() { return use_malloc_async() ? "cudaMallocAsync" : "native"; }
+
 AllocatorStats allocator_stats(int index) {
   return use_malloc_async() ? malloc_async_stats(index) : caching_allocator().cache(index).stats();
 }

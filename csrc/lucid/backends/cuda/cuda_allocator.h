@@ -28,6 +28,10 @@ struct AllocatorStats {
   int64_t num_ooms = 0;           // OutOfMemoryErrors raised
 };
 
+// "native" (the caching allocator) or "cudaMallocAsync", as LUCID_CUDA_ALLOCATOR chose
+// (torch.cuda.get_allocator_backend).
+const char* allocator_backend();
+
 // Device `index`'s counters; raises (as check_available) when there is no such device.
 AllocatorStats allocator_stats(int index);
 

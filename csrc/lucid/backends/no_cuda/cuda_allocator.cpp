@@ -7,6 +7,10 @@
 
 namespace lucid::cuda {
 
+const char* allocator_backend() {
+  throw Error(str("cuda get_allocator_backend: no CUDA device is available: ", unavailable_reason()));
+}
+
 AllocatorStats allocator_stats(int) {
   throw Error(str("cuda memory_stats: no CUDA device is available: ", unavailable_reason()));
 }
