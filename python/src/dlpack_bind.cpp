@@ -11,6 +11,7 @@
 //
 // Capsules are the legacy "dltensor" kind (DLManagedTensor), which every consumer accepts; a
 // versioned one is not produced (max_version is accepted and ignored, as the standard allows).
+// copy=True exports a copy; dl_device other than the tensor's own device is refused.
 #include <Python.h>
 
 #include <vector>
@@ -21,6 +22,7 @@
 #include "lucid/backends/cuda/stream_objects.h"
 #include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/storage.h"
+#include "lucid/ops/core.h"
 
 namespace lucid::py {
 
@@ -62,8 +64,6 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
   (void)max_version;  // a legacy capsule is what every version of the protocol accepts
   LUCID_CHECK(!self.requires_grad(), Error,
               "__dlpack__: can't export a tensor that requires grad; use tensor.detach()");
-  LUCID_CHECK(copy.is_none() || !nb::cast<bool>(copy), NotImplementedError,
-              "__dlpack__: copy=True is not supported (lucid exports without copying)");
   // Another library reads (or writes) the bytes: under a trace that is a host read of the value.
   if (TraceHook* h = current_trace_hook()) h->on_host_read(self, "__dlpack__");
   const Device dev = self.device();
@@ -72,10 +72,12 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
     const int type = dev.is_cpu() ? kDLCPU : kDLCUDA;
     LUCID_CHECK(want.first == type && want.second == (dev.is_cpu() ? 0 : dev.index), NotImplementedError,
                 "__dlpack__: dl_device=(", want.first, ", ", want.second, ") is not the tensor's device ", dev.str(),
-                " (lucid exports without copying)");
+                " (lucid exports on the tensor's own device)");
   }
   if (!dev.is_cpu() && !(stream.is_none() || PyLong_Check(stream.ptr())))
     throw TypeError("__dlpack__: argument 'stream' expected an int or None");
+  // copy=True exports a fresh copy, queued on the current stream before the handshake below.
+  Tensor out = !copy.is_none() && nb::cast<bool>(copy) ? cast(self.detach(), self.dtype()) : self.detach();
   if (!dev.is_cpu()) {
     const int64_t s = stream.is_none() ? 1 : nb::cast<int64_t>(stream);
     LUCID_CHECK(s != 0, ValueError, "__dlpack__: stream=0 is ambiguous for CUDA and not allowed by the DLPack "
@@ -89,15 +91,16 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
     }
   }
   auto* e = new Exported;
-  e->tensor = self.detach();
-  e->shape.assign(self.shape().begin(), self.shape().end());
-  e->strides.assign(self.strides().begin(), self.strides().end());
-  if (dev.is_cpu()) cpu::matmul_pack_export_begin(self.impl()->storage.get());  // it may be written outside
+  e->tensor = std::move(out);
+  const Tensor& exported = e->tensor;
+  e->shape.assign(exported.shape().begin(), exported.shape().end());
+  e->strides.assign(exported.strides().begin(), exported.strides().end());
+  if (dev.is_cpu()) cpu::matmul_pack_export_begin(exported.impl()->storage.get());  // it may be written outside
   nb::dlpack::dltensor& t = e->managed.dl_tensor;
-  t.data = self.data_ptr();
+  t.data = exported.data_ptr();
   t.device = {dev.is_cpu() ? kDLCPU : kDLCUDA, dev.is_cpu() ? 0 : dev.index};
-  t.ndim = static_cast<int32_t>(self.ndim());
-  t.dtype = dl_dtype(self.dtype());
+  t.ndim = static_cast<int32_t>(exported.ndim());
+  t.dtype = dl_dtype(exported.dtype());
   t.shape = e->shape.data();
   t.strides = e->strides.data();
   t.byte_offset = 0;

@@ -74,6 +74,9 @@ def test_cpu_dlpack_round_trip_with_torch_shares_memory():
     assert b.dtype == lucid.bfloat16 and b.float().tolist() == [1.0] * 4
     assert lucid.utils.dlpack.from_dlpack(lucid.utils.dlpack.to_dlpack(x)).tolist() == x.tolist()
     assert x.__dlpack_device__() == (1, 0)
+    c = torch.from_dlpack(x, copy=True)  # torch asks for a copy: lucid's bytes stay as they are
+    c[0, 1] = -1.0
+    assert x[0, 1].item() == 1.0 and c[0, 0].item() == 100.0
 
 
 def test_dlpack_export_of_a_tensor_that_requires_grad_raises_as_torch():
