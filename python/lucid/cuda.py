@@ -15,7 +15,8 @@ Tensors live on a CUDA device (`lucid.zeros(4, device="cuda")`, `x.cuda()`); the
 from a stream-ordered caching allocator (csrc/lucid/backends/cuda/cuda_allocator.cu), whose
 counters `memory_allocated()`, `max_memory_allocated()`, `memory_reserved()`,
 `max_memory_reserved()`, `memory_stats()` report and `reset_peak_memory_stats()` and
-`empty_cache()` act on; `mem_get_info()` is the whole GPU's free and total. Running out raises
+`empty_cache()` act on; `mem_get_info()` is the whole GPU's free and total;
+`set_per_process_memory_fraction()` caps what the allocator may reserve. Running out raises
 `OutOfMemoryError` (a RuntimeError) naming the sizes, and the process stays usable.
 
 Every kernel runs on the current stream of its device, per thread: the legacy default stream
@@ -44,7 +45,8 @@ __all__ = ["is_available", "device_count", "get_device_name", "get_device_capabi
            "Stream", "ExternalStream", "Event", "StreamContext", "stream", "current_stream", "default_stream",
            "set_stream", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
-           "empty_cache", "memory_stats", "mem_get_info", "get_allocator_backend"]
+           "empty_cache", "memory_stats", "mem_get_info", "get_allocator_backend", "reset_max_memory_cached",
+           "set_per_process_memory_fraction"]
 
 OutOfMemoryError = _C.OutOfMemoryError
 
@@ -354,6 +356,20 @@ def reset_peak_memory_stats(device=None):
 def reset_max_memory_allocated(device=None):
     """Restarts max_memory_allocated(device) (with the other peaks, as torch's does)."""
     reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None):
+    """Deprecated name (as torch): restarts the peaks of the device."""
+    reset_peak_memory_stats(device)
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Caps the memory lucid's caching allocator may reserve on the device at `fraction` (0 to 1) of
+    its total; past it an allocation raises OutOfMemoryError (after freeing the cache)."""
+    if isinstance(fraction, builtins.bool) or not isinstance(fraction, (builtins.int, builtins.float)):
+        raise TypeError(f"lucid.cuda.set_per_process_memory_fraction: argument 'fraction' expected a float, got "
+                        f"{type(fraction).__name__}")
+    _C._cuda_set_memory_fraction(builtins.float(fraction), _device_index(device, "set_per_process_memory_fraction"))
 
 
 def empty_cache():

@@ -70,6 +70,8 @@ LUCID_BINDER(cuda) {
     d["segment.all.current"] = s.segments;
     return d;
   }, nb::arg("index"), "The CUDA caching allocator's counters of device `index` (a subset of torch.cuda.memory_stats).");
+  m.def("_cuda_set_memory_fraction", &cuda::set_memory_fraction, nb::arg("fraction"), nb::arg("index"),
+        "Caps the bytes the caching allocator of device `index` may reserve at `fraction` of its memory.");
   m.def("_cuda_allocator_backend", &cuda::allocator_backend,
         "The CUDA allocator in use: 'native' or 'cudaMallocAsync' (LUCID_CUDA_ALLOCATOR).");
   m.def("_cuda_mem_get_info", [](int index) {

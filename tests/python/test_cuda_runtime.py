@@ -36,6 +36,7 @@ NO_GPU_CALLS = [
     ("mem_get_info", lambda: lucid.cuda.mem_get_info()),
     ("pin_memory", lambda: lucid.ones(3).pin_memory()),
     ("get_allocator_backend", lambda: lucid.cuda.get_allocator_backend()),
+    ("set_per_process_memory_fraction", lambda: lucid.cuda.set_per_process_memory_fraction(0.5)),
 ]
 
 
@@ -166,6 +167,24 @@ def test_the_cuda_malloc_async_backend_is_chosen_by_the_environment():
     env = dict(os.environ, LUCID_CUDA_ALLOCATOR="cudaMallocAsync")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+@gpu
+def test_a_memory_fraction_caps_what_the_allocator_reserves():
+    lucid.cuda.empty_cache()
+    total = lucid.cuda.mem_get_info()[1]
+    lucid.cuda.set_per_process_memory_fraction((lucid.cuda.memory_reserved() + 64 * MiB) / total)
+    try:
+        x = lucid.empty(30 * MiB, dtype=lucid.uint8, device="cuda")
+        with pytest.raises(lucid.OutOfMemoryError, match="set_per_process_memory_fraction"):
+            lucid.empty(40 * MiB, dtype=lucid.uint8, device="cuda")
+        del x
+        y = lucid.empty(40 * MiB, dtype=lucid.uint8, device="cuda")  # fits once x's segment is freed
+        del y
+    finally:
+        lucid.cuda.set_per_process_memory_fraction(1.0)
+    with pytest.raises(ValueError, match="fraction"):
+        lucid.cuda.set_per_process_memory_fraction(2.0)
 
 
 # --- streams and events ------------------------------------------------------------------------

@@ -183,3 +183,21 @@ TEST_F(CudaAllocator, AnAbsentDeviceRaises) {
   EXPECT_THROW(alloc_->allocate(16, cuda::device_count()), Error);
   EXPECT_THROW(cuda::allocator_stats(cuda::device_count()), Error);
 }
+
+TEST_F(CudaAllocator, AMemoryFractionCapsTheReservedBytes) {
+  const double total = static_cast<double>(cuda::mem_get_info(0).total);
+  cuda::set_memory_fraction((static_cast<double>(cuda::allocator_stats(0).reserved) + 64.0 * kMiB) / total, 0);
+  Allocation a = alloc_->allocate(30 * kMiB, 0);
+  try {
+    Allocation b = alloc_->allocate(40 * kMiB, 0);  // 30 + 40 MiB reserved would pass the cap
+    FAIL() << "the memory fraction was not enforced";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("set_per_process_memory_fraction"), std::string::npos) << e.what();
+  }
+  a = {};
+  Allocation b = alloc_->allocate(40 * kMiB, 0);  // the retry frees the cached 30 MiB segment: it fits
+  EXPECT_NE(b.data, nullptr);
+  b = {};
+  cuda::set_memory_fraction(1.0, 0);
+  EXPECT_THROW(cuda::set_memory_fraction(1.5, 0), ValueError);
+}

@@ -21,7 +21,8 @@
 //   segment with no block in use is freed, and cudaMalloc is tried once more; failing again raises
 //   lucid::OutOfMemoryError with the request, the device, the allocator's allocated and reserved
 //   bytes and cudaMemGetInfo's free and total. The CUDA error is cleared, so the process stays
-//   usable.
+//   usable. set_memory_fraction caps the bytes reserved (torch's
+//   set_per_process_memory_fraction): past it a cudaMalloc is treated as failed.
 // - empty_cache synchronises the device, then frees every segment with no block in use.
 // One mutex per device guards its pools and counters. The allocator is never destroyed (tensors
 // may be freed during static destruction), and freeing a block makes no CUDA call.
@@ -29,6 +30,7 @@
 // (cuda_malloc_async.cu), read once when the allocator is installed.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -178,15 +180,13 @@ class DeviceCache {
     const size_t seg = small ? kSmallSegment : size < kMinLargeAlloc ? kLargeSegment : round_up(size, kRoundLarge);
     DeviceGuard g(device_);
     void* p = nullptr;
-    cudaError_t st = cudaMalloc(&p, seg);
+    cudaError_t st = device_malloc(&p, seg);
     if (st == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
       ++s_.num_alloc_retries;
       check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before freeing the CUDA allocator's cache)");
       release_cached();
-      st = cudaMalloc(&p, seg);
+      st = device_malloc(&p, seg);
       if (st == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
         ++s_.num_ooms;
         throw_oom(nbytes, seg);
       }
@@ -204,6 +204,22 @@ class DeviceCache {
     return b;
   }
 
+  // cudaMalloc, refused as out of memory (the error cleared) past the limit of
+  // set_memory_fraction.
+  cudaError_t device_malloc(void** p, size_t seg) {
+    if (limit_ && s_.reserved + static_cast<int64_t>(seg) > limit_) return cudaErrorMemoryAllocation;
+    cudaError_t st = cudaMalloc(p, seg);
+    if (st == cudaErrorMemoryAllocation) cudaGetLastError();
+    return st;
+  }
+
+ public:
+  void set_limit(int64_t bytes) {
+    std::lock_guard<std::mutex> lk(mu_);
+    limit_ = bytes;
+  }
+
+ private:
   [[noreturn]] void throw_oom(size_t nbytes, size_t seg) {
     size_t free_b = 0, total_b = 0;
     const bool have_info = cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
@@ -215,7 +231,10 @@ class DeviceCache {
                                nbytes, " bytes; a segment of ", seg, " bytes) on device cuda:", device_, ": ", info,
                                ". Of the memory lucid holds on it, ", format_bytes(s_.allocated), " (", s_.allocated,
                                " bytes) is allocated by tensors and ", format_bytes(s_.reserved), " (", s_.reserved,
-                               " bytes) is reserved by the caching allocator (after freeing its unused cache)"));
+                               " bytes) is reserved by the caching allocator (after freeing its unused cache)",
+                               limit_ ? str("; this process may reserve at most ", limit_, " bytes of it "
+                                            "(set_per_process_memory_fraction)")
+                                      : std::string()));
   }
 
   // Frees every segment that is one free block (caller holds mu_ and has synchronised if needed).
@@ -255,6 +274,7 @@ class DeviceCache {
   Pool small_, large_;
   std::vector<Block*> spare_;  // Block records kept for reuse (no heap allocation per split)
   AllocatorStats s_;
+  int64_t limit_ = 0;  // most bytes reserved (set_memory_fraction); 0: no limit
 };
 
 class CachingAllocator final : public Allocator {
@@ -329,6 +349,17 @@ struct RegisterAllocator {
 } register_allocator;
 
 }  // namespace
+
+void set_memory_fraction(double fraction, int index) {
+  LUCID_CHECK(fraction >= 0.0 && fraction <= 1.0, ValueError, "set_per_process_memory_fraction: argument 'fraction' "
+              "expected a number in [0, 1], got ", fraction);
+  LUCID_CHECK(!use_malloc_async(), NotImplementedError, "set_per_process_memory_fraction: not supported by the "
+              "cudaMallocAsync allocator (LUCID_CUDA_ALLOCATOR)");
+  DeviceCache& c = caching_allocator().cache(index);
+  const DeviceMemoryInfo m = mem_get_info(index);
+  // 0 bytes would read as "no limit": the smallest limit is one byte, which refuses every segment.
+  c.set_limit(std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(m.total))));
+}
 
 const char* allocator_backend() { return use_malloc_async() ? "cudaMallocAsync" : "native"; }
 

@@ -35,6 +35,11 @@ const char* allocator_backend();
 // Device `index`'s counters; raises (as check_available) when there is no such device.
 AllocatorStats allocator_stats(int index);
 
+// Caps what the caching allocator of device `index` may reserve at fraction (0 to 1) of the GPU's
+// memory (torch.cuda.set_per_process_memory_fraction); a request past it raises OutOfMemoryError
+// after freeing the cache. NotImplementedError with the cudaMallocAsync backend.
+void set_memory_fraction(double fraction, int index);
+
 // cudaMemGetInfo of device `index`: {free, total} bytes of the whole GPU (torch.cuda.mem_get_info).
 struct DeviceMemoryInfo {
   size_t free = 0;

@@ -7,6 +7,10 @@
 
 namespace lucid::cuda {
 
+void set_memory_fraction(double, int) {
+  throw Error(str("cuda set_per_process_memory_fraction: no CUDA device is available: ", unavailable_reason()));
+}
+
 const char* allocator_backend() {
   throw Error(str("cuda get_allocator_backend: no CUDA device is available: ", unavailable_reason()));
 }
