@@ -116,11 +116,13 @@ void stream_wait_stream(const StreamRef& waiter, const StreamRef& producer) {
 
 Event::Event(bool enable_timing, bool blocking) : timing_(enable_timing), blocking_(blocking) {}
 
-Event::~Event() {
-  if (handle_) {
-    DeviceGuard g(device_);
-    cudaEventDestroy(as_event(handle_));
-  }
+Event::~Event() {  // never throws: a failure here (the runtime shutting down) is ignored
+  if (!handle_) return;
+  int cur = -1;
+  if (cudaGetDevice(&cur) == cudaSuccess && cur != device_) cudaSetDevice(device_);
+  cudaEventDestroy(as_event(handle_));
+  if (cur >= 0 && cur != device_) cudaSetDevice(cur);
+  cudaGetLastError();
 }
 
 void Event::record(const StreamRef& s) {
