@@ -32,7 +32,6 @@ size_t size_class(size_t n) {
 struct HostBlock {
   char* ptr = nullptr;
   size_t size = 0;  // the size class
-  bool in_use = false;
   std::vector<std::pair<int, cudaEvent_t>> uses;  // (device, event) of copies queued on it
 };
 
@@ -43,7 +42,6 @@ class PinnedCache {
     std::lock_guard<std::mutex> lk(mu_);
     HostBlock* b = take_free(cls);
     if (!b) b = fresh(cls, nbytes);
-    b->in_use = true;
     Allocation a;
     a.data = b->ptr;
     a.owner = std::shared_ptr<void>(b->ptr, [this, b](void*) { release(b); });
@@ -149,7 +147,6 @@ class PinnedCache {
 
   void release(HostBlock* b) {
     std::lock_guard<std::mutex> lk(mu_);
-    b->in_use = false;
     free_[b->size].push_back(b);
   }
 
