@@ -3,6 +3,7 @@ from lucid import _C
 from lucid._C import memory_allocated, max_memory_allocated, reset_peak_memory_stats, memory_cached, empty_cache  # noqa: F401
 from lucid._C import ArgumentError  # noqa: F401  (a ValueError and a RuntimeError: bad argument or shape)
 from lucid._C import DTypeError  # noqa: F401  (a TypeError and a RuntimeError: a tensor of the wrong dtype)
+from lucid._C import OutOfMemoryError  # noqa: F401  (a RuntimeError: a device allocator is out of memory)
 from lucid._C import Tensor, dtype, set_num_threads, get_num_threads, get_default_dtype, set_default_dtype, promote_types, result_type
 from lucid._dtypes import (bool_ as bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64,  # noqa: A001
                            half, float, double, long, int)  # noqa: A001

@@ -115,7 +115,9 @@ _ = builtins
 
 
 def from_dlpack(ext):
-    """Zero-copy import of any CPU DLPack producer (NumPy, PyTorch, JAX...)."""
+    """Zero-copy import of a DLPack producer (a tensor of torch, NumPy, JAX, CuPy ..., CPU or CUDA) or a
+    DLPack capsule. For a CUDA producer the handshake of the array-API standard orders the
+    producer's queued work before lucid's current stream (python/src/dlpack_bind.cpp)."""
     if isinstance(ext, _C.Tensor):
         return ext
-    return _C.from_numpy(np.from_dlpack(ext))
+    return _C._from_dlpack(ext)

@@ -236,11 +236,4 @@ Tensor.__hash__ = object.__hash__
 Tensor.__getattr__ = _getattr
 
 
-
-# DLPack: zero-copy through NumPy's DLPack support (CPU only; bfloat16 is not expressible).
-def _dlpack(self, stream=None, **kwargs):
-    return self.detach().numpy().__dlpack__(**kwargs)
-
-
-Tensor.__dlpack__ = _dlpack
-Tensor.__dlpack_device__ = lambda self: (1, 0)  # kDLCPU, device 0
+# DLPack (Tensor.__dlpack__, __dlpack_device__) is bound in C++: python/src/dlpack_bind.cpp.

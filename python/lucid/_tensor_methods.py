@@ -277,7 +277,6 @@ def _install():
     Tensor.nelement = lambda self: self.numel()
     Tensor.byte = lambda self: self.to_dtype(_C.dtype.uint8)
     Tensor.char = lambda self: self.to_dtype(_C.dtype.int8)
-    Tensor.is_pinned = lambda self: False
     Tensor.const_data_ptr = Tensor.data_ptr
     Tensor.is_shared = lambda self: False
     Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to_dtype(dtype)

@@ -274,13 +274,30 @@ def _read(f, op):
 
 
 def _check_map_location(map_location):
-    """torch's forms (a device, a str, a dict of location -> location, a callable) are accepted;
-    every storage loads on the CPU, lucid's only device, so a device lucid lacks raises."""
+    """torch's forms (a device, a str, a dict of location -> location, a callable) are accepted. A
+    device or str puts every tensor on that device (returned, None for the CPU); the other forms
+    load on the CPU. A device lucid lacks raises."""
     if map_location is None or callable(map_location):
-        return
+        return None
     targets = map_location.values() if isinstance(map_location, dict) else [map_location]
     for t in targets:
         _device.check(t, "lucid.load: map_location")
+    if isinstance(map_location, dict) or _device.device(map_location).type == "cpu":
+        return None
+    return _device.device(map_location)
+
+
+def _to_device(obj, dev):
+    """obj with every tensor inside (dicts, lists, tuples) moved to dev; None: obj as it is."""
+    if dev is None:
+        return obj
+    if isinstance(obj, Tensor):
+        return obj.to(dev)
+    if isinstance(obj, dict):
+        return type(obj)((k, _to_device(v, dev)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_to_device(v, dev) for v in obj)
+    return obj
 
 
 def load(f, map_location=None, weights_only=True, mmap=None):
@@ -289,19 +306,20 @@ def load(f, map_location=None, weights_only=True, mmap=None):
     with a restricted unpickler (lucid._torch_checkpoint: tensors, containers and primitive values
     only, as torch.load(weights_only=True)). weights_only=False is refused for a PyTorch checkpoint:
     lucid never runs arbitrary pickled code. Raises SafetensorsError for an invalid safetensors file
-    and UnpicklingError for a PyTorch checkpoint it refuses (see the module docstrings)."""
-    _check_map_location(map_location)
+    and UnpicklingError for a PyTorch checkpoint it refuses (see the module docstrings).
+    map_location='cuda' (a device or str) puts every tensor on that device as it is read."""
+    dev = _check_map_location(map_location)
     data, where = _read(f, "lucid.load")
     if is_torch_checkpoint(data):
         if weights_only is False:
             raise UnpicklingError(f"lucid.load({where}): weights_only=False is not supported: lucid reads PyTorch "
                                   "checkpoints with a restricted unpickler only (tensors, containers and primitive "
                                   "values), never arbitrary pickled objects; pass weights_only=True")
-        return load_torch_checkpoint(data, where)
+        return _to_device(load_torch_checkpoint(data, where), dev)
     try:
         n, metadata, entries = parse(data)
         body = memoryview(data)[8 + n:]
-        tensors = OrderedDict((name, _tensor_from_bytes(body[b:e], dtype, shape, name))
+        tensors = OrderedDict((name, _to_device(_tensor_from_bytes(body[b:e], dtype, shape, name), dev))
                               for name, dtype, shape, b, e in entries)
         if _SKELETON_KEY in metadata:
             return _decode_skeleton(metadata[_SKELETON_KEY], tensors)

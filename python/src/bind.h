@@ -30,13 +30,15 @@ void run_binders(nb::module_& m);
   static void lucid_bind_##name(nb::module_& m)
 
 // The C++ error in flight as its Python exception (lucid::ValueError -> _C.ArgumentError, a
-// ValueError and RuntimeError; TypeError, IndexError, NotImplementedError; other lucid::Error ->
+// ValueError and RuntimeError; TypeError, IndexError, NotImplementedError; OutOfMemoryError ->
+// lucid.OutOfMemoryError, a RuntimeError; other lucid::Error ->
 // RuntimeError). False, with nothing set, for an exception that is not a lucid::Error.
 bool set_python_error(const std::exception_ptr& p);
 PyObject* argument_error_type();
 PyObject* linalg_error_type();
 PyObject* dtype_error_type();
 PyObject* artifact_error_type();
+PyObject* out_of_memory_error_type();
 
 // Python int (or __index__) to int64; TypeError naming op, argument and value when it does not fit.
 int64_t to_int64(nb::handle h, const char* op, const char* arg);

@@ -3,7 +3,8 @@
 // Each takes an optional `device` (as torch.cuda.memory_allocated does): None is the CPU (so
 // lucid.memory_allocated() is the CPU's), a str ('cpu', 'cuda:0'), a lucid.device, or an int, an
 // accelerator index as in torch.device(0) (cuda:N). A device type without an allocator in this
-// build raises NotImplementedError naming the function and the device.
+// build raises NotImplementedError naming the function and the device; a CUDA device this machine
+// does not have (no GPU, an index out of range) raises RuntimeError naming the function.
 #include "bind.h"
 #include "lucid/core/storage.h"
 
@@ -28,23 +29,37 @@ Device device_arg(nb::handle h, const char* fn) {
   return parse_device(nb::cast<std::string>(nb::str(h)));
 }
 
+// A device of a backend this build has but this machine cannot use (no GPU, index out of range)
+// raises RuntimeError naming `fn`; a device type this build has no backend for is left to the
+// allocator table's NotImplementedError.
+Device usable_device(nb::handle h, const char* fn) {
+  Device d = device_arg(h, fn);
+  if (d.is_cpu() || !device_hooks(d.type)) return d;
+  try {
+    check_available(d);
+  } catch (const Error& e) {
+    throw Error(str(fn, ": ", e.what()));
+  }
+  return d;
+}
+
 }  // namespace
 
 LUCID_BINDER(memory) {
-  m.def("memory_allocated", [](nb::handle d) { return memory_allocated(device_arg(d, "memory_allocated")); },
+  m.def("memory_allocated", [](nb::handle d) { return memory_allocated(usable_device(d, "memory_allocated")); },
         nb::arg("device").none() = nb::none(),
         "Bytes held by tensors (and compiled executables' arenas) that lucid allocated on the device (the CPU by "
         "default); wrapped NumPy memory is not counted.");
-  m.def("max_memory_allocated", [](nb::handle d) { return max_memory_allocated(device_arg(d, "max_memory_allocated")); },
+  m.def("max_memory_allocated", [](nb::handle d) { return max_memory_allocated(usable_device(d, "max_memory_allocated")); },
         nb::arg("device").none() = nb::none(),
         "The most memory_allocated(device) has been since the start or the last reset_peak_memory_stats(device).");
-  m.def("reset_peak_memory_stats", [](nb::handle d) { reset_peak_memory_stats(device_arg(d, "reset_peak_memory_stats")); },
+  m.def("reset_peak_memory_stats", [](nb::handle d) { reset_peak_memory_stats(usable_device(d, "reset_peak_memory_stats")); },
         nb::arg("device").none() = nb::none(), "Restarts max_memory_allocated(device) from the current value.");
-  m.def("memory_cached", [](nb::handle d) { return memory_cached(device_arg(d, "memory_cached")); },
+  m.def("memory_cached", [](nb::handle d) { return memory_cached(usable_device(d, "memory_cached")); },
         nb::arg("device").none() = nb::none(),
         "Bytes lucid keeps for reuse on the device: freed buffers (on the CPU, LUCID_CPU_CACHE_MB bounds them) and, "
         "on the CPU, packed GEMM weights (LUCID_MATMUL_PACK_MB).");
-  m.def("empty_cache", [](nb::handle d) { return empty_cache(device_arg(d, "empty_cache")); },
+  m.def("empty_cache", [](nb::handle d) { return empty_cache(usable_device(d, "empty_cache")); },
         nb::arg("device").none() = nb::none(),
         "Frees the buffers (and, on the CPU, packed weights) kept for reuse on the device; returns their bytes.");
 }

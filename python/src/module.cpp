@@ -9,6 +9,7 @@
 // set_python_error, serves ordinary calls and the compiled call path alike.
 #include "bind.h"
 #include "lucid/core/linalg_error.h"
+#include "lucid/core/memory_error.h"
 #include "lucid/compile/export/artifact_error.h"
 
 #include <algorithm>
@@ -86,6 +87,15 @@ PyObject* artifact_error_type() {
   return type;
 }
 
+PyObject* out_of_memory_error_type() {
+  static PyObject* type = PyErr_NewExceptionWithDoc(
+      "lucid.OutOfMemoryError",
+      "A device allocator could not get the memory asked for, even after freeing its cache (torch.OutOfMemoryError); "
+      "the message gives the request, the device, lucid's allocated and reserved bytes and the device's free and total.",
+      PyExc_RuntimeError, nullptr);
+  return type;
+}
+
 namespace {
 // A message may quote bytes of a file (an artifact's damaged IR text): decoded with
 // backslashreplace, so a non-UTF-8 byte never turns the error into a UnicodeDecodeError.
@@ -112,6 +122,8 @@ bool set_python_error(const std::exception_ptr& p) {
     set_error(linalg_error_type(), e.what());
   } catch (const lucid::ArtifactError& e) {
     set_error(artifact_error_type(), e.what());
+  } catch (const lucid::OutOfMemoryError& e) {
+    set_error(out_of_memory_error_type(), e.what());
   } catch (const lucid::Error& e) {
     set_error(PyExc_RuntimeError, e.what());
   } catch (...) {
@@ -130,5 +142,6 @@ NB_MODULE(_C, m) {
   m.attr("LinAlgError") = nb::handle(lucid::py::linalg_error_type());
   m.attr("DTypeError") = nb::handle(lucid::py::dtype_error_type());
   m.attr("ArtifactError") = nb::handle(lucid::py::artifact_error_type());
+  m.attr("OutOfMemoryError") = nb::handle(lucid::py::out_of_memory_error_type());
   lucid::py::run_binders(m);
 }

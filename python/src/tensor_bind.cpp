@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "bind.h"
+#include "dlpack.h"
 #include "lucid/autograd/engine.h"
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/autograd/grad_mode.h"
@@ -70,7 +71,7 @@ DType to_dtype(nb::handle h, const char* op) {
                       nb::cast<std::string>(nb::str(h.type().attr("__name__")))));
 }
 
-static nb::dlpack::dtype dl_dtype(DType t) {
+nb::dlpack::dtype dl_dtype(DType t) {
   switch (t) {
     case DType::Bool: return nb::dtype<bool>();
     case DType::UInt8: return nb::dtype<uint8_t>();
@@ -85,7 +86,7 @@ static nb::dlpack::dtype dl_dtype(DType t) {
   return nb::dtype<float>();
 }
 
-static DType from_dl_dtype(nb::dlpack::dtype d) {
+DType from_dl_dtype(nb::dlpack::dtype d, const char* op) {
   using C = nb::dlpack::dtype_code;
   auto code = static_cast<C>(d.code);
   if (d.lanes == 1) {
@@ -99,7 +100,7 @@ static DType from_dl_dtype(nb::dlpack::dtype d) {
     if (code == C::Int && d.bits == 64) return DType::Int64;
     if (code == C::UInt && d.bits == 8) return DType::UInt8;
   }
-  throw TypeError(str("from_numpy: unsupported array dtype (code ", int(d.code), ", bits ", int(d.bits),
+  throw TypeError(str(op, ": unsupported array dtype (code ", int(d.code), ", bits ", int(d.bits),
                       "); supported: bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64"));
 }
 
@@ -132,7 +133,7 @@ static NpArray to_numpy(const Tensor& t) {
 }
 
 static Tensor from_numpy(nb::ndarray<nb::device::cpu> a) {
-  DType dt = from_dl_dtype(a.dtype());
+  DType dt = from_dl_dtype(a.dtype(), "from_numpy");
   Shape shape(a.ndim());
   Strides strides(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) {

@@ -1,9 +1,9 @@
 """The `device` argument of lucid's memory statistics (memory_allocated, max_memory_allocated,
 reset_peak_memory_stats, memory_cached, empty_cache), as torch.cuda.memory_allocated(device) takes
 one: None (the default) is the CPU, as is 'cpu', 'cpu:0' or lucid.device('cpu'); a CUDA device
-('cuda', 'cuda:N', lucid.device('cuda', N), or an int N) raises NotImplementedError naming the
-function and the device, since no backend has a CUDA allocator yet (update these tests when the
-CUDA backend registers one). The counters themselves are tested in test_compile_fused.py
+('cuda', 'cuda:N', lucid.device('cuda', N), or an int N) is answered by the CUDA caching allocator;
+without a usable device it raises RuntimeError naming the function (no GPU, an index out of
+range), and in a CPU-only build NotImplementedError naming the function and the device. The counters themselves are tested in test_compile_fused.py
 (test_memory_counters_follow_allocations, test_freed_buffers_are_reused_and_empty_cache_frees_them)
 and tests/cpp/test_allocator.cpp."""
 import gc
@@ -36,8 +36,18 @@ def test_cpu_device_is_the_default(device):
 @pytest.mark.parametrize("name", FUNCTIONS)
 @pytest.mark.parametrize("device, shown", [("cuda", "cuda:0"), ("cuda:1", "cuda:1"),
                                            (lucid.device("cuda", 0), "cuda:0"), (0, "cuda:0")], ids=repr)
-def test_cuda_statistics_raise_without_a_cuda_allocator(name, device, shown):
-    with pytest.raises(NotImplementedError, match=f"^{name}: device '{shown}' has no memory allocator"):
+def test_cuda_statistics_without_a_usable_cuda_device_raise(name, device, shown):
+    index = int(shown.split(":")[1])
+    if not lucid._C._cuda_is_built():  # a CPU-only build: no CUDA allocator
+        with pytest.raises(NotImplementedError, match=f"^{name}: device '{shown}' has no memory allocator"):
+            getattr(lucid, name)(device)
+    elif lucid.cuda.device_count() == 0:
+        with pytest.raises(RuntimeError, match=f"^{name}: device: '{shown}' requested, but no CUDA device is available"):
+            getattr(lucid, name)(device)
+    elif index >= lucid.cuda.device_count():
+        with pytest.raises(RuntimeError, match=f"^{name}: device: '{shown}' requested: CUDA error: invalid device ordinal"):
+            getattr(lucid, name)(device)
+    else:  # the CUDA caching allocator answers (tests/python/test_cuda_runtime.py tests its counters)
         getattr(lucid, name)(device)
 
 

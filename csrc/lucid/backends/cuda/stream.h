@@ -1,7 +1,7 @@
 // The CUDA backend's execution context: the current device and the current stream of each device,
 // per thread, as torch.cuda's current_device / current_stream. Every CUDA kernel of lucid launches
 // on current_stream(tensor's device) and every allocation is ordered on that stream
-// (cuda_allocator.cpp), so `with lucid.cuda.stream(s):` moves a region's work to s.
+// (cuda_allocator.cu), so `with lucid.cuda.stream(s):` moves a region's work to s.
 //
 // The default stream of a device is the legacy default stream (stream 0), as in PyTorch: work
 // queued by torch on its default stream and by lucid on its default stream is ordered, which
