@@ -46,19 +46,19 @@ __device__ double block_sum(double v) {
 }
 
 struct BnGeo {
-  int64_t P, Q, S;
+  int64_t P, Q, Sp;  // the [P, Q, S] view (Sp: spatial size)
   int splits;  // blocks per channel
 };
 
 // The element range [b, e) of channel q's P*S elements that block `split` reduces.
 __device__ __forceinline__ void split_range(const BnGeo& g, int split, int64_t& b, int64_t& e) {
-  const int64_t n = g.P * g.S, per = (n + g.splits - 1) / g.splits;
+  const int64_t n = g.P * g.Sp, per = (n + g.splits - 1) / g.splits;
   b = split * per;
   e = b + per < n ? b + per : n;
 }
 
-// Partial sums (centre == nullptr) or partial squared deviations from centre[q] (the mean, summed
-// from the first pass's partials in a fixed order) of channel q = blockIdx.x, one per block
+// Partial sums (mean_partials null) or partial squared deviations from channel q's mean (summed
+// from the first pass's partials, mean_partials, in a fixed order) of channel q = blockIdx.x, one per block
 // (split blockIdx.y of the channel's elements).
 template <class S>
 __global__ void partial_kernel(const S* x, BnGeo g, const double* mean_partials, double* partials) {
@@ -66,20 +66,29 @@ __global__ void partial_kernel(const S* x, BnGeo g, const double* mean_partials,
   double m = 0;
   if (mean_partials) {
     for (int i = 0; i < g.splits; ++i) m += mean_partials[q * g.splits + i];
-    m /= static_cast<double>(g.P * g.S);
+    m /= static_cast<double>(g.P * g.Sp);
   }
   int64_t b, e;
   split_range(g, blockIdx.y, b, e);
+  const S* xq = x + q * g.Sp;  // row p of channel q starts at xq + p * Q * S
   double acc = 0;
-  for (int64_t j = b + threadIdx.x; j < e; j += kThreads) {
-    const int64_t p = j / g.S, s = j % g.S;
-    const double v = static_cast<double>(to_acc(x[(p * g.Q + q) * g.S + s]));
+  auto add = [&](double v) {
     if (mean_partials) {
       const double d = v - m;
       acc += d * d;
     } else {
       acc += v;
     }
+  };
+  if (g.Sp >= 64) {  // row by row: no division per element
+    for (int64_t p = b / g.Sp; p * g.Sp < e; ++p) {
+      const int64_t s0 = b > p * g.Sp ? b - p * g.Sp : 0, s1 = e - p * g.Sp < g.Sp ? e - p * g.Sp : g.Sp;
+      const S* row = xq + p * g.Q * g.Sp;
+      for (int64_t s = s0 + threadIdx.x; s < s1; s += kThreads) add(static_cast<double>(to_acc(row[s])));
+    }
+  } else {
+    for (int64_t j = b + threadIdx.x; j < e; j += kThreads)
+      add(static_cast<double>(to_acc(xq[(j / g.Sp) * g.Q * g.Sp + j % g.Sp])));
   }
   acc = block_sum(acc);
   if (threadIdx.x == 0) partials[q * g.splits + blockIdx.y] = acc;
@@ -99,7 +108,7 @@ __global__ void finalize_kernel(BnGeo g, const double* sum_partials, const doubl
     m = load_as_double(rmean, rdt, q);
     r = 1.0 / sqrt(load_as_double(rvar, rdt, q) + eps);
   } else {
-    const double n = static_cast<double>(g.P * g.S);
+    const double n = static_cast<double>(g.P * g.Sp);
     double s = 0, v = 0;
     for (int i = 0; i < g.splits; ++i) s += sum_partials[q * g.splits + i];
     for (int i = 0; i < g.splits; ++i) v += sq_partials[q * g.splits + i];
@@ -115,11 +124,11 @@ __global__ void finalize_kernel(BnGeo g, const double* sum_partials, const doubl
   coef[3 * q + 2] = bc;
 }
 
-template <class S>
-__global__ void normalize_kernel(const S* x, S* y, const acc_t<S>* coef, int64_t total, int64_t Q, int64_t S_) {
+// I: uint32_t when the element count fits (its divisions are several times cheaper), else int64_t.
+template <class S, class I>
+__global__ void normalize_kernel(const S* x, S* y, const acc_t<S>* coef, I total, I Q, I S_) {
   using C = acc_t<S>;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
     const int64_t q = (i / S_) % Q;
     const C* c = coef + 3 * q;
     y[i] = from_acc<S>((to_acc(x[i]) - c[0]) * c[1] + c[2]);
@@ -181,9 +190,15 @@ void batch_norm_kernel(const TensorList& in, const TensorList& out, const Attrs&
     else finalize(static_cast<float*>(mean.data_ptr()), static_cast<float*>(rstd.data_ptr()));
     check_launch("batch_norm (statistics)");
     if (y.numel() > 0) {
-      normalize_kernel<S><<<grid_for(y.numel(), kThreads), kThreads, 0, st>>>(
-          static_cast<const S*>(x.data_ptr()), static_cast<S*>(y.data_ptr()), static_cast<const C*>(coef.data_ptr()),
-          y.numel(), L.Q, L.S);
+      auto normalize = [&](auto index) {
+        using I = decltype(index);
+        normalize_kernel<S, I><<<grid_for(y.numel(), kThreads), kThreads, 0, st>>>(
+            static_cast<const S*>(x.data_ptr()), static_cast<S*>(y.data_ptr()), static_cast<const C*>(coef.data_ptr()),
+            static_cast<I>(y.numel()), static_cast<I>(L.Q), static_cast<I>(L.S));
+      };
+      // 32-bit indices while i + the grid stride cannot wrap.
+      if (y.numel() < (int64_t{1} << 31)) normalize(uint32_t{});
+      else normalize(int64_t{});
       check_launch("batch_norm (normalize)");
     }
   });

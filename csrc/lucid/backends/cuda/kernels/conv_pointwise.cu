@@ -12,11 +12,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class S, FusedActivation Act>
-__global__ void epilogue_kernel(S* y, const S* bias, const S* res, int64_t total, int64_t C, int64_t S_, bool res_first) {
+// I: uint32_t when the element count fits (its divisions are several times cheaper), else int64_t.
+template <class S, FusedActivation Act, class I>
+__global__ void epilogue_kernel(S* y, const S* bias, const S* res, I total, I C, I S_, bool res_first) {
   using A = acc_t<S>;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
     A v = to_acc(y[i]);
     if (bias) v += to_acc(bias[(i / S_) % C]);
     if (res && res_first) v += to_acc(res[i]);
@@ -67,19 +67,26 @@ void conv_epilogue(DType t, void* y, const void* bias, const void* residual, int
                    FusedActivation act, bool residual_first, cudaStream_t stream) {
   const int64_t total = N * C * S;
   if (total == 0 || (!bias && !residual && act == FusedActivation::None)) return;
+  const bool narrow = total < (int64_t{1} << 31);  // 32-bit indices while i + the grid stride cannot wrap
   with_float_storage(t, "conv epilogue", [&](auto tag) {
     using St = decltype(tag);
-    auto launch = [&](auto kernel) {
+    auto launch = [&](auto kernel, auto index) {
+      using I = decltype(index);
       kernel<<<grid_for(total, kThreads), kThreads, 0, stream>>>(static_cast<St*>(y), static_cast<const St*>(bias),
-                                                                 static_cast<const St*>(residual), total, C, S,
-                                                                 residual_first);
+                                                                 static_cast<const St*>(residual), static_cast<I>(total),
+                                                                 static_cast<I>(C), static_cast<I>(S), residual_first);
     };
-    switch (act) {
-      case FusedActivation::None: launch(epilogue_kernel<St, FusedActivation::None>); break;
-      case FusedActivation::Relu: launch(epilogue_kernel<St, FusedActivation::Relu>); break;
-      case FusedActivation::Gelu: launch(epilogue_kernel<St, FusedActivation::Gelu>); break;
-      case FusedActivation::GeluTanh: launch(epilogue_kernel<St, FusedActivation::GeluTanh>); break;
-    }
+    auto with_act = [&](auto index) {
+      using I = decltype(index);
+      switch (act) {
+        case FusedActivation::None: launch(epilogue_kernel<St, FusedActivation::None, I>, index); break;
+        case FusedActivation::Relu: launch(epilogue_kernel<St, FusedActivation::Relu, I>, index); break;
+        case FusedActivation::Gelu: launch(epilogue_kernel<St, FusedActivation::Gelu, I>, index); break;
+        case FusedActivation::GeluTanh: launch(epilogue_kernel<St, FusedActivation::GeluTanh, I>, index); break;
+      }
+    };
+    if (narrow) with_act(uint32_t{});
+    else with_act(int64_t{});
   });
   check_launch("conv_epilogue");
 }
