@@ -365,3 +365,17 @@ def test_batch_norm_module_train_and_backward():
     lm.eval()
     tm.eval()
     close(lm(lx), tm(tx), 1e-5)
+
+
+def test_conv_batch_over_2_31_elements_runs_in_chunks():
+    # x has 130 * 64 * 512 * 512 > 2^31 elements (8.7 GB of float32): cuDNN runs in chunks of whole
+    # images. Image n holds the value n, so a chunk read at a wrong offset shows in y and in dw.
+    N, C, H = 130, 64, 512
+    x = lucid.arange(N, device="cuda").to(lucid.float32).reshape(N, 1, 1, 1).expand(N, C, H, H).contiguous()
+    w = lucid.ones((2, C, 1, 1), device="cuda").requires_grad_(True)
+    y = F.conv2d(x, w)
+    for n in (0, 1, 64, 65, N - 1):
+        assert np.all(y[n].cpu().numpy() == n * C), n
+    y.sum().backward()
+    want = H * H * N * (N - 1) / 2  # dw[k, c] = sum over n, h, w of x
+    np.testing.assert_allclose(w.grad.cpu().numpy(), np.full((2, C, 1, 1), want), rtol=1e-5)

@@ -14,7 +14,8 @@
 // (padding='same' with an even kernel extent) is split as torch does: its symmetric part goes to
 // cuDNN, the rest is explicit zero padding of the input (forward, backward filter) or a crop of
 // the padded input gradient (backward data). Empty operands give zeros (or the bias) without a
-// cuDNN call, as the CPU kernels.
+// cuDNN call, as the CPU kernels. A batch of 2^31 or more activation elements runs in chunks of
+// whole images (cuDNN's engines index in 32 bits).
 #include <algorithm>
 #include <array>
 
@@ -50,6 +51,16 @@ std::array<int64_t, 2> lift(const IntList& v, int64_t one) {
   return {v[0], v[1]};
 }
 
+// acc += t (same shape, contiguous), through the epilogue's residual add.
+void add_into(const Tensor& acc, const Tensor& t) {
+  conv_epilogue(acc.dtype(), acc.data_ptr(), nullptr, t.data_ptr(), 1, 1, acc.numel(), FusedActivation::None, false,
+                current_stream(acc.device()));
+}
+
+// cuDNN's engines index with 32 bits, as torch assumes: a batch whose activations reach 2^31
+// elements runs as chunks of whole images (a backward filter sums the chunks' gradients).
+constexpr int64_t kMaxCudnnElems = (int64_t{1} << 31) - 1;
+
 // x: the activation side, w: the filter, y: the output side (see cudnn_conv_graph.h), all
 // NCHW-contiguous; o's padding symmetric.
 void cudnn_conv(ConvDirection dir, const char* op, const Tensor& x, const Tensor& w, const Tensor& y,
@@ -71,7 +82,23 @@ void cudnn_conv(ConvDirection dir, const char* op, const Tensor& x, const Tensor
   c.x = x.data_ptr();
   c.w = w.data_ptr();
   c.y = y.data_ptr();
-  run_cudnn_conv(c);
+  const int64_t N = c.x_dim[0], per_image = std::max(c.x_stride[0], c.y_stride[0]);
+  if (N * per_image <= kMaxCudnnElems || N == 1) {
+    run_cudnn_conv(c);
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(1, kMaxCudnnElems / per_image);
+  const size_t item = itemsize(y.dtype());
+  Tensor part = dir == ConvDirection::BackwardFilter ? Tensor::empty(w.shape(), w.dtype(), w.device()) : Tensor();
+  for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+    ConvCall p = c;
+    p.x_dim[0] = p.y_dim[0] = std::min(chunk, N - n0);
+    p.x = static_cast<char*>(c.x) + n0 * c.x_stride[0] * item;
+    p.y = static_cast<char*>(c.y) + n0 * c.y_stride[0] * item;
+    if (part.defined() && n0 > 0) p.w = part.data_ptr();
+    run_cudnn_conv(p);
+    if (part.defined() && n0 > 0) add_into(w, part);
+  }
 }
 
 void zero(const Tensor& t) {
