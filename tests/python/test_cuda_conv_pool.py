@@ -378,4 +378,4 @@ def test_conv_batch_over_2_31_elements_runs_in_chunks():
         assert np.all(y[n].cpu().numpy() == n * C), n
     y.sum().backward()
     want = H * H * N * (N - 1) / 2  # dw[k, c] = sum over n, h, w of x
-    np.testing.assert_allclose(w.grad.cpu().numpy(), np.full((2, C, 1, 1), want), rtol=1e-5)
+    np.testing.assert_allclose(w.grad.cpu().numpy(), np.full((2, C, 1, 1), want), rtol=1e-3)  # 34M-term float32 sums
