@@ -119,14 +119,15 @@ std::string describe(const ConvCall& c, const Flags& f) {
              " on ", c.device.str(), f.deterministic ? ", deterministic" : "", f.tf32 ? "" : ", allow_tf32=False");
 }
 
-// A failed frontend step: NotImplementedError when no engine takes the graph (a configuration
-// cuDNN does not support), lucid::Error otherwise.
+// A failed frontend step: NotImplementedError when no engine takes the graph or cuDNN says
+// CUDNN_STATUS_NOT_SUPPORTED (a configuration cuDNN does not support), lucid::Error otherwise.
 void check_fe(fe::error_t status, const char* step, const ConvCall& c, const Flags& f) {
   if (status.is_good()) return;
   const auto code = status.get_code();
-  const std::string what = str(c.op, ": cuDNN ", step, " failed for the ", describe(c, f), ": ", status.get_message());
+  const std::string msg = status.get_message();
+  const std::string what = str(c.op, ": cuDNN ", step, " failed for the ", describe(c, f), ": ", msg);
   if (code == fe::error_code_t::GRAPH_NOT_SUPPORTED || code == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED ||
-      code == fe::error_code_t::HEURISTIC_QUERY_FAILED)
+      code == fe::error_code_t::HEURISTIC_QUERY_FAILED || msg.find("NOT_SUPPORTED") != std::string::npos)
     throw NotImplementedError(what);
   throw Error(what);
 }
