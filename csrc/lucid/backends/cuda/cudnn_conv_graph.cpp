@@ -209,8 +209,7 @@ std::shared_ptr<const Plan> build(const ConvCall& c, const Flags& f, cudnnHandle
   check_fe(g->build_plans(f.benchmark ? fe::BuildPlanPolicy_t::ALL : fe::BuildPlanPolicy_t::HEURISTICS_CHOICE),
            "plan build", c, f);
   if (f.benchmark) {
-    int64_t ws = 0;
-    ws = g->get_autotune_workspace_size();
+    const int64_t ws = g->get_autotune_workspace_size();
     Tensor scratch = ws > 0 ? Tensor::empty({ws}, DType::UInt8, c.device) : Tensor();
     auto pack = variant_pack(c);
     check_fe(g->autotune(handle, pack, ws > 0 ? scratch.data_ptr() : nullptr), "autotune", c, f);
@@ -249,12 +248,6 @@ void run_cudnn_conv(const ConvCall& c) {
   Tensor workspace = plan->workspace > 0 ? Tensor::empty({plan->workspace}, DType::UInt8, c.device) : Tensor();
   auto pack = variant_pack(c);
   check_fe(plan->graph->execute(handle, pack, plan->workspace > 0 ? workspace.data_ptr() : nullptr), "execution", c, f);
-}
-
-size_t cudnn_conv_cache_size() {
-  PlanCache& pc = cache();
-  std::lock_guard<std::mutex> lock(pc.mu);
-  return pc.plans.size();
 }
 
 }  // namespace lucid::cuda

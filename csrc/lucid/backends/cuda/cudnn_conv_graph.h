@@ -48,7 +48,4 @@ struct ConvCall {
 // Runs `c` on the current stream of c.device (the caller holds a DeviceGuard for it).
 void run_cudnn_conv(const ConvCall& c);
 
-// Number of cached plans (tests read it).
-size_t cudnn_conv_cache_size();
-
 }  // namespace lucid::cuda
