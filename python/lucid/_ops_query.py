@@ -192,6 +192,7 @@ _matmul_precision = ["highest"]
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
     _deterministic.update(mode=builtins.bool(mode), warn_only=builtins.bool(warn_only))
+    _C._cudnn_set_flag("deterministic_algorithms", builtins.bool(mode))  # cuDNN then takes deterministic engines
 
 
 def are_deterministic_algorithms_enabled():

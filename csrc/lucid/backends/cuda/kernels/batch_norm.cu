@@ -1,0 +1,245 @@
+// CUDA kernels of BatchNorm and BatchNormUpdateStats (records in ops/nn_norm.cpp), computing what
+// the CPU's norm kernels (backends/cpu/kernels/norm.cpp) compute over the [P, Q, S] = [N, C,
+// spatial] view (ops/nn_layout.h):
+//   BatchNorm -> (y, mean, rstd)   training: per channel, mean = sum(x) / n, then
+//                                  var = sum((x - mean)^2) / n (two passes, in double), rstd =
+//                                  1 / sqrt(var + eps); eval: mean = running_mean, rstd =
+//                                  1 / sqrt(running_var + eps). y = (x - mean) * (rstd * w) + b in
+//                                  float (double for float64); mean/rstd are float32 (float64
+//                                  for float64 input); weight/bias/running stats of any floating
+//                                  dtype.
+//   BatchNormUpdateStats           running = (1 - momentum) * running + momentum * stat in double,
+//                                  stat the batch mean or the unbiased batch variance recovered
+//                                  from rstd: (1/rstd^2 - eps) * n/(n-1); in place on a strided
+//                                  1-D running stat.
+// Hand-written rather than cuDNN's batch-norm graph: lucid's op splits the running-stat update
+// into its own op (a tracer sees it as an in-place write), saves rstd, takes float64, and allows
+// parameters of another dtype than x; the reductions here are deterministic (fixed partition,
+// fixed order), each channel's elements split over enough blocks to fill the GPU.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+
+#include "lucid/backends/cuda/kernels/dnn_scalar.cuh"
+#include "lucid/backends/cuda/stream.h"
+#include "lucid/ops/nn_layout.h"
+#include "lucid/ops/op_def.h"
+
+namespace lucid::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Block-wide sum of one double per thread (kThreads threads); the result in thread 0.
+__device__ double block_sum(double v) {
+  __shared__ double part[kThreads / 32];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kThreads / 32 ? part[lane] : 0.0;
+    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  }
+  return v;
+}
+
+struct BnGeo {
+  int64_t P, Q, Sp;  // the [P, Q, S] view (Sp: spatial size)
+  int splits;  // blocks per channel
+};
+
+// The element range [b, e) of channel q's P*S elements that block `split` reduces.
+__device__ __forceinline__ void split_range(const BnGeo& g, int split, int64_t& b, int64_t& e) {
+  const int64_t n = g.P * g.Sp, per = (n + g.splits - 1) / g.splits;
+  b = split * per;
+  e = b + per < n ? b + per : n;
+}
+
+// Partial sums (mean_partials null) or partial squared deviations from channel q's mean (summed
+// from the first pass's partials, mean_partials, in a fixed order) of channel q = blockIdx.x, one per block
+// (split blockIdx.y of the channel's elements).
+template <class S>
+__global__ void partial_kernel(const S* x, BnGeo g, const double* mean_partials, double* partials) {
+  const int64_t q = blockIdx.x;
+  double m = 0;
+  if (mean_partials) {
+    for (int i = 0; i < g.splits; ++i) m += mean_partials[q * g.splits + i];
+    m /= static_cast<double>(g.P * g.Sp);
+  }
+  int64_t b, e;
+  split_range(g, blockIdx.y, b, e);
+  const S* xq = x + q * g.Sp;  // row p of channel q starts at xq + p * Q * S
+  double acc = 0;
+  auto add = [&](double v) {
+    if (mean_partials) {
+      const double d = v - m;
+      acc += d * d;
+    } else {
+      acc += v;
+    }
+  };
+  if (g.Sp >= 64) {  // row by row: no division per element
+    for (int64_t p = b / g.Sp; p * g.Sp < e; ++p) {
+      const int64_t s0 = b > p * g.Sp ? b - p * g.Sp : 0, s1 = e - p * g.Sp < g.Sp ? e - p * g.Sp : g.Sp;
+      const S* row = xq + p * g.Q * g.Sp;
+      for (int64_t s = s0 + threadIdx.x; s < s1; s += kThreads) add(static_cast<double>(to_acc(row[s])));
+    }
+  } else {
+    for (int64_t j = b + threadIdx.x; j < e; j += kThreads)
+      add(static_cast<double>(to_acc(xq[(j / g.Sp) * g.Q * g.Sp + j % g.Sp])));
+  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) partials[q * g.splits + blockIdx.y] = acc;
+}
+
+// Per channel: the statistics (from the partials, or from the running stats in eval) into
+// mean_out/rstd_out (SD: float or double), and the affine map y = (x - shift_mean) * scale + bias
+// as three compute-type values per channel in coef.
+template <class SD, class C>
+__global__ void finalize_kernel(BnGeo g, const double* sum_partials, const double* sq_partials, const void* rmean,
+                                const void* rvar, DType rdt, const void* w, DType wdt, const void* bias, DType bdt,
+                                double eps, SD* mean_out, SD* rstd_out, C* coef) {
+  const int64_t q = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (q >= g.Q) return;
+  double m, r;
+  if (rmean) {
+    m = load_as_double(rmean, rdt, q);
+    r = 1.0 / sqrt(load_as_double(rvar, rdt, q) + eps);
+  } else {
+    const double n = static_cast<double>(g.P * g.Sp);
+    double s = 0, v = 0;
+    for (int i = 0; i < g.splits; ++i) s += sum_partials[q * g.splits + i];
+    for (int i = 0; i < g.splits; ++i) v += sq_partials[q * g.splits + i];
+    m = s / n;
+    r = 1.0 / sqrt(v / n + eps);
+  }
+  mean_out[q] = static_cast<SD>(m);
+  rstd_out[q] = static_cast<SD>(r);
+  const C wc = w ? static_cast<C>(load_as_double(w, wdt, q)) : C(1);
+  const C bc = bias ? static_cast<C>(load_as_double(bias, bdt, q)) : C(0);
+  coef[3 * q] = static_cast<C>(m);
+  coef[3 * q + 1] = static_cast<C>(r) * wc;
+  coef[3 * q + 2] = bc;
+}
+
+// I: uint32_t when the element count fits (its divisions are several times cheaper), else int64_t.
+template <class S, class I>
+__global__ void normalize_kernel(const S* x, S* y, const acc_t<S>* coef, I total, I Q, I S_) {
+  using C = acc_t<S>;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const int64_t q = (i / S_) % Q;
+    const C* c = coef + 3 * q;
+    y[i] = from_acc<S>((to_acc(x[i]) - c[0]) * c[1] + c[2]);
+  }
+}
+
+// Blocks per channel: enough blocks overall to fill the GPU (about 1024), each with at least 2048
+// elements to reduce.
+int bn_splits(int64_t Q, int64_t n) {
+  int64_t by_fill = (1024 + Q - 1) / Q, by_work = (n + 2047) / 2048;
+  int64_t s = by_fill < by_work ? by_fill : by_work;
+  return static_cast<int>(s < 1 ? 1 : (s > 1024 ? 1024 : s));
+}
+
+Tensor contig(const Tensor& t) { return t.defined() ? t.contiguous_data() : t; }
+const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+DType dtype_or(const Tensor& t) { return t.defined() ? t.dtype() : DType::Float32; }
+
+void batch_norm_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  const Tensor &y = out[0], &mean = out[1], &rstd = out[2];
+  const nnutil::NormLayout L = nnutil::make_norm_layout(nnutil::kBatch, in[0].shape(), 0);
+  if (L.Q == 0) return;
+  DeviceGuard guard(y.device());
+  cudaStream_t st = current_stream(y.device());
+  const bool training = a.b("training");
+  const double eps = a.f("eps");
+  const Tensor x = in[0].contiguous_data();
+  const Tensor rm = training ? Tensor() : contig(in[1]), rv = training ? Tensor() : contig(in[2]);
+  // Running stats share one dtype in every caller; read each as its own anyway.
+  LUCID_CHECK(!rm.defined() || rm.dtype() == rv.dtype(), TypeError, "batch_norm: running_mean (",
+              dtype_name(rm.dtype()), ") and running_var (", dtype_name(rv.dtype()), ") differ in dtype");
+  const Tensor w = contig(in[3]), b = contig(in[4]);
+  BnGeo g{L.P, L.Q, L.S, training ? bn_splits(L.Q, L.P * L.S) : 1};
+  with_float_storage(x.dtype(), "batch_norm", [&](auto tag) {
+    using S = decltype(tag);
+    using C = acc_t<S>;
+    Tensor partials, coef = Tensor::empty({3 * L.Q}, std::is_same_v<C, double> ? DType::Float64 : DType::Float32,
+                                          y.device());
+    const double *sums = nullptr, *sqs = nullptr;
+    if (training) {
+      partials = Tensor::empty({2 * L.Q * g.splits}, DType::Float64, y.device());
+      double* ps = static_cast<double*>(partials.data_ptr());
+      const dim3 grid(static_cast<unsigned>(L.Q), static_cast<unsigned>(g.splits));
+      partial_kernel<S><<<grid, kThreads, 0, st>>>(static_cast<const S*>(x.data_ptr()), g, nullptr, ps);
+      check_launch("batch_norm (sums)");
+      partial_kernel<S><<<grid, kThreads, 0, st>>>(static_cast<const S*>(x.data_ptr()), g, ps, ps + L.Q * g.splits);
+      check_launch("batch_norm (squared deviations)");
+      sums = ps;
+      sqs = ps + L.Q * g.splits;
+    }
+    const unsigned qblocks = static_cast<unsigned>((L.Q + kThreads - 1) / kThreads);
+    auto finalize = [&](auto* mo, auto* ro) {
+      using SD = std::remove_pointer_t<decltype(mo)>;
+      finalize_kernel<SD, C><<<qblocks, kThreads, 0, st>>>(g, sums, sqs, ptr_or_null(rm), ptr_or_null(rv), dtype_or(rm),
+                                                           ptr_or_null(w), dtype_or(w), ptr_or_null(b), dtype_or(b), eps,
+                                                           mo, ro, static_cast<C*>(coef.data_ptr()));
+    };
+    if (mean.dtype() == DType::Float64) finalize(static_cast<double*>(mean.data_ptr()), static_cast<double*>(rstd.data_ptr()));
+    else finalize(static_cast<float*>(mean.data_ptr()), static_cast<float*>(rstd.data_ptr()));
+    check_launch("batch_norm (statistics)");
+    if (y.numel() > 0) {
+      auto normalize = [&](auto index) {
+        using I = decltype(index);
+        normalize_kernel<S, I><<<grid_for(y.numel(), kThreads), kThreads, 0, st>>>(
+            static_cast<const S*>(x.data_ptr()), static_cast<S*>(y.data_ptr()), static_cast<const C*>(coef.data_ptr()),
+            static_cast<I>(y.numel()), static_cast<I>(L.Q), static_cast<I>(L.S));
+      };
+      // 32-bit indices while i + the grid stride cannot wrap.
+      if (y.numel() < (int64_t{1} << 31)) normalize(uint32_t{});
+      else normalize(int64_t{});
+      check_launch("batch_norm (normalize)");
+    }
+  });
+}
+
+__global__ void update_stats_kernel(const void* run, DType rdt, int64_t rstride, const void* stat, DType sdt,
+                                    int64_t sstride, void* out, DType odt, int64_t ostride, int64_t n, double mom,
+                                    double eps, double count, bool var) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double s = load_as_double(stat, sdt, i * sstride);
+    if (var) s = (1.0 / (s * s) - eps) * (count > 1 ? count / (count - 1) : 1.0);
+    store_from_double(out, odt, i * ostride, (1.0 - mom) * load_as_double(run, rdt, i * rstride) + mom * s);
+  }
+}
+
+// The element stride of t read as a flat vector: 1 when contiguous, its stride when 1-D.
+int64_t flat_stride(const Tensor& t, const char* what) {
+  if (t.is_contiguous()) return 1;
+  LUCID_CHECK(t.ndim() == 1, NotImplementedError, "batch_norm: a non-contiguous ", t.ndim(), "-D ", what,
+              " is not supported on CUDA (running statistics are 1-D)");
+  return t.strides()[0];
+}
+
+void batch_norm_update_stats_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  const Tensor &run = in[0], &stat = in[1], &o = out[0];
+  if (o.numel() == 0) return;
+  DeviceGuard guard(o.device());
+  for (const Tensor* t : {&run, &stat, &o})
+    LUCID_CHECK(is_floating(t->dtype()), TypeError, "batch_norm: running stats expected a floating dtype, got ",
+                dtype_name(t->dtype()));
+  update_stats_kernel<<<grid_for(o.numel(), kThreads), kThreads, 0, current_stream(o.device())>>>(
+      run.data_ptr(), run.dtype(), flat_stride(run, "running statistic"), stat.data_ptr(), stat.dtype(),
+      flat_stride(stat, "batch statistic"), o.data_ptr(), o.dtype(), flat_stride(o, "running statistic"), o.numel(),
+      a.f("momentum"), a.f("eps"), static_cast<double>(a.i("n")), a.s("kind") == "var");
+  check_launch("batch_norm_update_stats");
+}
+
+}  // namespace
+
+LUCID_REGISTER_KERNEL(BatchNorm, CUDA, batch_norm_kernel);
+LUCID_REGISTER_KERNEL(BatchNormUpdateStats, CUDA, batch_norm_update_stats_kernel);
+
+}  // namespace lucid::cuda
