@@ -383,3 +383,27 @@ def test_empty_inputs_launch_nothing():
     same(g[:, gi], c[:, ci])
     cw, gw = pair(arr(5, 3))
     same(F.embedding(gi, gw), F.embedding(ci, cw))
+
+
+def _device_memory():
+    p = lucid.cuda.get_device_properties(0)
+    return p["total_memory"] if isinstance(p, dict) else p.total_memory
+
+
+@pytest.mark.skipif(not lucid.cuda.is_available() or _device_memory() < 16 * 2**30, reason="needs 16 GiB on the device")
+def test_int64_positions_and_offsets():
+    n = 2**31 + 64  # more elements than int32 positions cover
+    x = lucid.zeros(n, dtype=lucid.uint8, device="cuda")
+    far = lucid.tensor(np.array([n - 1, 2**31 + 3, 5])).to("cuda")
+    x[far] = lucid.tensor(np.array([7, 9, 11], np.uint8)).to("cuda")  # index_put at offsets past 2^31
+    np.testing.assert_array_equal(host(x[far]), [7, 9, 11])
+    np.testing.assert_array_equal(host(lucid.gather(x, 0, far)), [7, 9, 11])
+    v = x[2**31 + 3 - 2 * 2**30::2**30]  # 3 elements 2^30 apart: an int64 strided view
+    np.testing.assert_array_equal(host(lucid.flip(v, [0])), [9, 0, 0])
+    f = lucid.flip(x, [0])  # int64 positions
+    np.testing.assert_array_equal(host(f[:1]), [7])
+    np.testing.assert_array_equal(host(f[60:61]), [9])
+    np.testing.assert_array_equal(host(f[n - 6:n - 5]), [11])
+    del f
+    y = lucid.cat([x, x[:2]])
+    np.testing.assert_array_equal(host(y[n - 1:n + 2]), [7, 0, 0])
