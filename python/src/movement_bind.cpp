@@ -247,8 +247,6 @@ ParsedIndex parse_index(const Tensor& x, nb::handle index) {
         continue;
       }
       if (t.ndim() == 0) {  // a 0-d mask adds a dim of size 1 (true) or 0 (false)
-        LUCID_CHECK(t.device().is_cpu(), NotImplementedError, "index: a 0-dim mask on ", t.device().str(),
-                    " is not supported yet (it is read on the host)");
         bool v = t.dtype() == DType::Bool ? *t.data<bool>() : *t.data<uint8_t>() != 0;
         tokens.push_back(-1);
         add_adv(Tensor::empty({v ? 1 : 0}, DType::Int64));

@@ -280,9 +280,6 @@ const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, cons
 TensorList nonzero_indices(const Tensor& mask) {
   // The result's shape depends on the mask's data: a trace can't record it as a graph.
   if (TraceHook* h = current_trace_hook()) h->on_host_read(mask, "nonzero");
-  // Counted on the host: a device mask needs a device-to-host copy first (not yet built).
-  LUCID_CHECK(mask.device().is_cpu(), NotImplementedError, "nonzero: a boolean mask on ", mask.device().str(),
-              " is not supported yet (index with integer indices instead)");
   Tensor m = mask.contiguous_data();
   int64_t nd = m.ndim(), n = m.numel();
   LUCID_CHECK(m.dtype() == DType::Bool || m.dtype() == DType::UInt8, TypeError,
@@ -313,7 +310,6 @@ TensorList nonzero_indices(const Tensor& mask) {
 
 Tensor nonzero(const Tensor& x) {
   Tensor m = x.dtype() == DType::Bool ? x : cast(x, DType::Bool);
-  LUCID_CHECK(m.device().is_cpu(), NotImplementedError, "nonzero: a tensor on ", m.device().str(), " is not supported yet");
   if (m.ndim() == 0) return Tensor::empty({*m.data<bool>() ? 1 : 0, 0}, DType::Int64);
   TensorList idx = nonzero_indices(m);
   int64_t n = idx[0].numel(), nd = m.ndim();
