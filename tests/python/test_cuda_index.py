@@ -225,6 +225,17 @@ def test_index_gather_negative_broadcast_and_strided():
     np.testing.assert_array_equal(host(g[gi0, :, gi1]), torch.from_numpy(a)[torch.from_numpy(i0), :, torch.from_numpy(i1)].numpy())
 
 
+def test_boolean_mask_indexing():
+    # The mask's nonzero positions are counted on the host (ops/index_ops.cpp's nonzero_indices),
+    # then gathered / written on the device by IndexGather / IndexPut.
+    c, g = pair(arr(5, 6))
+    same(g[g > 0], c[c > 0])
+    x, y = g.clone(), c.clone()
+    x[x < 0] = 0.0
+    y[y < 0] = 0.0
+    same(x, y)
+
+
 @pytest.mark.parametrize("dtype", [lucid.float32, lucid.float16, lucid.bfloat16, lucid.int64, lucid.bool])
 def test_index_put_accumulate_with_duplicates(dtype):
     a = RNG.integers(0, 3, size=(6, 4)).astype(np.float32)
