@@ -3,15 +3,14 @@
 // checked on the device first (index_check.cuh; one stream synchronisation) and a bad one raises the
 // CPU's IndexError.
 //
-// The backward is deterministic and gives the CPU's bits: the (index, position) pairs are sorted by
-// index with CUB's stable radix sort, runs of equal indices found with CUB's run-length encode, and
-// each (run, column) sums its gradient rows in position order in the compute type (float for
-// 16-bit floats), exactly the CPU's order, then rounds once. Rows no index names stay zero, and
-// padding_idx's row is never written. A run of many repeats of one index is summed by one thread
-// per column (sequential in the run's length).
+// The backward is deterministic and gives the CPU's bits: keys index << 32 | position are sorted
+// with CUB's radix sort (so by index, then position), and the first key of each run of one index
+// sums, per column, the gradient rows of the run's positions in position order in the compute type
+// (float for 16-bit floats), exactly the CPU's order, then rounds once. Rows no index names stay
+// zero, and padding_idx's row is never written. A run of many repeats of one index is summed by one
+// thread per column (sequential in the run's length). One CUB sort of keys only (no run-length
+// encode or scan) keeps this file's compile time down.
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_run_length_encode.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include "lucid/backends/cuda/device_scalar.cuh"
 #include "lucid/backends/cuda/index_check.cuh"
@@ -65,29 +64,24 @@ void embedding_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   check_launch("embedding_kernel");
 }
 
-__global__ void iota_kernel(int64_t* p, int64_t n) {
-  LUCID_GRID_LOOP(int64_t, i, n) p[i] = i;
+// key[i] = index << 32 | position: sorting these keys orders by index, then by position (stable).
+__global__ void sort_key_kernel(uint64_t* key, const int64_t* idx, int64_t n) {
+  LUCID_GRID_LOOP(int64_t, i, n) key[i] = (static_cast<uint64_t>(idx[i]) << 32) | static_cast<uint64_t>(i);
 }
 
-// Thread (r, j) sums column j of the gradient rows of run r (positions pos[start[r] .. +count[r]),
-// in order) into row key[r] of the output; runs past *num_runs and padding_idx's run do nothing.
+// Thread (q, j): when sorted key q starts a run of one index k (and k is not padding_idx), sums
+// column j of the gradient rows of the run's positions, in position order, into row k.
 template <class T>
-__global__ void embedding_backward_kernel(T* out, const T* g, const int64_t* key, const int64_t* pos, const int64_t* start,
-                                          const int64_t* count, const int64_t* num_runs, int64_t n, int64_t D, int64_t pad) {
-  const int64_t runs = *num_runs;
-  LUCID_GRID_LOOP(int64_t, e, n) {
-    int64_t r = e / D, j = e - r * D;
-    if (r >= runs) continue;
-    int64_t k = key[r];
-    if (k == pad) continue;
+__global__ void embedding_backward_kernel(T* out, const T* g, const uint64_t* key, int64_t n, int64_t D, int64_t pad) {
+  LUCID_GRID_LOOP(int64_t, e, n * D) {
+    int64_t q = e / D, j = e - q * D;
+    const uint64_t k = key[q] >> 32;
+    if ((q > 0 && (key[q - 1] >> 32) == k) || static_cast<int64_t>(k) == pad) continue;
     dcompute_t<T> acc = 0;
-    for (int64_t q = start[r], end = start[r] + count[r]; q < end; ++q) acc += to_compute(g[pos[q] * D + j]);
-    out[k * D + j] = from_compute<T>(acc);
+    for (int64_t r = q; r < n && (key[r] >> 32) == k; ++r) acc += to_compute(g[static_cast<int64_t>(key[r] & 0xffffffffu) * D + j]);
+    out[static_cast<int64_t>(k) * D + j] = from_compute<T>(acc);
   }
 }
-
-// Scratch bytes on dev (freed at return, safe: the allocator is ordered on the stream).
-Tensor scratch(size_t bytes, const Device& dev) { return Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::UInt8, dev); }
 
 void embedding_backward_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Device dev = out[0].device();
@@ -98,52 +92,26 @@ void embedding_backward_fn(const TensorList& in, const TensorList& out, const At
   int64_t D = gr.shape().back(), n = idx.numel();
   zero(out[0]);
   if (n == 0 || D == 0) return;
+  LUCID_CHECK(n <= INT32_MAX && V <= INT32_MAX, ValueError,
+              "embedding_backward: more than 2^31 - 1 indices or embeddings on CUDA are not supported");
   cudaStream_t s = current_stream(dev);
-  Tensor pos_in = Tensor::empty({n}, DType::Int64, dev), keys = Tensor::empty({n}, DType::Int64, dev),
-         pos = Tensor::empty({n}, DType::Int64, dev);
-  iota_kernel<<<launch_grid(n), kThreads, 0, s>>>(pos_in.data<int64_t>(), n);
-  check_launch("iota_kernel");
-  int end_bit = 1;  // indices are in [0, V): sort only their significant bits
-  while (end_bit < 63 && (int64_t{1} << end_bit) < V) ++end_bit;
-  const int num = static_cast<int>(n);
-  LUCID_CHECK(n <= INT32_MAX, ValueError, "embedding_backward: more than 2^31 - 1 indices on CUDA are not supported");
+  Tensor keys_in = Tensor::empty({n}, DType::Int64, dev), keys = Tensor::empty({n}, DType::Int64, dev);
+  auto* kin = static_cast<uint64_t*>(keys_in.data_ptr());
+  auto* kout = static_cast<uint64_t*>(keys.data_ptr());
+  sort_key_kernel<<<launch_grid(n), kThreads, 0, s>>>(kin, idx.data<int64_t>(), n);
+  check_launch("sort_key_kernel");
+  int end_bit = 33;  // positions take the low 32 bits; indices in [0, V) only their significant bits
+  while (end_bit < 64 && (int64_t{1} << (end_bit - 32)) < V) ++end_bit;
   size_t bytes = 0;
-  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, bytes, idx.data<int64_t>(), keys.data<int64_t>(), pos_in.data<int64_t>(),
-                                             pos.data<int64_t>(), num, 0, end_bit, s),
-             "cub::DeviceRadixSort::SortPairs");
-  {
-    Tensor tmp = scratch(bytes, dev);
-    check_cuda(cub::DeviceRadixSort::SortPairs(tmp.data_ptr(), bytes, idx.data<int64_t>(), keys.data<int64_t>(),
-                                               pos_in.data<int64_t>(), pos.data<int64_t>(), num, 0, end_bit, s),
-               "cub::DeviceRadixSort::SortPairs");
-  }
-  Tensor uniq = Tensor::empty({n}, DType::Int64, dev), counts = Tensor::empty({n}, DType::Int64, dev),
-         starts = Tensor::empty({n}, DType::Int64, dev), nruns = Tensor::empty({1}, DType::Int64, dev);
-  bytes = 0;
-  check_cuda(cub::DeviceRunLengthEncode::Encode(nullptr, bytes, keys.data<int64_t>(), uniq.data<int64_t>(), counts.data<int64_t>(),
-                                                nruns.data<int64_t>(), num, s),
-             "cub::DeviceRunLengthEncode::Encode");
-  {
-    Tensor tmp = scratch(bytes, dev);
-    check_cuda(cub::DeviceRunLengthEncode::Encode(tmp.data_ptr(), bytes, keys.data<int64_t>(), uniq.data<int64_t>(),
-                                                  counts.data<int64_t>(), nruns.data<int64_t>(), num, s),
-               "cub::DeviceRunLengthEncode::Encode");
-  }
-  // Runs past num_runs hold garbage counts; their scan entries are never read.
-  bytes = 0;
-  check_cuda(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts.data<int64_t>(), starts.data<int64_t>(), num, s),
-             "cub::DeviceScan::ExclusiveSum");
-  {
-    Tensor tmp = scratch(bytes, dev);
-    check_cuda(cub::DeviceScan::ExclusiveSum(tmp.data_ptr(), bytes, counts.data<int64_t>(), starts.data<int64_t>(), num, s),
-               "cub::DeviceScan::ExclusiveSum");
-  }
-  const int64_t work = n * D;
+  check_cuda(cub::DeviceRadixSort::SortKeys(nullptr, bytes, kin, kout, static_cast<int>(n), 0, end_bit, s),
+             "cub::DeviceRadixSort::SortKeys");
+  Tensor tmp = Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::UInt8, dev);  // freed in stream order
+  check_cuda(cub::DeviceRadixSort::SortKeys(tmp.data_ptr(), bytes, kin, kout, static_cast<int>(n), 0, end_bit, s),
+             "cub::DeviceRadixSort::SortKeys");
   LUCID_DISPATCH_FLOATING(gr.dtype(), "embedding_backward", [&] {
     using T = DeviceT<scalar_t>;
-    embedding_backward_kernel<<<launch_grid(work), kThreads, 0, s>>>(
-        static_cast<T*>(out[0].data_ptr()), static_cast<const T*>(gr.data_ptr()), uniq.data<int64_t>(), pos.data<int64_t>(),
-        starts.data<int64_t>(), counts.data<int64_t>(), nruns.data<int64_t>(), work, D, pad);
+    embedding_backward_kernel<<<launch_grid(n * D), kThreads, 0, s>>>(static_cast<T*>(out[0].data_ptr()),
+                                                                       static_cast<const T*>(gr.data_ptr()), kout, n, D, pad);
   });
   check_launch("embedding_backward_kernel");
 }
