@@ -15,17 +15,6 @@ namespace lucid::cpu {
 
 namespace {
 
-// A view of x narrowed to [start, start + len) along dim (no autograd).
-Tensor narrow_view(const Tensor& x, int64_t dim, int64_t start, int64_t len) {
-  Shape s = x.shape();
-  s[dim] = len;
-  return Tensor::make_view(x, s, x.strides(), x.offset() + (len > 0 ? start * x.strides()[dim] : 0));
-}
-
-bool same_view(const Tensor& a, const Tensor& b) {
-  return a.same_storage(b) && a.offset() == b.offset() && a.strides() == b.strides() && a.shape() == b.shape();
-}
-
 // ---- Cat ----------------------------------------------------------------------------------
 void cat_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
@@ -127,18 +116,6 @@ void repeat_kernel(const TensorList& in, const TensorList& out, const Attrs& a) 
 }
 
 // ---- Pad / PadBackward --------------------------------------------------------------------
-// Source index of output position j in a dim of size n padded by l on the left.
-int64_t pad_source(const std::string& mode, int64_t j, int64_t n, int64_t l) {
-  int64_t i = j - l;
-  if (mode == "reflect") {
-    if (i < 0) i = -i;
-    if (i >= n) i = 2 * (n - 1) - i;
-    return i;
-  }
-  if (mode == "replicate") return std::clamp<int64_t>(i, 0, n - 1);
-  return ((i % n) + n) % n;  // circular
-}
-
 Tensor select_view(const Tensor& t, int64_t d, int64_t i) { return narrow_view(t, d, i, 1); }
 
 void pad_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {

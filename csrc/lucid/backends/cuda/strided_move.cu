@@ -1,0 +1,159 @@
+// Definitions of the strided copy, accumulation and fill of strided_move.h: one grid-stride kernel
+// each over the dims merged by strided_index.cuh (int32 positions when they fit). Copies and fills
+// move raw bits by item size (4 kernels for 9 dtypes); add_into computes per dtype.
+#include <cstring>
+
+#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/stream.h"
+#include "lucid/backends/cuda/strided_index.cuh"
+#include "lucid/backends/cuda/strided_move.h"
+#include "lucid/ops/op_def.h"
+
+namespace lucid::cuda {
+
+namespace {
+
+// Calls f(U{}) with U an unsigned integer type of the dtype's width.
+template <class F>
+void by_width(DType t, const F& f) {
+  switch (itemsize(t)) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
+// src's strides seen in dst's shape (right-aligned broadcast: missing and size-1 dims read stride 0).
+Strides broadcast_strides(const Tensor& src, const Shape& shape) {
+  Strides st(shape.size(), 0);
+  int64_t off = static_cast<int64_t>(shape.size()) - src.ndim();
+  LUCID_CHECK(off >= 0, ValueError, "cuda strided copy: source of shape ", shape_str(src.shape()),
+              " does not broadcast to ", shape_str(shape));
+  for (int64_t d = 0; d < src.ndim(); ++d) {
+    LUCID_CHECK(src.shape()[d] == shape[d + off] || src.shape()[d] == 1, ValueError, "cuda strided copy: source of shape ",
+                shape_str(src.shape()), " does not broadcast to ", shape_str(shape));
+    st[d + off] = src.shape()[d] == 1 ? 0 : src.strides()[d];
+  }
+  return st;
+}
+
+template <class U, class Index>
+__global__ void copy_kernel(U* dst, const U* src, StridedIndexer<2, Index> ix, Index n) {
+  LUCID_GRID_LOOP(Index, i, n) {
+    Index off[2];
+    ix.offsets(i, off);
+    dst[off[0]] = src[off[1]];
+  }
+}
+
+template <class T, class Index>
+__global__ void add_kernel(T* dst, const T* src, StridedIndexer<2, Index> ix, Index n) {
+  LUCID_GRID_LOOP(Index, i, n) {
+    Index off[2];
+    ix.offsets(i, off);
+    dst[off[0]] = add_values(dst[off[0]], src[off[1]]);
+  }
+}
+
+template <class U, class Index>
+__global__ void fill_kernel(U* dst, U value, StridedIndexer<1, Index> ix, Index n) {
+  LUCID_GRID_LOOP(Index, i, n) {
+    Index off[1];
+    ix.offsets(i, off);
+    dst[off[0]] = value;
+  }
+}
+
+// Launches kernel<Index> over dst's positions with the merged geometry of N operands.
+template <int N, class Launch>
+void launch_strided(const Shape& shape, const std::array<const Strides*, N>& st, const Launch& launch) {
+  int64_t n = numel_of(shape);
+  MergedDims<N> m = merge_dims<N>(shape, st);
+  if (fits_int32(m, n)) launch(make_indexer<N, int32_t>(m), static_cast<int32_t>(n));
+  else launch(make_indexer<N, int64_t>(m), n);
+}
+
+}  // namespace
+
+void strided_copy(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  const Device dev = dst.device();
+  DeviceGuard g(dev);
+  Strides sst = broadcast_strides(src, dst.shape());
+  if (dst.dtype() != src.dtype()) {
+    KernelFn copy = op_def(OpId::Copy).kernel(DeviceType::CUDA);
+    LUCID_CHECK(copy, NotImplementedError, "copy: the converting copy is not implemented on ", dev.str());
+    copy({Tensor::make_view(src, dst.shape(), sst, src.offset())}, {dst}, {{"dtype", dst.dtype()}});
+    return;
+  }
+  cudaStream_t s = current_stream(dev);
+  const size_t isz = itemsize(dst.dtype());
+  MergedDims<2> m = merge_dims<2>(dst.shape(), {&dst.strides(), &sst});
+  if (m.ndim <= 1 && (m.ndim == 0 || (m.strides[0][0] == 1 && m.strides[1][0] == 1))) {
+    check_cuda(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.numel() * isz, cudaMemcpyDeviceToDevice, s),
+               "cudaMemcpyAsync(strided copy)");
+    return;
+  }
+  by_width(dst.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
+      copy_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), ix, n);
+    });
+  });
+  check_launch("strided_copy");
+}
+
+void add_into(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  LUCID_CHECK(dst.dtype() == src.dtype(), TypeError, "cuda add_into: dtypes differ");
+  const Device dev = dst.device();
+  DeviceGuard g(dev);
+  Strides sst = broadcast_strides(src, dst.shape());
+  cudaStream_t s = current_stream(dev);
+  LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
+    using T = DeviceT<scalar_t>;
+    launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
+      add_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
+    });
+  });
+  check_launch("add_into");
+}
+
+void fill(const Tensor& dst, double value) {
+  if (dst.numel() == 0) return;
+  const Device dev = dst.device();
+  DeviceGuard g(dev);
+  cudaStream_t s = current_stream(dev);
+  uint64_t bits = 0;  // the value converted on the host exactly as the CPU's fill, as raw bits
+  LUCID_DISPATCH_ALL(dst.dtype(), "fill", [&] {
+    scalar_t sv = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(value));
+    std::memcpy(&bits, &sv, sizeof sv);
+  });
+  by_width(dst.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    U v;
+    std::memcpy(&v, &bits, sizeof v);
+    launch_strided<1>(dst.shape(), {&dst.strides()}, [&](auto ix, auto n) {
+      fill_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), v, ix, n);
+    });
+  });
+  check_launch("fill");
+}
+
+void zero(const Tensor& dst) {
+  if (dst.numel() == 0) return;
+  LUCID_CHECK(dst.is_contiguous(), ValueError, "cuda zero: the destination must be contiguous");
+  DeviceGuard g(dst.device());
+  check_cuda(cudaMemsetAsync(dst.data_ptr(), 0, dst.numel() * itemsize(dst.dtype()), current_stream(dst.device())),
+             "cudaMemsetAsync(zero)");
+}
+
+Tensor contiguous(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
+  strided_copy(c, t);
+  return c;
+}
+
+}  // namespace lucid::cuda

@@ -1,0 +1,28 @@
+// Strided data movement on CUDA tensors, the device counterpart of backends/cpu/strided_copy.h: the
+// movement, indexing and embedding kernels build views (shape, strides, offset; the same geometry
+// as the CPU kernels, from ops/movement_util.h) and move data between them with these. All run on
+// the current stream of the tensors' device; nothing synchronises.
+#pragma once
+#include "lucid/core/tensor.h"
+
+namespace lucid::cuda {
+
+// dst = src, src broadcast to dst's shape. Same dtype: element moves by item size (any strides,
+// negative too; a plain cudaMemcpyAsync when both are dense in the same order); different dtypes:
+// the CUDA Copy kernel (the converting copy).
+void strided_copy(const Tensor& dst, const Tensor& src);
+
+// dst += src elementwise in the compute type (bool: or), src broadcast to dst, same dtype. dst
+// must not overlap itself (no stride-0 dim of size > 1).
+void add_into(const Tensor& dst, const Tensor& src);
+
+// Every element of dst (any strides) = value, converted to dst's dtype as the CPU's fill.
+void fill(const Tensor& dst, double value);
+
+// dst (contiguous) = 0.
+void zero(const Tensor& dst);
+
+// t itself when contiguous, else a contiguous copy on its device (same dtype).
+Tensor contiguous(const Tensor& t);
+
+}  // namespace lucid::cuda
