@@ -56,7 +56,7 @@ void uniform_kernel(const TensorList&, const TensorList& out, const Attrs& a) {
       using C = compute_t<scalar_t>;
       scalar_t* p = o.data<scalar_t>();
       for_draws(o.numel(), uniform_draws<scalar_t>(), attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-        p[i] = static_cast<scalar_t>(static_cast<C>(lo + span * unit_uniform<scalar_t>(dr)));
+        p[i] = static_cast<scalar_t>(static_cast<C>(affine_draw(lo, span, unit_uniform<scalar_t>(dr))));
       });
     });
   });
@@ -106,8 +106,8 @@ void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t 
       }
       for (int64_t q = 0; q < G; ++q) {
         int64_t j = g * G + q;
-        if (2 * j < n) p[2 * j] = static_cast<T>(static_cast<C>(mu + sd * zc[q]));
-        if (2 * j + 1 < n) p[2 * j + 1] = static_cast<T>(static_cast<C>(mu + sd * zs[q]));
+        if (2 * j < n) p[2 * j] = static_cast<T>(static_cast<C>(affine_draw(mu, sd, zc[q])));
+        if (2 * j + 1 < n) p[2 * j + 1] = static_cast<T>(static_cast<C>(affine_draw(mu, sd, zs[q])));
       }
     }
   });
