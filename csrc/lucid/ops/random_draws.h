@@ -11,7 +11,13 @@
 //   Normal (Box-Muller): pair j (elements 2j, 2j+1) is one unit of k = 4 draws for float64
 //     (u1 = 1 - unit_uniform<double>(d0, d1), u2 = unit_uniform<double>(d2, d3)) and k = 2 for
 //     the other float types (u1 = 1 - 24-bit uniform of d0, u2 = 24-bit uniform of d1, in
-//     float); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2).
+//     float); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2). In float, log(u1) and sincospi(2 u2)
+//     are evaluated in double and rounded to float: for each of the 2^24 possible u1 and u2 the
+//     exact value lies at least 21 double ulps from a float rounding midpoint (checked
+//     exhaustively), so any double log/sincospi within that error (SLEEF's, CUDA's) gives the
+//     same float, and the float result is the same on every backend; sqrt and the products
+//     are single float operations. Float64 uses each backend's double functions (a last-ulp
+//     difference is possible there).
 // Values are placed with affine_draw (an explicit fused multiply-add), so no backend's compiler
 // can contract or not contract `low + span * u` differently.
 #pragma once

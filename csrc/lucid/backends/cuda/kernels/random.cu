@@ -4,11 +4,10 @@
 // device-neutral rules as the CPU kernel (ops/random_draws.h), so element i only depends on
 // (seed, offset, i) and equals the CPU's:
 //   - Uniform, RandInt, Bernoulli, RandPerm, Multinomial with replacement: bit for bit;
-//   - Normal: the same draws, pairing and float/double operation order as the CPU, but the CPU's
-//     log and sincospi are SLEEF's (u10 / u05) and these are CUDA's: float32 (and 16-bit) take
-//     log and sincospi in double rounded to float, so they match wherever SLEEF's float results
-//     are correctly rounded (nearly always; otherwise a 1-2 ulp difference); float64 may differ
-//     in the last ulp or two;
+//   - Normal in float32 and the 16-bit types: bit for bit (log and sincospi in double rounded to
+//     float, which ops/random_draws.h shows gives the same float from CUDA's double functions as
+//     from SLEEF's; sqrt and products as single IEEE float operations); float64 uses CUDA's log
+//     and sincospi where the CPU uses SLEEF's, so a value may differ in its last ulp or two;
 //   - Multinomial without replacement ranks by w / Exp(1) with CUDA's log1p (<= 1 ulp from
 //     glibc's), which can only reorder two keys within an ulp of each other.
 // RandPerm sorts the same 64-bit keys with CUB's (stable) radix sort, ties in index order as the
