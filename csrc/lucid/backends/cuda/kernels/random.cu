@@ -323,7 +323,7 @@ void multinomial(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(dev);
   int64_t rows = a.i("rows"), cats = a.i("categories"), ns = a.i("num_samples");
   bool repl = a.b("replacement");
-  if (rows == 0 || cats == 0) return;
+  if (rows == 0) return;
   Tensor w = Tensor::empty(in[0].shape(), DType::Float64, dev);
   copy_values(w, in[0]);
   double* wp = w.data<double>();
