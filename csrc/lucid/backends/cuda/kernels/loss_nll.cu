@@ -274,10 +274,7 @@ CeArgs ce_args(const TensorList& in, const Attrs& attrs, Tensor& wk, Tensor& wsu
   if (c.w) {
     wsum = device_sum(in[0].device(), ArraySum{c.w}, c.L.C);
   } else {
-    wsum = Tensor::empty({1}, DType::Float64, in[0].device());
-    double v = static_cast<double>(c.L.C);
-    check_cuda(cudaMemcpyAsync(wsum.data_ptr(), &v, sizeof v, cudaMemcpyHostToDevice, current_stream(in[0].device())),
-               "cudaMemcpyAsync (cross_entropy)");
+    wsum = device_scalar<double>(in[0].device(), DType::Float64, static_cast<double>(c.L.C));
   }
   c.wsum = wsum.data<double>();
   return c;
@@ -313,9 +310,7 @@ void cross_entropy(const TensorList& in, const TensorList& out, const Attrs& att
     Tensor sum = device_sum(dev, ArraySum{loss.data<double>()}, rows);
     Tensor total;
     if (prob) {
-      total = Tensor::empty({1}, DType::Float64, dev);
-      double v = static_cast<double>(rows);
-      check_cuda(cudaMemcpyAsync(total.data_ptr(), &v, sizeof v, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (cross_entropy)");
+      total = device_scalar<double>(dev, DType::Float64, static_cast<double>(rows));
     } else {
       total = device_sum(dev, ArraySum{wt.data<double>()}, rows);
     }
@@ -398,9 +393,7 @@ void cross_entropy_backward(const TensorList& in, const TensorList& out, const A
   if (rows == 0 || a.L.C == 0) return;
   Tensor denom;
   if (prob) {
-    denom = Tensor::empty({1}, DType::Float64, dev);
-    double v = static_cast<double>(rows);
-    check_cuda(cudaMemcpyAsync(denom.data_ptr(), &v, sizeof v, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (cross_entropy)");
+    denom = device_scalar<double>(dev, DType::Float64, static_cast<double>(rows));
   } else {
     denom = device_sum(dev, TargetWeightAt{ti.data<int64_t>(), a.w, a.ignore}, rows);
   }

@@ -148,15 +148,24 @@ void with_contiguous_out(const Tensor& o, const F& fill) {
   copy_values(o, t);
 }
 
+template <class V>
+__global__ void set_scalar_kernel(V* p, V v) {
+  p[0] = v;
+}
+
+// A one-element tensor of dtype dt (V its C++ type) holding v, written by a kernel on the
+// device's stream (no host buffer, nothing waits).
+template <class V>
+Tensor device_scalar(const Device& dev, DType dt, V v) {
+  Tensor t = Tensor::empty({1}, dt, dev);
+  set_scalar_kernel<V><<<1, 1, 0, current_stream(dev)>>>(t.data<V>(), v);
+  check_launch("device scalar");
+  return t;
+}
+
 // A device int64 slot holding "no index yet" (INT64_MAX), for kernels that record the first
 // offending element with atomicMin (first_bad_index reads it back).
-inline Tensor bad_index_slot(const Device& dev) {
-  Tensor s = Tensor::empty({1}, DType::Int64, dev);
-  const int64_t none = INT64_MAX;
-  check_cuda(cudaMemcpyAsync(s.data_ptr(), &none, sizeof none, cudaMemcpyHostToDevice, current_stream(dev)),
-             "cudaMemcpyAsync (bad index slot)");
-  return s;
-}
+inline Tensor bad_index_slot(const Device& dev) { return device_scalar<int64_t>(dev, DType::Int64, INT64_MAX); }
 
 __device__ __forceinline__ void record_bad_index(int64_t* slot, int64_t i) {
   atomicMin(reinterpret_cast<unsigned long long*>(slot), static_cast<unsigned long long>(i));
