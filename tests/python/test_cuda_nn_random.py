@@ -215,6 +215,20 @@ def test_bce_out_of_range_raises_and_nan_propagates():
     assert np.isnan(host(empty))
 
 
+def test_losses_broadcast_target_and_strided_input_vs_cpu():
+    rng = np.random.default_rng(9)
+    x, t = rng.standard_normal((6, 5)), rng.standard_normal(6)
+    for name in ("mse_loss", "l1_loss", "huber_loss"):
+        out = {d: getattr(F, name)(lucid.tensor(x, device=d).t(), lucid.tensor(t, device=d), reduction="none")
+               for d in ("cpu", "cuda")}  # (5, 6) strided input, (6,) target broadcast
+        np.testing.assert_array_equal(host(out["cuda"]), host(out["cpu"]))
+    logits = rng.standard_normal((7, 4))
+    tgt = rng.integers(0, 7, 4)
+    out = {d: F.cross_entropy(lucid.tensor(logits, device=d).t(), lucid.tensor(tgt, device=d), reduction="none")
+           for d in ("cpu", "cuda")}  # non-contiguous (4, 7) logits
+    np.testing.assert_allclose(host(out["cuda"]), host(out["cpu"]), rtol=1e-13)
+
+
 CE_CASES = [
     dict(shape=(6, 5)), dict(shape=(6, 5), weight=True), dict(shape=(6, 5), ignore=2),
     dict(shape=(6, 5), smoothing=0.1, weight=True), dict(shape=(3, 4, 2, 3), ignore=1), dict(shape=(5,)),
