@@ -211,7 +211,7 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   // scores = scale q k^T
   gemm<C>(s, q.data<C>(), k.data<C>(), sc.data<C>(), B, L, S, E, E, E, S, L * E, S * E, L * S, false, true, scale);
   if (B * L * S > 0) {
-    softmax_rows_kernel<D><<<row_blocks(B * L), kThreads, 0, s>>>(sc.data<C>(), out[1].data<D>(), B * L, L, S,
+    softmax_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(sc.data<C>(), out[1].data<D>(), B * L, L, S,
                                                                   a.b("is_causal"), mask, drop, dscale);
     check_launch("scaled_dot_product_attention (softmax)");
   }
@@ -279,7 +279,7 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   gemm<C>(s, Pd.data<C>(), g.data<C>(), dv.data<C>(), B, S, Ev, L, S, Ev, Ev, L * S, L * Ev, S * Ev, true, false, C(1));
   // dS = P (dP m - rowsum(P dP m))
   if (B * L * S > 0) {
-    dscores_rows_kernel<D><<<row_blocks(B * L), kThreads, 0, s>>>(dP.data<C>(), P.data<C>(), out[3].data<D>(), B * L, S, drop,
+    dscores_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(dP.data<C>(), P.data<C>(), out[3].data<D>(), B * L, S, drop,
                                                                   dscale);
     check_launch("scaled_dot_product_attention_backward (dscores)");
   }

@@ -64,6 +64,13 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
 }
 
+// Threads of a one-block-per-row kernel over rows of `width` elements: a multiple of 32 (the
+// block reductions' warps), at most kThreads, so short rows do not idle most of a block.
+inline int row_threads(int64_t width) {
+  int64_t t = (width + 31) / 32 * 32;
+  return static_cast<int>(t < 32 ? 32 : (t > kThreads ? kThreads : t));
+}
+
 __device__ __forceinline__ int64_t global_index() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
