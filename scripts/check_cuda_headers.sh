@@ -3,7 +3,8 @@
 # elementwise functor table, csrc/lucid/ops/list/elementwise_functors.def, expanded over the scalar
 # functors of csrc/lucid/ops/scalar_functors.h into a __global__ kernel per row and dtype) and
 # tests/cuda/random_stream.cu (the Philox stream, core/philox.h, and the random ops' draw rules,
-# ops/random_draws.h) for sm_90 with -c only, so no GPU is needed. Every nvcc warning is an
+# ops/random_draws.h) and tests/cuda/pointwise_loss.cu (the pointwise losses' math,
+# ops/pointwise_loss_math.h) for sm_90 with -c only, so no GPU is needed. Every nvcc warning is an
 # error (a device-side call into a host-only function, constexpr ones included, is only a
 # warning by default), except #186 "pointless comparison of unsigned integer with zero": the same
 # generic code runs for uint8 on the CPU too. It also checks that the headers, compiled by the
@@ -17,7 +18,7 @@ CXX=${CXX:-c++}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-for tu in neutral_headers random_stream; do
+for tu in neutral_headers random_stream pointwise_loss; do
   "$NVCC" -arch=sm_90 -std=c++20 -Werror all-warnings -diag-suppress 186 -Icsrc \
     -c "tests/cuda/$tu.cu" -o "$TMP/$tu.o"
 done

@@ -19,10 +19,10 @@ __all__ = ["softmax", "log_softmax", "softmin", "dropout", "instance_norm", "kl_
 
 
 # ---- random keep-masks --------------------------------------------------------------------
-def _keep_mask(shape, p):
-    """Bool tensor of `shape`, True with probability 1 - p, from the engine's Philox generator
-    (lucid.rand; reproducible under lucid.manual_seed)."""
-    return lucid.rand(tuple(int(s) for s in shape)) >= p
+def _keep_mask(shape, p, device):
+    """Bool tensor of `shape` on `device`, True with probability 1 - p, from the engine's Philox
+    generator (lucid.rand; reproducible under lucid.manual_seed, the same mask on every device)."""
+    return lucid.rand(tuple(int(s) for s in shape), device=device) >= p
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    mask = _keep_mask(input.shape, p)
+    mask = _keep_mask(input.shape, p, input.device)
     if inplace:
         return _C._nn_dropout_(input, mask, float(p))
     return _C._nn_dropout(input, mask, float(p))
@@ -159,7 +159,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     dmask = None
     if dropout_p > 0.0:
         batch = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
-        dmask = _keep_mask(tuple(batch) + (query.shape[-2], key.shape[-2]), dropout_p)
+        dmask = _keep_mask(tuple(batch) + (query.shape[-2], key.shape[-2]), dropout_p, query.device)
     return _C._nn_sdpa(query, key, value, attn_mask, dmask, float(dropout_p), bool(is_causal), scale)
 
 
@@ -282,7 +282,7 @@ def _channel_dropout(input, p, training, inplace, batched_ndim, op):
         return input
     lead = 2 if input.ndim == batched_ndim else 1  # (N, C) or unbatched (C)
     shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
-    mask = _keep_mask(shape, p).expand(*input.shape)
+    mask = _keep_mask(shape, p, input.device).expand(*input.shape)
     if inplace:
         return _C._nn_dropout_(input, mask, float(p))
     return _C._nn_dropout(input, mask, float(p))
@@ -312,7 +312,7 @@ def _alpha_dropout(input, p, training, mask_shape, name):
         return input * 0.0
     alpha_p = -1.7580993408473766
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
-    keep = _keep_mask(mask_shape, p).to(input.dtype)
+    keep = _keep_mask(mask_shape, p, input.device).to(input.dtype)
     return (input * keep + alpha_p * (1.0 - keep)) * a + (-a * alpha_p * p)
 
 
@@ -322,7 +322,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    u = lucid.rand(*logits.shape, dtype=logits.dtype)
+    u = lucid.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
     gumbels = -(-(u.clamp_min(1e-20)).log()).clamp_min(1e-20).log()
     y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:

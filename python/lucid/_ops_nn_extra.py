@@ -31,7 +31,7 @@ def _rrelu_slope(input, lower, upper, training):
     if not training:
         neg = lucid.full_like(input, (lower + upper) / 2.0)
     else:
-        neg = lucid.rand(*input.shape, dtype=input.dtype) * (upper - lower) + lower
+        neg = lucid.rand(*input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
     return lucid.where(input.detach() >= 0, lucid.ones_like(neg), neg)
 
 

@@ -18,5 +18,6 @@ __global__ void draws_kernel(double* o, uint64_t seed, uint64_t offset, int64_t 
   int k = randint_draws(low, high);
   uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   o[i] = unit_uniform<double>(d) + unit_uniform<float>(d) + unit_uniform<Half>(d) + unit_uniform<BFloat16>(c.w) +
-         uniform_draws<float>() + uniform_draws<double>() + static_cast<double>(randint_offset(d, k, range));
+         uniform_draws<float>() + uniform_draws<double>() + static_cast<double>(randint_offset(d, k, range)) +
+         affine_draw(1.0, 2.0, o[i]);
 }

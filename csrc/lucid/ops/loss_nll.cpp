@@ -5,11 +5,13 @@
 // targets divides by the summed target weights; mean over probability targets divides by the
 // number of rows); the CPU kernels are in backends/cpu/kernels/loss_nll.cpp. Target indices are
 // validated up front: an out-of-range index raises IndexError naming the op, index and classes.
-#include <algorithm>
 #include <vector>
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/creation.h"
+#include "lucid/ops/elementwise.h"
+#include "lucid/ops/movement.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_layout.h"
 #include "lucid/ops/nn_util.h"
@@ -72,44 +74,40 @@ Shape keep_class_dim(const Shape& s) {
   return r;
 }
 
-// Returns the 'mean' denominator (sum of target weights over non-ignored rows). Reads the targets
-// and class weights on the host.
-double class_consts(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore, double eps, Tensor& A,
-                    Tensor& B, const char* op) {
+// Returns the 'mean' denominator (sum of target weights over non-ignored rows) as a 0-d tensor.
+// Written with ops in float64 (the targets and weights stay on their device; the forward kernel
+// has already validated the targets), then cast to the input's dtype.
+Tensor class_consts(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore, double eps, Tensor& A,
+                    Tensor& B) {
   ClassLayout L = class_layout(x.shape());
-  Tensor t = nnutil::as_dtype(target, DType::Int64).contiguous_data();
-  const int64_t* tp = t.data<int64_t>();
-  nnutil::check_class_indices(tp, t.numel(), L.C, ignore, op);
-  std::vector<double> w;
-  if (weight.defined()) {
-    Tensor wd = nnutil::as_dtype(weight, DType::Float64).contiguous_data();
-    w.assign(wd.data<double>(), wd.data<double>() + wd.numel());
+  int64_t cd = class_dim(x);
+  Tensor t = nnutil::as_dtype(target, DType::Int64);
+  Tensor valid = nnutil::as_dtype(ne(t, scalar_tensor(ignore)), DType::Float64);
+  Tensor tc = where(ne(t, scalar_tensor(ignore)), t, zeros_like(t));  // ignored rows read class 0, weighted 0
+  Tensor wd = weight.defined() ? nnutil::as_dtype(weight, DType::Float64) : Tensor();
+  Tensor wt = wd.defined() ? mul(reshape(index_select(wd, 0, reshape(tc, {tc.numel()})), t.shape()), valid) : valid;
+  Tensor W = wd.defined() ? sum(wd) : full({}, static_cast<double>(L.C), DType::Float64);
+  double Cd = static_cast<double>(L.C);
+  Tensor wt_c = unsqueeze(wt, cd), valid_c = unsqueeze(valid, cd);  // the class dim kept as 1
+  A = add(mul_scalar(wt_c, 1.0 - eps), mul(mul_scalar(valid_c, eps / Cd), W));
+  Shape cls(x.ndim(), 1);
+  cls[cd] = L.C;
+  Tensor onehot = nnutil::as_dtype(eq(unsqueeze(tc, cd), reshape(arange(0, Cd, 1, DType::Int64), cls)), DType::Float64);
+  Tensor Bd = mul(onehot, mul_scalar(wt_c, 1.0 - eps));
+  if (eps > 0) {
+    Tensor wc = wd.defined() ? reshape(wd, cls) : full({}, 1.0, DType::Float64);
+    Bd = add(Bd, mul(mul_scalar(valid_c, eps / Cd), wc));
   }
-  Tensor Ad = Tensor::empty(keep_class_dim(x.shape()), DType::Float64), Bd = Tensor::empty(x.shape(), DType::Float64);
-  double* ap = Ad.data<double>();
-  double* bp = Bd.data<double>();
-  std::fill(bp, bp + Bd.numel(), 0.0);
-  double Cd = static_cast<double>(L.C), W = 0, denom = 0;
-  for (int64_t c = 0; c < L.C; ++c) W += w.empty() ? 1.0 : w[c];
-  for (int64_t r = 0; r < L.N * L.D; ++r) {
-    int64_t n = r / L.D, i = r % L.D, tc = tp[r];
-    if (tc == ignore) { ap[r] = 0; continue; }
-    double wt = w.empty() ? 1.0 : w[tc];
-    denom += wt;
-    ap[r] = (1.0 - eps) * wt + eps / Cd * W;
-    if (eps > 0)
-      for (int64_t c = 0; c < L.C; ++c) bp[(n * L.C + c) * L.D + i] = eps / Cd * (w.empty() ? 1.0 : w[c]);
-    bp[(n * L.C + tc) * L.D + i] += (1.0 - eps) * wt;
-  }
-  A = nnutil::as_dtype(Ad, x.dtype());
-  B = nnutil::as_dtype(Bd, x.dtype());
-  return denom;
+  A = nnutil::as_dtype(A, x.dtype());
+  B = nnutil::as_dtype(expand(Bd, x.shape()), x.dtype());
+  return sum(wt);
 }
 
-// The incoming gradient broadcast against the input: 'none' -> per row (class dim kept as 1).
-Tensor grad_scale(const Tensor& g, const Tensor& x, int64_t red, double denom) {
+// The incoming gradient broadcast against the input: 'none' -> per row (class dim kept as 1);
+// 'mean' divides by denom (a 0-d tensor).
+Tensor grad_scale(const Tensor& g, const Tensor& x, int64_t red, const Tensor& denom) {
   if (red == nnutil::kNone) return reshape(g, keep_class_dim(x.shape()));
-  return red == nnutil::kMean ? mul_scalar(g, 1.0 / denom) : g;
+  return red == nnutil::kMean ? div(g, nnutil::as_dtype(denom, g.dtype())) : g;
 }
 
 }  // namespace
@@ -130,7 +128,7 @@ LUCID_REGISTER_OP(NllLoss, "reduction:int, ignore_index:int", [] {
     if (!c.grads[0].defined() || !c.needs_grad[0]) return r;
     if (GradMode::is_enabled()) {
       Tensor A, B;
-      double denom = class_consts(c.inputs[0], c.inputs[1], c.inputs[2], c.attrs.i("ignore_index"), 0.0, A, B, "nll_loss");
+      Tensor denom = class_consts(c.inputs[0], c.inputs[1], c.inputs[2], c.attrs.i("ignore_index"), 0.0, A, B);
       r[0] = neg(mul(grad_scale(c.grads[0], c.inputs[0], c.attrs.i("reduction"), denom), B));
       return r;
     }
@@ -173,7 +171,7 @@ LUCID_REGISTER_OP(CrossEntropy, "reduction:int, ignore_index:int, label_smoothin
       Tensor p = softmax(x, cd);
       if (!is_floating(t.dtype())) {
         Tensor A, B;
-        double denom = class_consts(x, t, w, c.attrs.i("ignore_index"), eps, A, B, "cross_entropy");
+        Tensor denom = class_consts(x, t, w, c.attrs.i("ignore_index"), eps, A, B);
         if (c.needs_grad[0]) r[0] = mul(grad_scale(c.grads[0], x, red, denom), sub(mul(A, p), B));
         return r;
       }
@@ -186,7 +184,7 @@ LUCID_REGISTER_OP(CrossEntropy, "reduction:int, ignore_index:int, label_smoothin
         wb = reshape(w, ws);
       }
       Tensor wt = wb.defined() ? mul(tp, wb) : tp;
-      Tensor gs = grad_scale(c.grads[0], x, red, static_cast<double>(x.numel()) / C);
+      Tensor gs = grad_scale(c.grads[0], x, red, full({}, static_cast<double>(x.numel()) / C, DType::Float64));
       if (c.needs_grad[0]) r[0] = mul(gs, sub(mul(p, sum(wt, {cd}, true)), wt));
       if (c.needs_grad[1]) {
         Tensor lp = log_softmax(x, cd);

@@ -11,6 +11,9 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/linalg.h"
 #include "lucid/ops/core.h"
+#include "lucid/ops/creation.h"
+#include "lucid/ops/movement.h"
+#include "lucid/ops/reduce.h"
 #include "lucid/ops/nn.h"
 #include "lucid/ops/nn_util.h"
 
@@ -24,7 +27,7 @@ namespace {
 // a constant row mask, matching the forward's zeros).
 TensorList sdpa_vjp_with_ops(const VjpContext& c) {
   const Tensor &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &m = c.inputs[3], &dm = c.inputs[4];
-  int64_t B = q.shape()[0], L = q.shape()[1], S = k.shape()[1];
+  int64_t L = q.shape()[1], S = k.shape()[1];
   double scale = c.attrs.f("scale"), p = c.attrs.f("dropout_p");
   bool causal = c.attrs.b("is_causal");
   Tensor scores = mul_scalar(matmul(q, transpose(k, 1, 2)), scale);
@@ -32,22 +35,13 @@ TensorList sdpa_vjp_with_ops(const VjpContext& c) {
   Tensor P;
   bool bool_mask = m.defined() && m.dtype() == DType::Bool;
   if (causal || bool_mask) {
+    // keep (L, S) or (B, L, S) as 0/1 in float64, written with ops so the mask stays on its device.
     const double neg = q.dtype() == DType::Float16 ? -60000.0 : -1e30;
-    Tensor add_m = Tensor::empty({B, L, S}, DType::Float64), valid = Tensor::empty({B, L, 1}, DType::Float64);
-    Tensor mb = bool_mask ? m.contiguous_data() : Tensor();
-    double* ap = add_m.data<double>();
-    double* vp = valid.data<double>();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t l = 0; l < L; ++l) {
-        bool any = false;
-        for (int64_t s_ = 0; s_ < S; ++s_) {
-          int64_t i = (b * L + l) * S + s_;
-          bool keep = !(causal && s_ > l) && !(bool_mask && !mb.data<bool>()[i]);
-          ap[i] = keep ? 0.0 : neg;
-          any |= keep;
-        }
-        vp[b * L + l] = any ? 1.0 : 0.0;
-      }
+    Tensor keep = full({L, S}, 1.0, DType::Float64);
+    if (causal) keep = tril(keep);
+    if (bool_mask) keep = mul(keep, nnutil::as_dtype(m, DType::Float64));
+    Tensor add_m = mul_scalar(sub(full({}, 1.0, DType::Float64), keep), neg);  // 0 where kept, else neg
+    Tensor valid = amax(keep, {keep.ndim() - 1}, true);                                 // 0 for a fully masked row
     P = mul(softmax(add(scores, nnutil::as_dtype(add_m, q.dtype())), -1), nnutil::as_dtype(valid, q.dtype()));
   } else {
     P = softmax(scores, -1);

@@ -11,8 +11,17 @@
 //   Normal (Box-Muller): pair j (elements 2j, 2j+1) is one unit of k = 4 draws for float64
 //     (u1 = 1 - unit_uniform<double>(d0, d1), u2 = unit_uniform<double>(d2, d3)) and k = 2 for
 //     the other float types (u1 = 1 - 24-bit uniform of d0, u2 = 24-bit uniform of d1, in
-//     float); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2).
+//     float); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2). In float, log(u1) and sincospi(2 u2)
+//     are evaluated in double and rounded to float: for each of the 2^24 possible u1 and u2 the
+//     exact value lies at least 21 double ulps from a float rounding midpoint (checked
+//     exhaustively), so any double log/sincospi within that error (SLEEF's, CUDA's) gives the
+//     same float, and the float result is the same on every backend; sqrt and the products
+//     are single float operations. Float64 uses each backend's double functions (a last-ulp
+//     difference is possible there).
+// Values are placed with affine_draw (an explicit fused multiply-add), so no backend's compiler
+// can contract or not contract `low + span * u` differently.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -39,6 +48,9 @@ LUCID_HOST_DEVICE inline double unit_uniform(const uint32_t* d) {
     return static_cast<double>(d[0] >> 8) * 0x1.0p-24;
   }
 }
+
+// base + scale * v with one rounding: Uniform's low + (high - low) * u and Normal's mean + std * z.
+LUCID_HOST_DEVICE inline double affine_draw(double base, double scale, double v) { return std::fma(scale, v, base); }
 
 // Draws per element of Uniform.
 template <class T>

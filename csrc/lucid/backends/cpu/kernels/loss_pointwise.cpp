@@ -1,5 +1,6 @@
 // CPU kernels of the pointwise losses (op records in ops/loss_pointwise.cpp): one templated loop
-// computes every loss kind (ops/nn_layout.h) and one its gradients (first order, or the constant
+// computes every loss kind (ops/nn_layout.h; the per-element math is ops/pointwise_loss_math.h,
+// shared with the CUDA kernel) and one its gradients (first order, or the constant
 // second derivative of the difference losses for their double backward). Per element in double,
 // reduced ('none' | 'mean' | 'sum') with fixed chunking, so results do not depend on the thread
 // count.
@@ -11,6 +12,7 @@
 #include "lucid/core/parallel.h"
 #include "lucid/ops/nn_layout.h"
 #include "lucid/ops/op_def.h"
+#include "lucid/ops/pointwise_loss_math.h"
 
 namespace lucid::cpu {
 
@@ -23,78 +25,10 @@ using nnutil::kKlDiv;
 using nnutil::kL1;
 using nnutil::kMse;
 using nnutil::kSmoothL1;
+using nnutil::elem_grad;
+using nnutil::elem_grad2;
+using nnutil::elem_loss;
 using nnutil::pointwise_loss_name;
-
-inline double xlogy_self(double t) { return t == 0.0 ? 0.0 : t * std::log(t); }
-
-inline double sgn(double d) { return d > 0 ? 1.0 : (d < 0 ? -1.0 : 0.0); }
-inline double softplus_neg(double x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(-x, 0.0); }  // log(1+e^-x)
-
-// Loss of one element; w = weight (1 if none), pw = pos_weight (1 if none), beta = beta/delta.
-inline double elem_loss(int64_t kind, double x, double t, double w, double pw, double beta) {
-  double d = x - t;
-  switch (kind) {
-    case kMse: return d * d;
-    case kL1: return std::fabs(d);
-    case kSmoothL1: {
-      double a = std::fabs(d);
-      return (beta == 0.0 || a >= beta) ? a - 0.5 * beta : 0.5 * d * d / beta;
-    }
-    case kHuber: {
-      double a = std::fabs(d);
-      return a < beta ? 0.5 * d * d : beta * (a - 0.5 * beta);
-    }
-    case kBce:
-      return -w * (t * std::max(std::log(x), -100.0) + (1.0 - t) * std::max(std::log1p(-x), -100.0));
-    case kKlDiv:
-      return beta != 0.0 ? std::exp(t) * (t - x) : xlogy_self(t) - t * x;
-    default: {
-      double lw = 1.0 + (pw - 1.0) * t;
-      return w * ((1.0 - t) * x + lw * softplus_neg(x));
-    }
-  }
-}
-
-// d loss / d x and d loss / d t of one element.
-inline void elem_grad(int64_t kind, double x, double t, double w, double pw, double beta, double& gx, double& gt) {
-  double d = x - t;
-  switch (kind) {
-    case kMse: gx = 2.0 * d; gt = -gx; return;
-    case kL1: gx = sgn(d); gt = -gx; return;
-    case kSmoothL1: gx = (beta == 0.0 || std::fabs(d) >= beta) ? sgn(d) : d / beta; gt = -gx; return;
-    case kHuber: gx = std::fabs(d) < beta ? d : beta * sgn(d); gt = -gx; return;
-    case kBce:
-      gx = w * (x - t) / std::max((1.0 - x) * x, 1e-12);
-      gt = w * (std::max(std::log1p(-x), -100.0) - std::max(std::log(x), -100.0));
-      return;
-    case kKlDiv:
-      if (beta != 0.0) {
-        gx = -std::exp(t);
-        gt = std::exp(t) * (t - x + 1.0);
-      } else {
-        gx = -t;
-        gt = std::log(t) + 1.0 - x;
-      }
-      return;
-    default: {
-      double sig = 1.0 / (1.0 + std::exp(-x));
-      gx = w * ((1.0 + (pw - 1.0) * t) * sig - pw * t);
-      double logsig_pos = -softplus_neg(x), logsig_neg = -softplus_neg(-x);
-      gt = w * (logsig_neg - pw * logsig_pos);
-    }
-  }
-}
-
-// d2 loss / d x2 of the four difference losses (constant pieces; used by the double backward).
-inline double elem_grad2(int64_t kind, double x, double t, double beta) {
-  double a = std::fabs(x - t);
-  switch (kind) {
-    case kMse: return 2.0;
-    case kSmoothL1: return (beta > 0.0 && a < beta) ? 1.0 / beta : 0.0;
-    case kHuber: return a < beta ? 1.0 : 0.0;
-    default: return 0.0;
-  }
-}
 
 constexpr int64_t kChunk = 16384;
 

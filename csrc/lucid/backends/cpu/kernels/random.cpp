@@ -3,7 +3,8 @@
 // (backends/cpu/philox_vec.h) and are turned into values by the device-neutral rules of
 // ops/random_draws.h, so element i only depends on (seed, offset, i): results are the same for
 // any thread count, and the same as another backend's for the same attributes. Normal's
-// Box-Muller transform runs on SLEEF vectors.
+// Box-Muller transform runs on SLEEF vectors (float: log and sincospi in double, rounded to
+// float, as ops/random_draws.h says).
 #include <sleef.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ void uniform_kernel(const TensorList&, const TensorList& out, const Attrs& a) {
       using C = compute_t<scalar_t>;
       scalar_t* p = o.data<scalar_t>();
       for_draws(o.numel(), uniform_draws<scalar_t>(), attr_seed(a), attr_offset(a), [&](int64_t i, const uint32_t* dr) {
-        p[i] = static_cast<scalar_t>(static_cast<C>(lo + span * unit_uniform<scalar_t>(dr)));
+        p[i] = static_cast<scalar_t>(static_cast<C>(affine_draw(lo, span, unit_uniform<scalar_t>(dr))));
       });
     });
   });
@@ -64,7 +65,7 @@ void uniform_kernel(const TensorList&, const TensorList& out, const Attrs& a) {
 
 // ---- Normal (Box-Muller on pairs of uniforms) ----------------------------------------------------
 // Pair j (elements 2j, 2j+1) uses draws 2j, 2j+1 (4j..4j+3 for float64): u1 in (0, 1], u2 in
-// [0, 1); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2). Vectorised with SLEEF, 8 (4) pairs at a time.
+// [0, 1); z = sqrt(-2 log u1) * (cos, sin)(2 pi u2). Vectorised with SLEEF, 4 pairs at a time.
 template <class T>
 void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t offset) {
   using C = compute_t<T>;
@@ -96,18 +97,22 @@ void normal_fill(T* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t 
           u1[q] = 1.0f - static_cast<float>(w[2 * q] >> 8) * 0x1.0p-24f;
           u2[q] = static_cast<float>(w[2 * q + 1] >> 8) * 0x1.0p-24f;
         }
-        for (int h = 0; h < 16; h += 8) {
-          __m256 r = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), Sleef_logf8_u10(_mm256_load_ps(u1 + h))));
-          Sleef___m256_2 sc = Sleef_sincospif8_u05(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_load_ps(u2 + h)));
-          _mm256_store_ps(fs + h, _mm256_mul_ps(r, sc.x));
-          _mm256_store_ps(fc + h, _mm256_mul_ps(r, sc.y));
+        // log and sincospi in double, rounded to float: the correctly rounded float for every
+        // one of the 2^24 possible u1 and u2 (the double results lie >= 21 double ulps from a
+        // float rounding midpoint), so a device's double log/sincospi gives the same floats.
+        for (int h = 0; h < 16; h += 4) {
+          __m128 lg = _mm256_cvtpd_ps(Sleef_logd4_u10(_mm256_cvtps_pd(_mm_load_ps(u1 + h))));
+          __m128 r = _mm_sqrt_ps(_mm_mul_ps(_mm_set1_ps(-2.0f), lg));
+          Sleef___m256d_2 sc = Sleef_sincospid4_u05(_mm256_cvtps_pd(_mm_mul_ps(_mm_set1_ps(2.0f), _mm_load_ps(u2 + h))));
+          _mm_store_ps(fs + h, _mm_mul_ps(r, _mm256_cvtpd_ps(sc.x)));
+          _mm_store_ps(fc + h, _mm_mul_ps(r, _mm256_cvtpd_ps(sc.y)));
         }
         for (int q = 0; q < 16; ++q) { zs[q] = fs[q]; zc[q] = fc[q]; }
       }
       for (int64_t q = 0; q < G; ++q) {
         int64_t j = g * G + q;
-        if (2 * j < n) p[2 * j] = static_cast<T>(static_cast<C>(mu + sd * zc[q]));
-        if (2 * j + 1 < n) p[2 * j + 1] = static_cast<T>(static_cast<C>(mu + sd * zs[q]));
+        if (2 * j < n) p[2 * j] = static_cast<T>(static_cast<C>(affine_draw(mu, sd, zc[q])));
+        if (2 * j + 1 < n) p[2 * j + 1] = static_cast<T>(static_cast<C>(affine_draw(mu, sd, zs[q])));
       }
     }
   });

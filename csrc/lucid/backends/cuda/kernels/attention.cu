@@ -1,0 +1,310 @@
+// CUDA kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp):
+// the CPU kernel's math (backends/cpu/kernels/attention.cpp) in the compute type (float for
+// 16-bit and float32, double for float64), built from a small batched shared-memory-tiled GEMM
+// and row kernels:
+//   forward:  scores = scale q k^T; masked stable softmax per row (causal: s > l masked; bool
+//             mask: False masked; float mask added; a fully masked row gives zeros) -> the
+//             probabilities output; out = (P * dropout multiplier) v;
+//   backward: dP = g v^T; dv = (P m)^T g; dS = P (dP m - rowsum(P dP m)) -> the dscores output;
+//             dq = scale dS k; dk = scale dS^T q.
+// This is the correct, not the fast, path: the op record returns the full probabilities (B, L, S)
+// and SdpaBackward reads them, so a flash kernel (cuDNN's SDPA, which keeps only row statistics)
+// does not fit the record as it stands; it needs the record to save statistics instead.
+#include "lucid/backends/cuda/kernels/nn_device.cuh"
+#include "lucid/ops/op_def.h"
+
+namespace lucid::cuda {
+
+namespace {
+
+constexpr int kTile = 16;
+
+// Batched C[b] (M x N) = alpha * op(A[b]) (M x K) * op(B[b]) (K x N), row-major, leading
+// dimensions lda/ldb/ldc; op(A)(m, k) = ta ? A[k * lda + m] : A[m * lda + k], likewise B.
+template <class C>
+__global__ void gemm_kernel(const C* A, const C* B, C* Cm, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t lda,
+                            int64_t ldb, int64_t ldc, int64_t sa, int64_t sb, int64_t sc, bool ta, bool tb, C alpha) {
+  __shared__ C as[kTile][kTile + 1];
+  __shared__ C bs[kTile][kTile + 1];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t m = static_cast<int64_t>(blockIdx.y) * kTile + ty, n = static_cast<int64_t>(blockIdx.x) * kTile + tx;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const C* Ab = A + b * sa;
+    const C* Bb = B + b * sb;
+    C acc = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += kTile) {
+      int64_t ka = k0 + tx, kb = k0 + ty;
+      int64_t am = static_cast<int64_t>(blockIdx.y) * kTile + ty, bn = static_cast<int64_t>(blockIdx.x) * kTile + tx;
+      as[ty][tx] = (am < M && ka < K) ? (ta ? Ab[ka * lda + am] : Ab[am * lda + ka]) : C(0);
+      bs[ty][tx] = (kb < K && bn < N) ? (tb ? Bb[bn * ldb + kb] : Bb[kb * ldb + bn]) : C(0);
+      __syncthreads();
+      for (int kk = 0; kk < kTile; ++kk) acc += as[ty][kk] * bs[kk][tx];
+      __syncthreads();
+    }
+    if (m < M && n < N) Cm[b * sc + m * ldc + n] = alpha * acc;
+  }
+}
+
+template <class C>
+void gemm(cudaStream_t s, const C* A, const C* B, C* Cm, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t lda,
+          int64_t ldb, int64_t ldc, int64_t sa, int64_t sb, int64_t sc, bool ta, bool tb, C alpha) {
+  if (batch == 0 || M == 0 || N == 0) return;
+  dim3 block(kTile, kTile);
+  dim3 grid(static_cast<unsigned>((N + kTile - 1) / kTile), static_cast<unsigned>((M + kTile - 1) / kTile),
+            static_cast<unsigned>(batch < 65535 ? batch : 65535));
+  gemm_kernel<C><<<grid, block, 0, s>>>(A, B, Cm, batch, M, N, K, lda, ldb, ldc, sa, sb, sc, ta, tb, alpha);
+  check_launch("scaled_dot_product_attention (gemm)");
+}
+
+template <class D>
+__global__ void to_compute_kernel(dcomp_t<D>* o, const D* x, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = to_c(x[i]);
+}
+
+template <class D>
+__global__ void from_compute_kernel(D* o, const dcomp_t<D>* x, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = from_c<D>(x[i]);
+}
+
+// The tensor's values in the compute type C (a fresh contiguous buffer).
+template <class D>
+Tensor compute_copy(const Tensor& t, DType cdt, cudaStream_t s) {
+  Tensor c = t.contiguous_data(), o = Tensor::empty(t.shape(), cdt, t.device());
+  if (t.numel() == 0) return o;
+  to_compute_kernel<D><<<grid_for(t.numel()), kThreads, 0, s>>>(o.data<dcomp_t<D>>(), c.data<D>(), t.numel());
+  check_launch("scaled_dot_product_attention (load)");
+  return o;
+}
+
+template <class D>
+void store_from_compute(const Tensor& out, const Tensor& c, cudaStream_t s) {
+  if (out.numel() == 0) return;
+  from_compute_kernel<D><<<grid_for(out.numel()), kThreads, 0, s>>>(out.data<D>(), c.data<dcomp_t<D>>(), out.numel());
+  check_launch("scaled_dot_product_attention (store)");
+}
+
+// A mask operand: kind 0 none, 1 bool (keep?), 2 values of the input's dtype.
+template <class D>
+struct MaskView {
+  int kind = 0;
+  const bool* b = nullptr;
+  const D* f = nullptr;
+};
+
+template <class D>
+MaskView<D> mask_view(const Tensor& m, DType dt, Tensor& keep) {
+  MaskView<D> v;
+  if (!m.defined()) return v;
+  if (m.dtype() == DType::Bool) {
+    keep = m.contiguous_data();
+    v.kind = 1;
+    v.b = keep.data<bool>();
+  } else {
+    keep = contig_as(m, dt);
+    v.kind = 2;
+    v.f = keep.data<D>();
+  }
+  return v;
+}
+
+// Dropout multiplier of flat index i: keep / (1 - p), or 1 without dropout.
+template <class D>
+__device__ __forceinline__ dcomp_t<D> drop_mult(const MaskView<D>& drop, int64_t i, dcomp_t<D> dscale) {
+  using C = dcomp_t<D>;
+  if (drop.kind == 1) return drop.b[i] ? dscale : C(0);
+  if (drop.kind == 2) return to_c(drop.f[i]) * dscale;
+  return C(1);
+}
+
+template <class C>
+__device__ C block_reduce_max(C v, C* scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    C u = __shfl_down_sync(0xffffffffu, v, o);
+    v = u > v ? u : v;
+  }
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
+    scratch[0] = v;
+  }
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+__device__ double block_total(double v, double* scratch) {
+  v = block_sum(v, scratch);
+  if (threadIdx.x == 0) scratch[0] = v;
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+// One block per row (b, l) of the scores sc (in place): masked softmax; P (in D) to probs, and
+// P * dropout multiplier left in sc for the P v product.
+template <class D>
+__global__ void softmax_rows_kernel(dcomp_t<D>* sc, D* probs, int64_t rows, int64_t L, int64_t S, bool causal, MaskView<D> mask,
+                                    MaskView<D> drop, dcomp_t<D> dscale) {
+  using C = dcomp_t<D>;
+  __shared__ C cscratch[32];
+  __shared__ double dscratch[32];
+  const C ninf = -INFINITY;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t l = row % L;
+    C* s_ = sc + row * S;
+    int64_t lim = causal ? (S < l + 1 ? S : l + 1) : S;
+    C mx = ninf;
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+      C v = s_[s];
+      if (s >= lim) v = ninf;
+      else if (mask.kind == 1 && !mask.b[row * S + s]) v = ninf;
+      else if (mask.kind == 2) v += to_c(mask.f[row * S + s]);
+      s_[s] = v;
+      mx = v > mx ? v : mx;
+    }
+    mx = block_reduce_max(mx, cscratch);
+    D* prow = probs + row * S;
+    if (mx == ninf) {  // fully masked row: zeros, like PyTorch
+      for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+        s_[s] = C(0);
+        prow[s] = from_c<D>(C(0));
+      }
+      continue;
+    }
+    double sum = 0;
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+      C e;
+      if constexpr (std::is_same_v<C, float>) e = expf(s_[s] - mx);
+      else e = exp(s_[s] - mx);
+      s_[s] = e;
+      sum += static_cast<double>(e);
+    }
+    C inv = C(1) / static_cast<C>(block_total(sum, dscratch));
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+      C p = s_[s] * inv;
+      prow[s] = from_c<D>(p);
+      s_[s] = drop.kind ? p * drop_mult(drop, row * S + s, dscale) : p;
+    }
+  }
+}
+
+inline unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > (1 << 30) ? (1 << 30) : rows)); }
+
+template <class T>
+void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
+  using D = dev_t<T>;
+  using C = dcomp_t<D>;
+  const Device dev = out[0].device();
+  cudaStream_t s = current_stream(dev);
+  const DType dt = in[0].dtype(), cdt = std::is_same_v<C, double> ? DType::Float64 : DType::Float32;
+  int64_t B = in[0].shape()[0], L = in[0].shape()[1], E = in[0].shape()[2], S = in[1].shape()[1], Ev = in[2].shape()[2];
+  Tensor mk, dk;
+  MaskView<D> mask = mask_view<D>(in[3], dt, mk), drop = mask_view<D>(in[4], dt, dk);
+  const C scale = static_cast<C>(a.f("scale"));
+  const double p = a.f("dropout_p");
+  const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
+  Tensor q = compute_copy<D>(in[0], cdt, s), k = compute_copy<D>(in[1], cdt, s), v = compute_copy<D>(in[2], cdt, s);
+  Tensor sc = Tensor::empty({B, L, S}, cdt, dev), ob = Tensor::empty({B, L, Ev}, cdt, dev);
+  // scores = scale q k^T
+  gemm<C>(s, q.data<C>(), k.data<C>(), sc.data<C>(), B, L, S, E, E, E, S, L * E, S * E, L * S, false, true, scale);
+  if (B * L * S > 0) {
+    softmax_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(sc.data<C>(), out[1].data<D>(), B * L, L, S,
+                                                                  a.b("is_causal"), mask, drop, dscale);
+    check_launch("scaled_dot_product_attention (softmax)");
+  }
+  // out = P' v (S = 0 gives zeros through K = 0)
+  gemm<C>(s, sc.data<C>(), v.data<C>(), ob.data<C>(), B, L, Ev, S, S, Ev, Ev, L * S, S * Ev, L * Ev, false, false, C(1));
+  store_from_compute<D>(out[0], ob, s);
+}
+
+// One block per row of dP (in place): dP * m, then dS = P (dP m - rowsum(P dP m)) into dP and
+// the dscores output.
+template <class D>
+__global__ void dscores_rows_kernel(dcomp_t<D>* dP, const dcomp_t<D>* P, D* ds, int64_t rows, int64_t S, MaskView<D> drop,
+                                    dcomp_t<D> dscale) {
+  using C = dcomp_t<D>;
+  __shared__ double dscratch[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    C* dpr = dP + row * S;
+    const C* pr = P + row * S;
+    double r = 0;
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+      C d = dpr[s] * drop_mult(drop, row * S + s, dscale);
+      dpr[s] = d;
+      r += static_cast<double>(pr[s] * d);
+    }
+    C rc = static_cast<C>(block_total(r, dscratch));
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+      C v = pr[s] * (dpr[s] - rc);
+      dpr[s] = v;
+      ds[row * S + s] = from_c<D>(v);
+    }
+  }
+}
+
+// P * dropout multiplier, elementwise, in the compute type.
+template <class D>
+__global__ void dropped_probs_kernel(dcomp_t<D>* o, const dcomp_t<D>* P, int64_t n, MaskView<D> drop, dcomp_t<D> dscale) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = P[i] * drop_mult(drop, i, dscale);
+}
+
+// inputs (g, q, k, v, probs, dropout_mask) -> (dq, dk, dv, dscores)
+template <class T>
+void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
+  using D = dev_t<T>;
+  using C = dcomp_t<D>;
+  const Device dev = out[0].device();
+  cudaStream_t s = current_stream(dev);
+  const DType dt = in[1].dtype(), cdt = std::is_same_v<C, double> ? DType::Float64 : DType::Float32;
+  int64_t B = in[1].shape()[0], L = in[1].shape()[1], E = in[1].shape()[2], S = in[2].shape()[1], Ev = in[3].shape()[2];
+  Tensor dk_keep;
+  MaskView<D> drop = mask_view<D>(in[5], dt, dk_keep);
+  const C scale = static_cast<C>(a.f("scale"));
+  const double p = a.f("dropout_p");
+  const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
+  Tensor g = compute_copy<D>(contig_as(in[0], dt), cdt, s), q = compute_copy<D>(in[1], cdt, s),
+         k = compute_copy<D>(in[2], cdt, s), v = compute_copy<D>(in[3], cdt, s), P = compute_copy<D>(contig_as(in[4], dt), cdt, s);
+  Tensor dP = Tensor::empty({B, L, S}, cdt, dev), Pd = Tensor::empty({B, L, S}, cdt, dev);
+  Tensor dq = Tensor::empty({B, L, E}, cdt, dev), dkb = Tensor::empty({B, S, E}, cdt, dev), dv = Tensor::empty({B, S, Ev}, cdt, dev);
+  // dP = g v^T
+  gemm<C>(s, g.data<C>(), v.data<C>(), dP.data<C>(), B, L, S, Ev, Ev, Ev, S, L * Ev, S * Ev, L * S, false, true, C(1));
+  // dv = (P m)^T g
+  if (B * L * S > 0) {
+    dropped_probs_kernel<D><<<grid_for(B * L * S), kThreads, 0, s>>>(Pd.data<C>(), P.data<C>(), B * L * S, drop, dscale);
+    check_launch("scaled_dot_product_attention_backward (dropout)");
+  }
+  gemm<C>(s, Pd.data<C>(), g.data<C>(), dv.data<C>(), B, S, Ev, L, S, Ev, Ev, L * S, L * Ev, S * Ev, true, false, C(1));
+  // dS = P (dP m - rowsum(P dP m))
+  if (B * L * S > 0) {
+    dscores_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(dP.data<C>(), P.data<C>(), out[3].data<D>(), B * L, S, drop,
+                                                                  dscale);
+    check_launch("scaled_dot_product_attention_backward (dscores)");
+  }
+  // dq = scale dS k ; dk = scale dS^T q
+  gemm<C>(s, dP.data<C>(), k.data<C>(), dq.data<C>(), B, L, E, S, S, E, E, L * S, S * E, L * E, false, false, scale);
+  gemm<C>(s, dP.data<C>(), q.data<C>(), dkb.data<C>(), B, S, E, L, S, E, E, L * S, L * E, S * E, true, false, scale);
+  store_from_compute<D>(out[0], dq, s);
+  store_from_compute<D>(out[1], dkb, s);
+  store_from_compute<D>(out[2], dv, s);
+}
+
+void sdpa_forward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  DeviceGuard g(out[0].device());
+  if (out[0].numel() == 0 && out[1].numel() == 0) return;
+  LUCID_DISPATCH_FLOATING(in[0].dtype(), "scaled_dot_product_attention", [&] { sdpa_forward<scalar_t>(in, out, a); });
+}
+
+void sdpa_backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  DeviceGuard g(out[0].device());
+  LUCID_DISPATCH_FLOATING(in[1].dtype(), "scaled_dot_product_attention_backward", [&] { sdpa_backward<scalar_t>(in, out, a); });
+}
+
+}  // namespace
+
+LUCID_REGISTER_KERNEL(ScaledDotProductAttention, CUDA, sdpa_forward_kernel);
+LUCID_REGISTER_KERNEL(SdpaBackward, CUDA, sdpa_backward_kernel);
+
+}  // namespace lucid::cuda

@@ -1,0 +1,198 @@
+// Shared pieces of the CUDA kernels of the nn family (random ops, dropout, losses, attention in
+// backends/cuda/kernels/{random,dropout,loss_pointwise,loss_nll,attention}.cu):
+//   - device loads/stores of lucid's storage types: Half/BFloat16 are read and written from their
+//     bits with cuda_fp16/cuda_bf16 intrinsics (core/half.h converts with x86 intrinsics, host
+//     only), computed in float like the CPU's compute_t; round to nearest even as core/half.h;
+//   - launch geometry (grid-stride loops over int64 indices, so sizes above 2^31 work);
+//   - a deterministic block sum of doubles (fixed shape, so sums do not change run to run);
+//   - host helpers: a contiguous copy of an operand in a given dtype, a contiguous stand-in for a
+//     strided in-place destination, and the device-side "first bad element" check that lets a
+//     kernel raise the CPU kernel's error (one small device-to-host read, which synchronises).
+// A minimal stand-in for the ELEMENTWISE lane's cuda_dtype.cuh until that is on main.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "lucid/backends/cuda/stream.h"
+#include "lucid/core/dtype.h"
+#include "lucid/core/tensor.h"
+#include "lucid/dispatch/dispatch.h"
+
+namespace lucid::cuda {
+
+// ---- storage types ----------------------------------------------------------------------------
+// dev_t<T>: the device type stored for lucid's T (same size and bits).
+template <class T> struct dev_type { using type = T; };
+template <> struct dev_type<Half> { using type = __half; };
+template <> struct dev_type<BFloat16> { using type = __nv_bfloat16; };
+template <class T> using dev_t = typename dev_type<T>::type;
+
+// The compute type of a device storage type: float for the 16-bit floats.
+template <class D> struct dev_compute { using type = D; };
+template <> struct dev_compute<__half> { using type = float; };
+template <> struct dev_compute<__nv_bfloat16> { using type = float; };
+template <class D> using dcomp_t = typename dev_compute<D>::type;
+
+template <class D>
+__device__ __forceinline__ dcomp_t<D> to_c(D v) {
+  if constexpr (std::is_same_v<D, __half>) return __half2float(v);
+  else if constexpr (std::is_same_v<D, __nv_bfloat16>) return __bfloat162float(v);
+  else return v;
+}
+
+// static_cast<T>(static_cast<compute_t<T>>(v)) as the CPU kernels store: v is first converted to
+// the compute type (double -> float for 16-bit), then rounded to the storage type.
+template <class D, class V>
+__device__ __forceinline__ D from_c(V v) {
+  using C = dcomp_t<D>;
+  C c = static_cast<C>(v);
+  if constexpr (std::is_same_v<D, __half>) return __float2half_rn(c);
+  else if constexpr (std::is_same_v<D, __nv_bfloat16>) return __float2bfloat16_rn(c);
+  else return c;
+}
+
+// ---- launch geometry ----------------------------------------------------------------------------
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over n items (capped: each thread loops over the rest).
+inline unsigned grid_for(int64_t n, int threads = kThreads) {
+  int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
+}
+
+// Threads of a one-block-per-row kernel over rows of `width` elements: a multiple of 32 (the
+// block reductions' warps), at most kThreads, so short rows do not idle most of a block.
+inline int row_threads(int64_t width) {
+  int64_t t = (width + 31) / 32 * 32;
+  return static_cast<int>(t < 32 ? 32 : (t > kThreads ? kThreads : t));
+}
+
+__device__ __forceinline__ int64_t global_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t global_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// Sum of v over the block (blockDim.x a multiple of 32, at most 1024), in a fixed order; the
+// result is valid in thread 0. `scratch` holds 32 doubles of shared memory.
+__device__ __forceinline__ double block_sum(double v, double* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  int nw = blockDim.x >> 5;
+  v = (threadIdx.x < nw) ? scratch[threadIdx.x] : 0.0;
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  __syncthreads();
+  return v;
+}
+
+// ---- deterministic sums of per-element doubles ---------------------------------------------------
+// sum over i < n of f(i) (f a functor with `__device__ double operator()(int64_t) const`), in two
+// passes of fixed shape: kSumBlocks partial sums, then one block adds them. The grid depends only
+// on n, so the result is the same on every run.
+constexpr int kSumBlocks = 512;
+
+inline int sum_blocks(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > kSumBlocks ? kSumBlocks : b));
+}
+
+template <class F>
+__global__ void partial_sum_kernel(F f, int64_t n, double* part) {
+  __shared__ double scratch[32];
+  double v = 0;
+  for (int64_t i = global_index(); i < n; i += global_stride()) v += f(i);
+  v = block_sum(v, scratch);
+  if (threadIdx.x == 0) part[blockIdx.x] = v;
+}
+
+// res[0] = sum of part[0..nparts) (one block of kThreads threads).
+static __global__ void finish_sum_kernel(const double* part, int nparts, double* res) {
+  __shared__ double scratch[32];
+  double v = 0;
+  for (int i = threadIdx.x; i < nparts; i += blockDim.x) v += part[i];
+  v = block_sum(v, scratch);
+  if (threadIdx.x == 0) res[0] = v;
+}
+
+// ---- host helpers -------------------------------------------------------------------------------
+// The sum of f(i) over i < n into a one-element float64 tensor on `dev` (see partial_sum_kernel).
+template <class F>
+Tensor device_sum(const Device& dev, const F& f, int64_t n) {
+  cudaStream_t s = current_stream(dev);
+  int nb = sum_blocks(n);
+  Tensor part = Tensor::empty({nb}, DType::Float64, dev), res = Tensor::empty({1}, DType::Float64, dev);
+  partial_sum_kernel<F><<<nb, kThreads, 0, s>>>(f, n, part.data<double>());
+  check_launch("partial sum");
+  finish_sum_kernel<<<1, kThreads, 0, s>>>(part.data<double>(), nb, res.data<double>());
+  check_launch("sum");
+  return res;
+}
+
+// Contiguous tensor with t's values in dtype dt, on t's device (t itself when it already is one).
+inline Tensor contig_as(const Tensor& t, DType dt) {
+  if (t.dtype() == dt) return t.contiguous_data();
+  Tensor c = Tensor::empty(t.shape(), dt, t.device());
+  copy_values(c, t);
+  return c;
+}
+
+// Runs fill(contiguous destination); a strided in-place destination gets a contiguous temporary
+// copied back with the device's Copy kernel.
+template <class F>
+void with_contiguous_out(const Tensor& o, const F& fill) {
+  if (o.is_contiguous()) {
+    fill(o);
+    return;
+  }
+  Tensor t = Tensor::empty(o.shape(), o.dtype(), o.device());
+  fill(t);
+  copy_values(o, t);
+}
+
+template <class V>
+__global__ void set_scalar_kernel(V* p, V v) {
+  p[0] = v;
+}
+
+// A one-element tensor of dtype dt (V its C++ type) holding v, written by a kernel on the
+// device's stream (no host buffer, nothing waits).
+template <class V>
+Tensor device_scalar(const Device& dev, DType dt, V v) {
+  Tensor t = Tensor::empty({1}, dt, dev);
+  set_scalar_kernel<V><<<1, 1, 0, current_stream(dev)>>>(t.data<V>(), v);
+  check_launch("device scalar");
+  return t;
+}
+
+// A device int64 slot holding "no index yet" (INT64_MAX), for kernels that record the first
+// offending element with atomicMin (first_bad_index reads it back).
+inline Tensor bad_index_slot(const Device& dev) { return device_scalar<int64_t>(dev, DType::Int64, INT64_MAX); }
+
+__device__ __forceinline__ void record_bad_index(int64_t* slot, int64_t i) {
+  atomicMin(reinterpret_cast<unsigned long long*>(slot), static_cast<unsigned long long>(i));
+}
+
+// Reads a few values of a device tensor back to the host (synchronises the stream: only to raise
+// the CPU kernel's error for bad input, which needs the value on the host).
+template <class T>
+T read_back(const Tensor& t, int64_t index) {
+  T v{};
+  cudaStream_t s = current_stream(t.device());
+  check_cuda(cudaMemcpyAsync(&v, t.data<T>() + index, sizeof(T), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (read back)");
+  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize (read back)");
+  return v;
+}
+
+// The first offending index recorded in a slot of bad_index_slot, or -1.
+inline int64_t first_bad_index(const Tensor& slot) {
+  int64_t v = read_back<int64_t>(slot, 0);
+  return v == INT64_MAX ? -1 : v;
+}
+
+}  // namespace lucid::cuda
