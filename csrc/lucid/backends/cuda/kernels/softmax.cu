@@ -5,7 +5,8 @@
 // each, adjacent threads on adjacent columns. The results match the CPU's two-pass kernel
 // (backends/cpu/kernels/softmax.cpp) in every special case: the max propagates NaN, an all -inf row
 // uses max 0 (so softmax is NaN, as PyTorch), and a +inf element makes the row NaN (exp(inf - inf)).
-// Compute and the sum are in float for float/16-bit inputs and double for float64.
+// exp and the max are in the compute type (float for float/16-bit inputs); the sum is in double,
+// so long rows lose nothing to the accumulation.
 #include <cmath>
 
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
@@ -16,7 +17,8 @@ namespace {
 
 template <class C>
 struct Online {
-  C m, s;
+  C m;
+  double s;
 };
 
 // exp(a - m), with a == -inf contributing 0 (also when m == -inf).
@@ -27,27 +29,27 @@ __device__ inline C exp_from(C a, C m) {
 
 // (m, s) + (b_m, b_s): the new max propagates NaN; both sums are rescaled to it.
 template <class C>
-__device__ inline void online_merge(Online<C>& a, C bm, C bs) {
+__device__ inline void online_merge(Online<C>& a, C bm, double bs) {
   C m = ext_select<C, true>(bm, a.m);
-  a.s = a.s * exp_from(a.m, m) + bs * exp_from(bm, m);
+  a.s = a.s * static_cast<double>(exp_from(a.m, m)) + bs * static_cast<double>(exp_from(bm, m));
   a.m = m;
 }
 
 template <class C>
 __device__ inline void online_step(Online<C>& a, C v) {
   C m = ext_select<C, true>(v, a.m);
-  a.s = a.s * exp_from(a.m, m) + exp_from(v, m);
+  a.s = a.s * static_cast<double>(exp_from(a.m, m)) + static_cast<double>(exp_from(v, m));
   a.m = m;
 }
 
-// Writes row elements p (stride `step`) from the final state.
+// Writes element p of a row from the row's final state.
 template <class T, bool Log>
 __device__ inline void softmax_write(const T* x, T* y, int64_t p, Online<compute_t<T>> st) {
   using C = compute_t<T>;
   C mx = st.m == -INFINITY ? C(0) : st.m;
-  C v = load(x, p);
-  if constexpr (Log) store(y, p, v - (mx + log(st.s)));
-  else store(y, p, exp(v - mx) * (C(1) / st.s));
+  C v = load(x, p), sum = static_cast<C>(st.s);
+  if constexpr (Log) store(y, p, (v - mx) - log(sum));  // torch's order: exact for huge |x|
+  else store(y, p, exp(v - mx) * (C(1) / sum));
 }
 
 template <class T, bool Log>
@@ -56,7 +58,7 @@ __global__ void softmax_rows_kernel(const T* x, T* y, int64_t outer, int64_t n, 
   __shared__ Online<C> sm[kReduceThreads];
   const int64_t o = static_cast<int64_t>(blockIdx.x) * (kReduceThreads / group) + threadIdx.x / group;
   const int lane = threadIdx.x % group;
-  Online<C> st{static_cast<C>(-INFINITY), C(0)};
+  Online<C> st{static_cast<C>(-INFINITY), 0.0};
   const T* xr = x + o * n;
   if (o < outer)
     for (int64_t k = lane; k < n; k += group) online_step(st, load(xr, k));
@@ -83,7 +85,7 @@ __global__ void softmax_cols_kernel(const T* x, T* y, int64_t rows, int64_t n, i
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= rows) return;
   const int64_t base = (t / inner) * n * inner + t % inner;
-  Online<C> st{static_cast<C>(-INFINITY), C(0)};
+  Online<C> st{static_cast<C>(-INFINITY), 0.0};
   for (int64_t k = 0; k < n; ++k) online_step(st, load(x, base + k * inner));
   for (int64_t k = 0; k < n; ++k) softmax_write<T, Log>(x, y, base + k * inner, st);
 }
