@@ -272,11 +272,16 @@ def test_scan_gradients_match_the_cpu():
     a = RNG.standard_normal((4, 9, 6))
     a[1, 3, 2] = 0.0
     a[2, 4, :] = 0.0
-    for fn in (lambda x: lucid.cumsum(x, dim=1), lambda x: lucid.cumprod(x, dim=1), lambda x: lucid.cumprod(x, dim=2),
-               lambda x: lucid.prod(x, dim=1), lambda x: lucid.prod(x)):
+    long = 1 + 1e-3 * RNG.standard_normal((3, 5000))
+    long[1, 2500] = 0.0
+    cases = [(a, lambda x: lucid.cumsum(x, dim=1)), (a, lambda x: lucid.cumprod(x, dim=1)),
+             (a, lambda x: lucid.cumprod(x, dim=2)), (a, lambda x: lucid.prod(x, dim=1)), (a, lambda x: lucid.prod(x)),
+             (a, lambda x: lucid.prod(x, dim=(0, 2))), (long, lambda x: lucid.prod(x, dim=1)),
+             (long, lambda x: lucid.cumprod(x, dim=1))]
+    for arr, fn in cases:
         grads = []
         for dev in ("cpu", "cuda"):
-            x = lucid.tensor(a).to(dev).requires_grad_()
+            x = lucid.tensor(arr).to(dev).requires_grad_()
             y = fn(x)
             y.backward(lucid.ones_like(y))
             grads.append(x.grad)

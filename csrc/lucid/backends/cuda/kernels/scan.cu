@@ -5,7 +5,8 @@
 // (int64 for integers). Rows are the [outer, n, inner] view of one dim (ops/reduce_layout.h): long
 // contiguous rows are scanned by a block each (cub::BlockScan over 256-element tiles with a
 // running prefix); other rows by a thread each, sequentially (adjacent threads read adjacent
-// columns when inner > 1). CumprodBackward and ProdOthers always use a thread per row.
+// columns when inner > 1). ProdOthers does the same with an exclusive prefix and suffix scan;
+// CumprodBackward always uses a thread per row (slow for a few very long rows).
 #include <cub/block/block_scan.cuh>
 
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
@@ -152,6 +153,33 @@ __global__ void prod_others_kernel(const T* x, T* dst, acc_t<compute_t<T>>* pre,
   }
 }
 
+// One block per contiguous row (inner == 1): exclusive prefix products into pre, then exclusive
+// suffix products times pre, each a tiled cub::BlockScan with a running prefix.
+template <class T>
+__global__ void prod_others_long_kernel(const T* x, T* dst, acc_t<compute_t<T>>* pre, int64_t r) {
+  using C = compute_t<T>;
+  using A = acc_t<C>;
+  using BlockScan = cub::BlockScan<A, kScanThreads>;
+  __shared__ typename BlockScan::TempStorage temp;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * r;
+  RunningPrefix<A, true> before{A(1)};
+  for (int64_t t0 = 0; t0 < r; t0 += kScanThreads) {
+    const int64_t k = t0 + threadIdx.x;
+    A v = k < r ? static_cast<A>(load(x, base + k)) : A(1), e;
+    BlockScan(temp).ExclusiveScan(v, e, ScanOp<A, true>{}, before);
+    __syncthreads();
+    if (k < r) pre[base + k] = e;
+  }
+  RunningPrefix<A, true> after{A(1)};
+  for (int64_t t0 = 0; t0 < r; t0 += kScanThreads) {
+    const int64_t kk = t0 + threadIdx.x, k = r - 1 - kk;
+    A v = kk < r ? static_cast<A>(load(x, base + k)) : A(1), e;
+    BlockScan(temp).ExclusiveScan(v, e, ScanOp<A, true>{}, after);
+    __syncthreads();
+    if (kk < r) store(dst, base + k, static_cast<C>(pre[base + k] * e));
+  }
+}
+
 void prod_others_host(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& x = in[0];
   DeviceGuard g(out[0].device());
@@ -164,8 +192,12 @@ void prod_others_host(const TensorList& in, const TensorList& out, const Attrs& 
   cudaStream_t stream = current_stream(out[0].device());
   LUCID_DISPATCH_NUMERIC(x.dtype(), "prod", [&] {
     using A = acc_t<compute_t<scalar_t>>;
-    prod_others_kernel<scalar_t><<<grid_for(rows, 256), 256, 0, stream>>>(L.data.data<scalar_t>(), dst.data<scalar_t>(),
-                                                                           pre.data<A>(), rows, L.r, L.inner);
+    if (L.inner == 1 && L.r >= 1024)
+      prod_others_long_kernel<scalar_t><<<static_cast<unsigned>(L.outer), kScanThreads, 0, stream>>>(
+          L.data.data<scalar_t>(), dst.data<scalar_t>(), pre.data<A>(), L.r);
+    else
+      prod_others_kernel<scalar_t><<<grid_for(rows, 256), 256, 0, stream>>>(L.data.data<scalar_t>(), dst.data<scalar_t>(),
+                                                                             pre.data<A>(), rows, L.r, L.inner);
     check_launch("prod_others");
   });
   if (!L.perm.empty()) unpermute_on_device(out[0], dst, L.perm);
