@@ -5,8 +5,8 @@
 // (int64 for integers). Rows are the [outer, n, inner] view of one dim (ops/reduce_layout.h): long
 // contiguous rows are scanned by a block each (cub::BlockScan over 256-element tiles with a
 // running prefix); other rows by a thread each, sequentially (adjacent threads read adjacent
-// columns when inner > 1). ProdOthers does the same with an exclusive prefix and suffix scan;
-// CumprodBackward always uses a thread per row (slow for a few very long rows).
+// columns when inner > 1). ProdOthers and CumprodBackward have the same two kernels.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
@@ -118,6 +118,56 @@ __global__ void cumprod_backward_kernel(const T* gr, const T* x, const T* y, T* 
   store(gi, base + z * inner, static_cast<C>(s));
 }
 
+// One block per long contiguous row, the same formula with block-wide steps: z = the first zero
+// (a min reduction); before z a reversed running sum of g * y (divided by x); at z the sum of
+// g_j * p_j with p_j = y_{z-1} * x_{z+1} * ... * x_j (a running product); after z zeros.
+template <class T>
+__global__ void cumprod_backward_long_kernel(const T* gr, const T* x, const T* y, T* gi, int64_t n) {
+  using C = compute_t<T>;
+  using BlockScan = cub::BlockScan<double, kScanThreads>;
+  using FirstZero = cub::BlockReduce<int64_t, kScanThreads>;
+  using BlockSum = cub::BlockReduce<double, kScanThreads>;
+  __shared__ union {
+    typename BlockScan::TempStorage scan;
+    typename FirstZero::TempStorage zero;
+    typename BlockSum::TempStorage sum;
+  } temp;
+  __shared__ int64_t first_zero;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * n;
+  auto at = [&](const T* p, int64_t k) { return static_cast<double>(load(p, base + k)); };
+  int64_t mine = n;
+  for (int64_t k = threadIdx.x; k < n && mine == n; k += kScanThreads)
+    if (at(x, k) == 0.0) mine = k;
+  const int64_t zr = FirstZero(temp.zero).Reduce(mine, ::cuda::minimum<>{});
+  if (threadIdx.x == 0) first_zero = zr;
+  __syncthreads();
+  const int64_t z = first_zero;
+  RunningPrefix<double, false> after{0.0};
+  for (int64_t t0 = 0; t0 < z; t0 += kScanThreads) {
+    const int64_t kk = t0 + threadIdx.x, k = z - 1 - kk;
+    double v = kk < z ? at(gr, k) * at(y, k) : 0.0;
+    BlockScan(temp.scan).InclusiveScan(v, v, ScanOp<double, false>{}, after);
+    __syncthreads();
+    if (kk < z) store(gi, base + k, static_cast<C>(v / at(x, k)));
+  }
+  if (z == n) return;
+  const double pz = z > 0 ? at(y, z - 1) : 1.0;
+  RunningPrefix<double, true> prod{1.0};
+  double part = 0.0;
+  for (int64_t t0 = z + 1; t0 < n; t0 += kScanThreads) {
+    const int64_t j = t0 + threadIdx.x;
+    double v = j < n ? at(x, j) : 1.0;
+    BlockScan(temp.scan).InclusiveScan(v, v, ScanOp<double, true>{}, prod);
+    __syncthreads();
+    if (j < n) {
+      part += at(gr, j) * (pz * v);
+      store(gi, base + j, C(0));
+    }
+  }
+  const double rest = BlockSum(temp.sum).Sum(part);
+  if (threadIdx.x == 0) store(gi, base + z, static_cast<C>(at(gr, z) * pz + rest));
+}
+
 void cumprod_backward_host(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
   LUCID_CHECK(o.is_contiguous(), Error, "cumprod_backward: the output must be contiguous");
@@ -127,8 +177,12 @@ void cumprod_backward_host(const TensorList& in, const TensorList& out, const At
   DimRows r = dim_rows(g.shape(), g.ndim() == 0 ? 0 : wrap_dim(a.i("dim"), g.ndim(), "cumprod_backward"));
   cudaStream_t stream = current_stream(o.device());
   LUCID_DISPATCH_FLOATING(g.dtype(), "cumprod_backward", [&] {
-    cumprod_backward_kernel<scalar_t><<<grid_for(r.count(), 256), 256, 0, stream>>>(
-        g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), o.data<scalar_t>(), r.count(), r.n, r.inner);
+    if (r.inner == 1 && r.n >= 1024)
+      cumprod_backward_long_kernel<scalar_t><<<static_cast<unsigned>(r.outer), kScanThreads, 0, stream>>>(
+          g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), o.data<scalar_t>(), r.n);
+    else
+      cumprod_backward_kernel<scalar_t><<<grid_for(r.count(), 256), 256, 0, stream>>>(
+          g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), o.data<scalar_t>(), r.count(), r.n, r.inner);
     check_launch("cumprod_backward");
   });
 }
