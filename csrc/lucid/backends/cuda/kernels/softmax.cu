@@ -1,12 +1,11 @@
 // CUDA kernels of Softmax and LogSoftmax (records in ops/nn_softmax.cpp) over the [outer, n, inner]
-// view of the softmax dim. One read pass keeps an online state per row (running max m and the sum
-// s of exp(x - m), rescaled when m grows), one pass writes. Contiguous rows (inner == 1) get a
-// group of 1..256 threads each (merged through shared memory); strided rows (inner > 1) a thread
-// each, adjacent threads on adjacent columns. The results match the CPU's two-pass kernel
-// (backends/cpu/kernels/softmax.cpp) in every special case: the max propagates NaN, an all -inf row
-// uses max 0 (so softmax is NaN, as PyTorch), and a +inf element makes the row NaN (exp(inf - inf)).
-// exp and the max are in the compute type (float for float/16-bit inputs); the sum is in double,
-// so long rows lose nothing to the accumulation.
+// view of the softmax dim: one read pass keeps an online state per row (running max m and the sum
+// s of exp(x - m), rescaled when m grows), run on the row-reduction driver (reduce_driver.cuh: any
+// geometry, long rows split across blocks); then one elementwise pass writes. The results match
+// the CPU's two-pass kernel (backends/cpu/kernels/softmax.cpp) in every special case: the max
+// propagates NaN, an all -inf row uses max 0 (so softmax is NaN, as PyTorch), and a +inf element
+// makes the row NaN (exp(inf - inf)). exp and the max are in the compute type (float for
+// float/16-bit inputs); the sum is in double, so long rows lose nothing to the accumulation.
 #include <cmath>
 
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
@@ -52,42 +51,26 @@ __device__ inline void softmax_write(const T* x, T* y, int64_t p, Online<compute
   else store(y, p, exp(v - mx) * (C(1) / sum));
 }
 
-template <class T, bool Log>
-__global__ void softmax_rows_kernel(const T* x, T* y, int64_t outer, int64_t n, int group) {
+// The online state of every row, as a Reducer of the row-reduction driver (which picks the
+// geometry: row groups, column tiles, split long rows).
+template <class T>
+struct OnlineR {
   using C = compute_t<T>;
-  __shared__ Online<C> sm[kReduceThreads];
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * (kReduceThreads / group) + threadIdx.x / group;
-  const int lane = threadIdx.x % group;
-  Online<C> st{static_cast<C>(-INFINITY), 0.0};
-  const T* xr = x + o * n;
-  if (o < outer)
-    for (int64_t k = lane; k < n; k += group) online_step(st, load(xr, k));
-  sm[threadIdx.x] = st;
-  __syncthreads();
-  for (int w = group / 2; w > 0; w /= 2) {
-    if (lane < w) {
-      Online<C> a = sm[threadIdx.x];
-      Online<C> b = sm[threadIdx.x + w];
-      online_merge(a, b.m, b.s);
-      sm[threadIdx.x] = a;
-    }
-    __syncthreads();
-  }
-  if (o >= outer) return;
-  st = sm[threadIdx.x - lane];
-  T* yr = y + o * n;
-  for (int64_t k = lane; k < n; k += group) softmax_write<T, Log>(xr, yr, k, st);
-}
+  using S = Online<C>;
+  S* out;
+  __device__ S init() const { return {static_cast<C>(-INFINITY), 0.0}; }
+  __device__ void step(S& s, C v, int64_t) const { online_step(s, v); }
+  __device__ void merge(S& a, const S& b) const { online_merge(a, b.m, b.s); }
+  __device__ void write(const S& s, int64_t o) const { out[o] = s; }
+};
 
+// Element i of [outer, n, inner] belongs to row (i / (n * inner)) * inner + i % inner.
 template <class T, bool Log>
-__global__ void softmax_cols_kernel(const T* x, T* y, int64_t rows, int64_t n, int64_t inner) {
-  using C = compute_t<T>;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows) return;
-  const int64_t base = (t / inner) * n * inner + t % inner;
-  Online<C> st{static_cast<C>(-INFINITY), 0.0};
-  for (int64_t k = 0; k < n; ++k) online_step(st, load(x, base + k * inner));
-  for (int64_t k = 0; k < n; ++k) softmax_write<T, Log>(x, y, base + k * inner, st);
+__global__ void softmax_write_kernel(const T* x, T* y, const Online<compute_t<T>>* st, int64_t total, int64_t n,
+                                     int64_t inner) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  softmax_write<T, Log>(x, y, i, st[(i / (n * inner)) * inner + i % inner]);
 }
 
 template <bool Log>
@@ -99,18 +82,19 @@ void softmax_kernel(const TensorList& in, const TensorList& out, const Attrs& a)
   Tensor x = in[0].contiguous_data();
   if (x.numel() == 0) return;
   DimRows r = dim_rows(x.shape(), x.ndim() == 0 ? 0 : wrap_dim(a.i("dim"), x.ndim(), name));
+  RowLayout L;
+  L.data = x;
+  L.outer = r.outer;
+  L.r = r.n;
+  L.inner = r.inner;
   cudaStream_t stream = current_stream(o.device());
   LUCID_DISPATCH_FLOATING(x.dtype(), name, [&] {
-    const scalar_t* xp = x.data<scalar_t>();
-    scalar_t* yp = o.data<scalar_t>();
-    if (r.inner == 1) {
-      const int group = r.n >= 1024 ? 256 : r.n >= 128 ? 32 : r.n >= 16 ? 8 : 1;
-      const int64_t rows_per_block = kReduceThreads / group;
-      softmax_rows_kernel<scalar_t, Log><<<grid_for(r.outer, static_cast<int>(rows_per_block)), kReduceThreads, 0, stream>>>(
-          xp, yp, r.outer, r.n, group);
-    } else {
-      softmax_cols_kernel<scalar_t, Log><<<grid_for(r.count(), 256), 256, 0, stream>>>(xp, yp, r.count(), r.n, r.inner);
-    }
+    using S = Online<compute_t<scalar_t>>;
+    Tensor states = Tensor::empty({r.count() * static_cast<int64_t>(sizeof(S))}, DType::UInt8, o.device());
+    S* sp = reinterpret_cast<S*>(states.data_ptr());
+    launch_reduce<scalar_t>(L, OnlineR<scalar_t>{sp}, o.device(), name);
+    softmax_write_kernel<scalar_t, Log><<<grid_for(x.numel(), 256), 256, 0, stream>>>(x.data<scalar_t>(), o.data<scalar_t>(),
+                                                                                     sp, x.numel(), r.n, r.inner);
     check_launch(name);
   });
 }
