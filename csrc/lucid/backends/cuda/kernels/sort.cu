@@ -1,7 +1,7 @@
 // CUDA kernels of the sort family (records in ops/sort_ops.cpp): Sort, TopK, Median (all elements)
 // and MedianDim. Every row of the sort dim (the [outer, n, inner] view of ops/reduce_layout.h) is
 // gathered into (key, index) pairs and sorted by cub::DeviceSegmentedSort::StableSortPairs, one
-// segment per row; values are then read back from x by the sorted indices (so -0.0 and NaN
+// segment per row (segmented_sort.h); values are then read back from x by the sorted indices (so -0.0 and NaN
 // payloads are kept). Keys are order-preserving unsigned integers (uint32 for types up to 32 bits,
 // uint64 for int64/float64; descending is the bitwise complement), so only two sort
 // instantiations are compiled. NaN is the largest value (first when descending or largest, last
@@ -10,11 +10,10 @@
 // the CPU), TopK returns the lowest indices among tied values in sorted order (the CPU's
 // nth_element leaves that choice unspecified), and the median of a row is the ((m - 1) / 2)-th of
 // its m non-NaN values in stable order (the first NaN when NaN propagates).
-#include <cub/device/device_segmented_sort.cuh>
-
 #include <limits>
 
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
+#include "lucid/backends/cuda/kernels/segmented_sort.h"
 
 namespace lucid::cuda {
 
@@ -123,15 +122,8 @@ SortedRows sort_rows(const Tensor& x, const DimRows& g, bool descending, const c
   check_launch(name);
   segment_offsets_kernel<<<grid_for(rows + 1, 256), 256, 0, stream>>>(off.data<int64_t>(), rows, n);
   check_launch(name);
-  const int64_t* ob = off.data<int64_t>();
-  size_t bytes = 0;
-  check_cuda(cub::DeviceSegmentedSort::StableSortPairs(nullptr, bytes, kin, kout, idx_in.data<int64_t>(),
-                                                       out.idx.data<int64_t>(), total, rows, ob, ob + 1, stream),
-             name);
-  Tensor temp = Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::UInt8, dev);
-  check_cuda(cub::DeviceSegmentedSort::StableSortPairs(temp.data_ptr(), bytes, kin, kout, idx_in.data<int64_t>(),
-                                                       out.idx.data<int64_t>(), total, rows, ob, ob + 1, stream),
-             name);
+  stable_sort_segments(kin, kout, idx_in.data<int64_t>(), out.idx.data<int64_t>(), total, rows, off.data<int64_t>(), dev,
+                       name);
   return out;
 }
 
