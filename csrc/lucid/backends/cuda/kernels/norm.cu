@@ -27,7 +27,7 @@ struct NormGeo {
   bool centered;
   __device__ int64_t idx(int64_t q, int64_t s) const { return (q % qmod) * qmul + s / sdiv; }
   __device__ bool per_elem() const { return qmod == 1 && sdiv == 1; }
-  // Flat offset of element i of q's statistics group (i over P * S, or over P * width from s0).
+  // Flat offset of element (p, q, s) of the contiguous [P, Q, S] view.
   __device__ int64_t at(int64_t q, int64_t p, int64_t s) const { return p * Q * S + q * S + s; }
 };
 
