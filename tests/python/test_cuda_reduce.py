@@ -441,3 +441,31 @@ def test_layer_norm_16bit_statistics_are_float32():
         got = F.layer_norm(x, (512,))
         assert got.dtype == LUCID_DT[dtype]
         np.testing.assert_allclose(to_np(got), ref.numpy(), rtol=tol, atol=tol)
+
+
+# ---- streams and int64 sizes --------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(lucid.cuda, "Stream") or not hasattr(lucid.cuda, "stream"), reason="no lucid.cuda.Stream")
+def test_kernels_run_on_the_current_stream():
+    a = RNG.standard_normal((64, 4096))
+    xc, xg, _ = make(a, "float32")
+    s = lucid.cuda.Stream()
+    with lucid.cuda.stream(s):
+        outs = [lucid.sum(xg, dim=1), lucid.amax(xg, dim=0), lucid.sort(xg, dim=1).values, lucid.softmax(xg, dim=0),
+                lucid.cumsum(xg, dim=1), F.layer_norm(xg, (4096,))]
+    s.synchronize()
+    refs = [lucid.sum(xc, dim=1), lucid.amax(xc, dim=0), lucid.sort(xc, dim=1).values, lucid.softmax(xc, dim=0),
+            lucid.cumsum(xc, dim=1), F.layer_norm(xc, (4096,))]
+    for g, c in zip(outs, refs):
+        close(g, c, rtol=1e-5, atol=1e-5)
+
+
+def test_more_than_2_to_the_31_elements():
+    if lucid.cuda.get_device_properties(0).total_memory < 64 * 2**30:
+        pytest.skip("needs 64 GiB of device memory")
+    n = 2**31 + 7
+    x = lucid.ones((n,), dtype=lucid.int8).to("cuda")
+    assert lucid.sum(x).item() == n          # int8 -> int64, split across blocks
+    assert lucid.amax(x).item() == 1
+    assert lucid.any(x == 0).item() is False
+    y = lucid.ones((2, n // 2), dtype=lucid.int8).to("cuda")
+    assert lucid.sum(y, dim=1).cpu().numpy().tolist() == [n // 2, n // 2]
