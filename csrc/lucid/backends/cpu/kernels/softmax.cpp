@@ -42,9 +42,9 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
         if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: exp gives 0s, sum 0 -> nan like PyTorch
         nnvec::vexp_sub(t, n, mx);
         C sm = static_cast<C>(nnvec::vsum(t, n));
-        if constexpr (Log) {
-          C lse = mx + std::log(sm);
-          for (int64_t d = 0; d < n; ++d) yo[d] = static_cast<T>(static_cast<C>(xo[d]) - lse);
+        if constexpr (Log) {  // (x - max) - log(sum), torch's order: exact when |x| is huge
+          C lg = std::log(sm);
+          for (int64_t d = 0; d < n; ++d) yo[d] = static_cast<T>((static_cast<C>(xo[d]) - mx) - lg);
         } else {
           C inv = C(1) / sm;
           for (int64_t d = 0; d < n; ++d) yo[d] = static_cast<T>(t[d] * inv);
@@ -73,9 +73,10 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
         for (int64_t i = 0; i < inner; ++i) sm[i] += t[i];
       }
       if constexpr (Log) {
-        for (int64_t i = 0; i < inner; ++i) sm[i] = mx[i] + std::log(sm[i]);
+        for (int64_t i = 0; i < inner; ++i) sm[i] = std::log(sm[i]);
         for (int64_t d = 0; d < n; ++d)
-          for (int64_t i = 0; i < inner; ++i) yo[d * inner + i] = static_cast<T>(static_cast<C>(xo[d * inner + i]) - sm[i]);
+          for (int64_t i = 0; i < inner; ++i)
+            yo[d * inner + i] = static_cast<T>((static_cast<C>(xo[d * inner + i]) - mx[i]) - sm[i]);
       } else {
         for (int64_t i = 0; i < inner; ++i) sm[i] = C(1) / sm[i];
         for (int64_t d = 0; d < n; ++d) {
