@@ -4,6 +4,12 @@ Each row says how to call the op in lucid and in PyTorch, which sample inputs to
 dtypes to check, and which registry ops (OpId names) it covers. test_ops.py drives generic tests
 from it: forward against PyTorch per dtype, gradients against PyTorch, and finite-difference
 checks in float64. test_op_coverage.py fails if a registered op has no row, kernel or VJP.
+
+The device axis (PyTorch OpInfo's dtypesIfCUDA, ggml's test-backend-ops): `cuda_dtypes` are the
+dtypes checked on CUDA (by default the CPU's, float16/bfloat16 included where the row has them),
+and each row also runs its samples on CUDA against lucid's CPU result, bit for bit where the
+row is exact (`cuda_exact`: by default, when every op it covers only moves, selects or compares
+values, EXACT_OPS), else within the row's tolerance.
 """
 import dataclasses
 import importlib
@@ -34,6 +40,26 @@ class OpSpec:
     atol: float = 1e-5
     rtol: float = 1e-5
     low_precision_tol: float = 1e-2  # float16 / bfloat16 tolerance
+    cuda_dtypes: Sequence[str] | None = None  # dtypes checked on CUDA; None: `dtypes`
+    cuda_exact: bool | None = None  # CUDA == CPU bit for bit; None: every op of `ops` in EXACT_OPS
+
+    def __post_init__(self):
+        if self.cuda_dtypes is None:
+            self.cuda_dtypes = tuple(self.dtypes)
+        if self.cuda_exact is None:
+            self.cuda_exact = bool(self.ops) and set(self.ops) <= EXACT_OPS
+
+
+# Ops whose every output element is an input element (moved, selected, sign-flipped, clamped to a
+# bound), a comparison, a count or a constant: CUDA must give the CPU's values exactly.
+EXACT_OPS = frozenset("""
+    Copy Expand Reshape Neg Fill Permute AsStrided AsStridedScatter Abs Sign Floor Ceil Round Trunc IsNan IsInf
+    LogicalNot BitwiseNot Maximum Minimum Eq Ne Lt Le Gt Ge LogicalAnd LogicalOr LogicalXor BitwiseAnd BitwiseOr
+    BitwiseXor Where Clamp MaskedFill Relu Relu6 Hardtanh Threshold Hardshrink Amax Amin MaxDim MinDim Argmax Argmin
+    All Any ReduceEqMask IndexMask Sort TopK Median MedianDim View Squeeze Unsqueeze Slice Select Unfold Diagonal
+    SliceScatter Cat Flip Roll Tril Triu Repeat Pad Gather Scatter IndexGather Empty Eye Embedding MaxPool2d
+    MaxPool2dGather AdaptiveMaxPool2d
+""".split())
 
 
 def arr(rng, shape, dtype, low=-2.0, high=2.0):
