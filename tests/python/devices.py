@@ -7,14 +7,15 @@ A device-parametrised test takes `device` from DEVICES (`@pytest.mark.parametriz
 DEVICES)`); its CPU half is the test as it was, its CUDA half moves the same inputs (and
 modules) to the GPU and compares with torch on the same GPU.
 
-Kernels not written yet (tests/python/cuda_pending_ops.txt): a CUDA test that reaches one
-stops with the engine's NotImplementedError "<op>: not implemented on cuda:N". `pending_ok`
-accepts exactly that error (never a skip: any other error, or a completed run with a wrong
-result, fails) and notes it on the test's report; conftest's terminal summary counts those
-tests, so a device run tells how much of the suite was blocked by a missing kernel. A test that
-completes is checked in full even when its row names a pending op (the op may only be reached
-in backward); test_op_coverage.py holds the pending list to the registry, so a kernel that lands
-must leave the list.
+Kernels not written yet (tests/python/cuda_pending_ops.txt): a CUDA test (its `device`
+parameter "cuda") that reaches one stops with the engine's NotImplementedError "<op>: not
+implemented on cuda:N". `pending_op` recognises exactly that error, and conftest passes such a
+test with a note on its report (never a skip: any other error, or a completed run with a wrong
+result, fails); conftest's terminal summary counts them, so a device run tells how much of the
+suite a missing kernel blocked. A test that completes is checked in full even when its row
+names a pending op (the op may only be reached in backward); test_op_coverage.py holds the
+pending list to the registry, so a kernel that lands must leave the list, and with the list
+empty no such error is excused.
 """
 import contextlib
 import pathlib
@@ -81,20 +82,14 @@ def factory_scope(lib, device):
     return lib.device(device)
 
 
-@contextlib.contextmanager
-def pending_ok(request, device):
-    """Around a test body on device. On CUDA, a NotImplementedError naming a kernel not written
-    yet ends the body, and the test passes with a note on its report (see the module comment);
-    every other error propagates. The CPU half runs the body as is."""
-    if device == "cpu":
-        yield
-        return
-    try:
-        yield
-    except NotImplementedError as e:
-        m = NOT_ON_CUDA.search(str(e))
-        if m is None:
-            raise
-        assert pending_cuda_ops(), (f"{e}: an op without a CUDA kernel, yet cuda_pending_ops.txt lists none "
-                                    "(test_op_coverage.py should fail too)")
-        request.node.user_properties.append((PENDING_PROPERTY, m.group(1)))
+def pending_op(item, call):
+    """The op a CUDA test stopped at, when its body raised the engine's NotImplementedError
+    "<op>: not implemented on cuda:N" while cuda_pending_ops.txt still lists ops; else None.
+    conftest's pytest_runtest_makereport turns such a test into a pass noted on its report."""
+    if call.when != "call" or call.excinfo is None or not call.excinfo.errisinstance(NotImplementedError):
+        return None
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("device") != "cuda":
+        return None
+    m = NOT_ON_CUDA.search(str(call.excinfo.value))
+    return m.group(1) if m is not None and pending_cuda_ops() else None
