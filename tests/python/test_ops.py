@@ -61,7 +61,7 @@ def _lucid_outputs(spec, sample, dtype, device):
 
 def _torch_outputs(spec, sample, dtype, device):
     """torch's outputs on device; on CUDA, torch's CPU ones where torch cannot run the case there
-    (no CUDA kernel for the dtype, or a CPU-only step inside torch_fn)."""
+    (no CUDA kernel for the dtype, or a CPU-only step inside torch_fn such as .numpy())."""
     def run(dev):
         ta = [to_torch(a, dtype, device=dev) for a in sample.args]
         with factory_scope(torch, dev):
@@ -70,7 +70,7 @@ def _torch_outputs(spec, sample, dtype, device):
         return run(device)
     try:
         return run(device)
-    except (RuntimeError, NotImplementedError):
+    except (RuntimeError, NotImplementedError, TypeError):
         return run("cpu")
 
 
