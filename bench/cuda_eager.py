@@ -259,7 +259,10 @@ def row_train(timing, name):
     first_lucid = float(lstep().item())
     lucid_s = gpu_time(lucid, lstep, timing.step_iters, timing.step_warmup)
     rel = abs(first_lucid - first_torch) / max(abs(first_torch), 1e-12)
-    out = {"lucid_s": lucid_s, "torch_s": torch_s, "first_loss_lucid": first_lucid, "first_loss_torch": first_torch}
+    out = {"lucid_s": lucid_s, "torch_s": torch_s, "first_loss_lucid": first_lucid, "first_loss_torch": first_torch,
+           # what each framework holds between steps (weights, gradients, optimizer state, cached buffers aside)
+           "lucid_allocated_MiB": lucid.cuda.memory_allocated() / 2 ** 20,
+           "torch_allocated_MiB": torch.cuda.memory_allocated() / 2 ** 20}
     if rel > 1e-3:
         out["note"] = f"first-step loss differs: lucid {first_lucid:.6g} vs torch {first_torch:.6g}"
     return out
@@ -297,7 +300,10 @@ def _detail(key, r):
                 f"{r['copy_TBps']:.2f} TB/s; torch {r['torch_TBps']:.2f} TB/s")
     if "lucid_TFLOPs" in r:
         return f"lucid {r['lucid_TFLOPs']:.1f} / torch {r['torch_TFLOPs']:.1f} TFLOP/s"
-    return r.get("note", "")
+    if "lucid_allocated_MiB" in r:
+        mem = f"allocated: lucid {r['lucid_allocated_MiB']:.0f} / torch {r['torch_allocated_MiB']:.0f} MiB"
+        return mem + ("; " + r["note"] if "note" in r else "")
+    return ""
 
 
 def _time_cell(s):
