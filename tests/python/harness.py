@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import lucid
+from devices import to_device
+from devices import to_numpy as as_numpy  # noqa: F401  (the tests import it from here)
 
 # scripts/sanitize.sh runs the suite against an ASan build, whose allocator quarantines freed
 # memory (so RSS grows and addresses are not reused, by design): tests of allocator behaviour
@@ -21,22 +23,24 @@ TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32":
 LUCID_DTYPES = {n: getattr(lucid, n if n != "bool" else "bool") for n in TORCH_DTYPES}
 
 
-def to_lucid(a, dtype=None, requires_grad=False):
+def to_lucid(a, dtype=None, requires_grad=False, device="cpu"):
     if isinstance(a, np.ndarray):
         t = lucid.tensor(a)
         if dtype is not None and a.dtype.kind == "f":
             t = t.to(LUCID_DTYPES[dtype])
+        t = to_device(t, device)
         if requires_grad:
             t.requires_grad_(True)
         return t
     return a
 
 
-def to_torch(a, dtype=None, requires_grad=False):
+def to_torch(a, dtype=None, requires_grad=False, device="cpu"):
     if isinstance(a, np.ndarray):
         t = torch.from_numpy(a.copy())
         if dtype is not None and a.dtype.kind == "f":
             t = t.to(TORCH_DTYPES[dtype])
+        t = to_device(t, device)
         if requires_grad:
             t.requires_grad_(True)
         return t
@@ -47,18 +51,6 @@ def flat(out):
     if isinstance(out, (tuple, list)):
         return [o for x in out for o in flat(x)]
     return [out]
-
-
-def as_numpy(t):
-    if isinstance(t, torch.Tensor):
-        t = t.detach()
-        if t.dtype == torch.bfloat16:
-            t = t.float()
-        return t.numpy()
-    t = t.detach()
-    if t.dtype == lucid.bfloat16:
-        t = t.float()
-    return t.numpy()
 
 
 def assert_close(lo, to, atol, rtol, what=""):

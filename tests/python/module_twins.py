@@ -1,10 +1,13 @@
 """Helpers for comparing a lucid.nn module with its torch.nn twin: build both with the same
 constructor arguments, copy torch's state_dict into lucid's (the key lists must be equal), run
-float64 inputs through both and compare outputs and the gradients of inputs and parameters."""
+float64 inputs through both and compare outputs and the gradients of inputs and parameters.
+On CUDA (`device="cuda"`) both twins move there (Module.to) with their inputs: lucid on the GPU
+against torch on the same GPU."""
 import numpy as np
 import torch
 
 import lucid
+from devices import to_device, to_numpy
 from harness import assert_close
 
 RNG = np.random.default_rng(11)
@@ -29,16 +32,13 @@ class Int:
         self.a = a
 
 
-def _tensors(lib, arrays):
-    out = []
-    for a in arrays:
-        if isinstance(a, Int):
-            out.append(lucid.tensor(a.a) if lib is lucid else torch.from_numpy(a.a.copy()))
-        elif lib is lucid:
-            out.append(lucid.tensor(a).requires_grad_(True))
-        else:
-            out.append(torch.from_numpy(a.copy()).requires_grad_(True))
-    return out
+def _tensor(lib, a, device):
+    return to_device(lucid.tensor(a) if lib is lucid else torch.from_numpy(a.copy()), device)
+
+
+def _tensors(lib, arrays, device):
+    return [_tensor(lib, a.a, device) if isinstance(a, Int) else _tensor(lib, a, device).requires_grad_(True)
+            for a in arrays]
 
 
 def flat_outputs(x):
@@ -47,27 +47,30 @@ def flat_outputs(x):
     return [] if x is None else [x]
 
 
-def twins(build):
-    """build(lib) -> (module of lib): the torch twin first, its state_dict copied into lucid's."""
+def twins(build, device="cpu"):
+    """build(lib) -> (module of lib): the torch twin first, its state_dict copied into lucid's;
+    both then on device."""
     torch.manual_seed(0)
     tm = build(torch).double()
     lm = build(lucid).double()
     assert list(lm.state_dict().keys()) == list(tm.state_dict().keys())
-    res = lm.load_state_dict({k: lucid.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    res = lm.load_state_dict({k: lucid.tensor(to_numpy(v)) for k, v in tm.state_dict().items()})
     assert res.missing_keys == [] and res.unexpected_keys == []
+    if device != "cpu":
+        lm, tm = lm.to(device), tm.to(device)
     return lm, tm
 
 
-def check(build, inputs, train=False, rtol=1e-7, atol=1e-9, kwargs=None, check_repr=True):
-    lm, tm = twins(build)
+def check(build, inputs, train=False, rtol=1e-7, atol=1e-9, kwargs=None, check_repr=True, device="cpu"):
+    lm, tm = twins(build, device)
     if check_repr:
         assert repr(lm) == repr(tm)
     lm.train(train)
     tm.train(train)
-    lin, tin = _tensors(lucid, inputs), _tensors(torch, inputs)
+    lin, tin = _tensors(lucid, inputs, device), _tensors(torch, inputs, device)
     kwargs = kwargs or {}
-    lk = {k: (lucid.tensor(v.a) if isinstance(v, Int) else v) for k, v in kwargs.items()}
-    tk = {k: (torch.from_numpy(v.a.copy()) if isinstance(v, Int) else v) for k, v in kwargs.items()}
+    lk = {k: (_tensor(lucid, v.a, device) if isinstance(v, Int) else v) for k, v in kwargs.items()}
+    tk = {k: (_tensor(torch, v.a, device) if isinstance(v, Int) else v) for k, v in kwargs.items()}
     lo, to = flat_outputs(lm(*lin, **lk)), flat_outputs(tm(*tin, **tk))
     assert len(lo) == len(to)
     lloss = tloss = None
@@ -75,7 +78,7 @@ def check(build, inputs, train=False, rtol=1e-7, atol=1e-9, kwargs=None, check_r
         assert_close(a, b, atol, rtol, f"output {i}")
         if b.requires_grad:
             g = RNG.standard_normal(tuple(b.shape))
-            ll, tl = (a * lucid.tensor(g)).sum(), (b * torch.from_numpy(g)).sum()
+            ll, tl = (a * _tensor(lucid, g, device)).sum(), (b * _tensor(torch, g, device)).sum()
             lloss = ll if lloss is None else lloss + ll
             tloss = tl if tloss is None else tloss + tl
     if tloss is not None:

@@ -1,11 +1,13 @@
 """Each lucid.nn layer vs its torch.nn twin: same weights (copied through state_dict), same input;
-forward outputs, input gradients and parameter gradients compared (float64 and float32)."""
+forward outputs, input gradients and parameter gradients compared (float64 and float32). The
+twin tests take a device (devices.py): on CUDA both twins and their inputs move to the GPU."""
 import numpy as np
 import pytest
 import torch
 
 import lucid
 import lucid.nn as nn
+from devices import DEVICES, to_device, to_numpy
 
 RNG = np.random.default_rng(7)
 
@@ -21,7 +23,7 @@ def to_lucid_sd(sd):
     return out
 
 
-def twin(name, args=(), kwargs=None, dtype="float64"):
+def twin(name, args=(), kwargs=None, dtype="float64", device="cpu"):
     kwargs = kwargs or {}
     torch.manual_seed(0)
     tm = getattr(torch.nn, name)(*args, **kwargs)
@@ -31,11 +33,13 @@ def twin(name, args=(), kwargs=None, dtype="float64"):
     res = lm.load_state_dict(to_lucid_sd(tm.state_dict()))
     assert res.missing_keys == [] and res.unexpected_keys == []
     assert [n for n, _ in lm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    if device != "cpu":
+        lm, tm = lm.to(device), tm.to(device)
     return lm, tm
 
 
 def compare(lm, tm, inputs, dtype="float64", int_inputs=(), train=True, rtol=None, atol=None, out_index=None,
-            call_kwargs=None):
+            call_kwargs=None, device="cpu"):
     call_kwargs = call_kwargs or {}
     rtol = rtol or (1e-7 if dtype == "float64" else 2e-5)
     atol = atol or (1e-9 if dtype == "float64" else 2e-6)
@@ -45,14 +49,15 @@ def compare(lm, tm, inputs, dtype="float64", int_inputs=(), train=True, rtol=Non
     lin, tin = [], []
     for i, a in enumerate(inputs):
         if i in int_inputs:
-            lin.append(lucid.tensor(a))
-            tin.append(torch.from_numpy(a))
+            lin.append(to_device(lucid.tensor(a), device))
+            tin.append(to_device(torch.from_numpy(a), device))
         else:
             a = a.astype(np_dt)
-            lin.append(lucid.tensor(a).requires_grad_(True))
-            tin.append(torch.from_numpy(a.copy()).requires_grad_(True))
-    lk = {k: (lucid.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in call_kwargs.items()}
-    tk = {k: (torch.from_numpy(v) if isinstance(v, np.ndarray) else v) for k, v in call_kwargs.items()}
+            lin.append(to_device(lucid.tensor(a), device).requires_grad_(True))
+            tin.append(to_device(torch.from_numpy(a.copy()), device).requires_grad_(True))
+    lk = {k: (to_device(lucid.tensor(v), device) if isinstance(v, np.ndarray) else v) for k, v in call_kwargs.items()}
+    tk = {k: (to_device(torch.from_numpy(v), device) if isinstance(v, np.ndarray) else v)
+          for k, v in call_kwargs.items()}
     lo, to = lm(*lin, **lk), tm(*tin, **tk)
     if out_index is not None:
         lo, to = lo[out_index], to[out_index]
@@ -72,11 +77,11 @@ def compare(lm, tm, inputs, dtype="float64", int_inputs=(), train=True, rtol=Non
     lloss, tloss = None, None
     for a, b in zip(lflat, tflat):
         assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=rtol, atol=atol)
         if b.requires_grad:
             g = RNG.standard_normal(tuple(b.shape)).astype(np_dt)
-            ll = (a * lucid.tensor(g)).sum()
-            tl = (b * torch.from_numpy(g)).sum()
+            ll = (a * to_device(lucid.tensor(g), device)).sum()
+            tl = (b * to_device(torch.from_numpy(g), device)).sum()
             lloss = ll if lloss is None else lloss + ll
             tloss = tl if tloss is None else tloss + tl
     if tloss is None:
@@ -85,14 +90,14 @@ def compare(lm, tm, inputs, dtype="float64", int_inputs=(), train=True, rtol=Non
     tloss.backward()
     for i, (a, b) in enumerate(zip(lin, tin)):
         if b.grad is not None:
-            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol * 10, atol=atol * 10,
+            np.testing.assert_allclose(to_numpy(a.grad), to_numpy(b.grad), rtol=rtol * 10, atol=atol * 10,
                                        err_msg=f"input {i} grad")
     lp = dict(lm.named_parameters())
     for n, p in tm.named_parameters():
         if p.grad is None:
-            assert lp[n].grad is None or np.all(lp[n].grad.numpy() == 0), n
+            assert lp[n].grad is None or np.all(to_numpy(lp[n].grad) == 0), n
             continue
-        np.testing.assert_allclose(lp[n].grad.numpy(), p.grad.numpy(), rtol=rtol * 10, atol=atol * 10, err_msg=n)
+        np.testing.assert_allclose(to_numpy(lp[n].grad), to_numpy(p.grad), rtol=rtol * 10, atol=atol * 10, err_msg=n)
     return lo, to
 
 
@@ -151,22 +156,24 @@ LAYERS = [
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name,args,kwargs,shapes", LAYERS, ids=[f"{l[0]}-{i}" for i, l in enumerate(LAYERS)])
-def test_layer_matches_torch(name, args, kwargs, shapes, dtype):
-    lm, tm = twin(name, args, kwargs, dtype)
-    compare(lm, tm, [randn(*s) for s in shapes], dtype)
+@pytest.mark.parametrize("device", DEVICES)
+def test_layer_matches_torch(name, args, kwargs, shapes, dtype, device):
+    lm, tm = twin(name, args, kwargs, dtype, device)
+    compare(lm, tm, [randn(*s) for s in shapes], dtype, device=device)
 
 
 @pytest.mark.parametrize("name", ["BatchNorm1d", "BatchNorm2d"])
 @pytest.mark.parametrize("momentum", [0.1, None])
-def test_batchnorm_train_eval_and_running_stats(name, momentum):
+@pytest.mark.parametrize("device", DEVICES)
+def test_batchnorm_train_eval_and_running_stats(name, momentum, device):
     shape = (6, 3) if name == "BatchNorm1d" else (4, 3, 5, 5)
-    lm, tm = twin(name, (3,), {"momentum": momentum})
+    lm, tm = twin(name, (3,), {"momentum": momentum}, device=device)
     for _ in range(3):
-        compare(lm, tm, [randn(*shape)], train=True)
+        compare(lm, tm, [randn(*shape)], train=True, device=device)
     for k, v in tm.state_dict().items():
-        np.testing.assert_allclose(lm.state_dict()[k].numpy(), v.numpy(), rtol=1e-10, atol=1e-12, err_msg=k)
+        np.testing.assert_allclose(to_numpy(lm.state_dict()[k]), to_numpy(v), rtol=1e-10, atol=1e-12, err_msg=k)
     assert int(lm.num_batches_tracked.item()) == 3
-    compare(lm, tm, [randn(*shape)], train=False)
+    compare(lm, tm, [randn(*shape)], train=False, device=device)
 
 
 def test_batchnorm_no_running_stats():
@@ -175,10 +182,11 @@ def test_batchnorm_no_running_stats():
     compare(lm, tm, [randn(2, 3, 4, 4)], train=False)
 
 
-def test_embedding_padding_idx():
-    lm, tm = twin("Embedding", (10, 4), {"padding_idx": 2})
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_padding_idx(device):
+    lm, tm = twin("Embedding", (10, 4), {"padding_idx": 2}, device=device)
     idx = np.array([[1, 2, 3], [2, 9, 1]], dtype=np.int64)
-    compare(lm, tm, [idx], int_inputs=(0,))
+    compare(lm, tm, [idx], int_inputs=(0,), device=device)
 
 
 def test_dropout_train_and_eval():
@@ -207,27 +215,28 @@ LOSSES = [
 
 
 @pytest.mark.parametrize("name,kwargs,kind", LOSSES, ids=[f"{l[0]}-{i}" for i, l in enumerate(LOSSES)])
-def test_loss_modules(name, kwargs, kind):
-    lm, tm = twin(name, (), kwargs)
+@pytest.mark.parametrize("device", DEVICES)
+def test_loss_modules(name, kwargs, kind, device):
+    lm, tm = twin(name, (), kwargs, device=device)
     x = randn(5, 4)
     if kind == "float":
-        compare(lm, tm, [x, randn(5, 4)])
+        compare(lm, tm, [x, randn(5, 4)], device=device)
     elif kind == "class":
-        compare(lm, tm, [x, RNG.integers(0, 4, (5,)).astype(np.int64)], int_inputs=(1,))
+        compare(lm, tm, [x, RNG.integers(0, 4, (5,)).astype(np.int64)], int_inputs=(1,), device=device)
     elif kind == "logprob":
         lp = x - np.log(np.exp(x).sum(1, keepdims=True))
-        compare(lm, tm, [lp, RNG.integers(0, 4, (5,)).astype(np.int64)], int_inputs=(1,))
+        compare(lm, tm, [lp, RNG.integers(0, 4, (5,)).astype(np.int64)], int_inputs=(1,), device=device)
     elif kind == "prob":
-        compare(lm, tm, [1 / (1 + np.exp(-x)), RNG.uniform(0, 1, (5, 4))])
+        compare(lm, tm, [1 / (1 + np.exp(-x)), RNG.uniform(0, 1, (5, 4))], device=device)
     elif kind == "logprob_prob":
         lp = x - np.log(np.exp(x).sum(1, keepdims=True))
         t = RNG.uniform(0, 1, (5, 4))
-        compare(lm, tm, [lp, t / t.sum(1, keepdims=True)])
+        compare(lm, tm, [lp, t / t.sum(1, keepdims=True)], device=device)
     elif kind == "logprob_logprob":
         lp = x - np.log(np.exp(x).sum(1, keepdims=True))
-        compare(lm, tm, [lp, np.log(RNG.uniform(0.1, 1, (5, 4)))])
+        compare(lm, tm, [lp, np.log(RNG.uniform(0.1, 1, (5, 4)))], device=device)
     else:
-        compare(lm, tm, [x, RNG.uniform(0, 1, (5, 4))])
+        compare(lm, tm, [x, RNG.uniform(0, 1, (5, 4))], device=device)
 
 
 def test_cross_entropy_with_class_weights():
@@ -240,11 +249,12 @@ def test_cross_entropy_with_class_weights():
 
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_multihead_attention(batch_first, need_weights):
-    lm, tm = twin("MultiheadAttention", (8, 2), {"batch_first": batch_first})
+@pytest.mark.parametrize("device", DEVICES)
+def test_multihead_attention(batch_first, need_weights, device):
+    lm, tm = twin("MultiheadAttention", (8, 2), {"batch_first": batch_first}, device=device)
     shape = (3, 5, 8) if batch_first else (5, 3, 8)
     q, k = randn(*shape), randn(*shape[:-1], 8)
-    compare(lm, tm, [q, k, k], train=False, call_kwargs={"need_weights": need_weights})
+    compare(lm, tm, [q, k, k], train=False, call_kwargs={"need_weights": need_weights}, device=device)
 
 
 @pytest.mark.parametrize("batch_first", [False, True])
@@ -281,21 +291,23 @@ def test_multihead_attention_masks():
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("batch_first", [False, True])
-def test_transformer_encoder_layer(norm_first, activation, batch_first):
+@pytest.mark.parametrize("device", DEVICES)
+def test_transformer_encoder_layer(norm_first, activation, batch_first, device):
     lm, tm = twin("TransformerEncoderLayer", (8, 2), {"dim_feedforward": 16, "dropout": 0.0,
                                                       "activation": activation, "norm_first": norm_first,
-                                                      "batch_first": batch_first})
-    compare(lm, tm, [randn(3, 4, 8)], train=True, rtol=1e-6, atol=1e-8)
+                                                      "batch_first": batch_first}, device=device)
+    compare(lm, tm, [randn(3, 4, 8)], train=True, rtol=1e-6, atol=1e-8, device=device)
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
 @pytest.mark.parametrize("num_layers,bidirectional,batch_first", [(1, False, False), (2, True, True),
                                                                   (2, False, True)])
-def test_recurrent(name, num_layers, bidirectional, batch_first):
+@pytest.mark.parametrize("device", DEVICES)
+def test_recurrent(name, num_layers, bidirectional, batch_first, device):
     lm, tm = twin(name, (4, 5), {"num_layers": num_layers, "bidirectional": bidirectional,
-                                 "batch_first": batch_first})
+                                 "batch_first": batch_first}, device=device)
     x = randn(3, 6, 4)
-    compare(lm, tm, [x], rtol=1e-6, atol=1e-8)
+    compare(lm, tm, [x], rtol=1e-6, atol=1e-8, device=device)
 
 
 def test_lstm_with_initial_state_and_unbatched():
@@ -310,10 +322,11 @@ def test_lstm_with_initial_state_and_unbatched():
 
 
 @pytest.mark.parametrize("name", ["LSTMCell", "GRUCell", "RNNCell"])
-def test_cells(name):
-    lm, tm = twin(name, (4, 3))
-    compare(lm, tm, [randn(5, 4)])
-    compare(lm, tm, [randn(4)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_cells(name, device):
+    lm, tm = twin(name, (4, 3), device=device)
+    compare(lm, tm, [randn(5, 4)], device=device)
+    compare(lm, tm, [randn(4)], device=device)
 
 
 @pytest.mark.parametrize("name", ["Dropout1d", "Dropout2d", "Dropout3d"])

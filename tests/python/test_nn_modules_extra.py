@@ -15,6 +15,7 @@ import torch
 import lucid
 import lucid.nn as lnn
 import lucid.nn.functional as LF
+from devices import DEVICES
 from harness import assert_close
 from module_twins import RNG, Int, check, ints, rand, signs, twins
 
@@ -31,10 +32,11 @@ for _nd in (1, 2, 3):
 
 @pytest.mark.parametrize("name,pad,spatial", PAD_CASES, ids=[f"{c[0]}-{c[1]}" for c in PAD_CASES])
 @pytest.mark.parametrize("batched", [True, False])
-def test_padding(name, pad, spatial, batched):
+@pytest.mark.parametrize("device", DEVICES)
+def test_padding(name, pad, spatial, batched, device):
     args = (pad, 0.75) if name.startswith("Constant") else (pad,)
     shape = ((2, 3) if batched else (3,)) + spatial
-    check(lambda lib: getattr(lib.nn, name)(*args), [rand(*shape)])
+    check(lambda lib: getattr(lib.nn, name)(*args), [rand(*shape)], device=device)
 
 
 def test_padding_stores_torch_tuple_and_checks_rank():
@@ -53,8 +55,9 @@ ACT_CASES = [
 
 
 @pytest.mark.parametrize("name,args,kwargs", ACT_CASES, ids=[c[0] + str(c[1]) for c in ACT_CASES])
-def test_activation(name, args, kwargs):
-    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(2, 3, 4, 5)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_activation(name, args, kwargs, device):
+    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(2, 3, 4, 5)], device=device)
 
 
 def test_softmax2d_unbatched_and_rank_error():
@@ -125,8 +128,9 @@ DIST_CASES = [
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape", DIST_CASES)
-def test_distance(name, args, kwargs, shape):
-    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape), rand(*shape)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_distance(name, args, kwargs, shape, device):
+    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape), rand(*shape)], device=device)
 
 
 SHUFFLE_CASES = [
@@ -137,8 +141,9 @@ SHUFFLE_CASES = [
 
 
 @pytest.mark.parametrize("name,factor,shape", SHUFFLE_CASES)
-def test_shuffle(name, factor, shape):
-    check(lambda lib: getattr(lib.nn, name)(factor), [rand(*shape)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_shuffle(name, factor, shape, device):
+    check(lambda lib: getattr(lib.nn, name)(factor), [rand(*shape)], device=device)
 
 
 def test_shuffle_errors():
@@ -160,8 +165,9 @@ UPSAMPLE_CASES = [
 
 
 @pytest.mark.parametrize("name,args,kwargs", UPSAMPLE_CASES, ids=[f"{c[0]}-{c[2]}" for c in UPSAMPLE_CASES])
-def test_upsample(name, args, kwargs):
-    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(2, 3, 4, 3)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_upsample(name, args, kwargs, device):
+    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(2, 3, 4, 3)], device=device)
 
 
 def test_upsample_1d_linear():
@@ -190,8 +196,10 @@ for _n, _shape in (("InstanceNorm1d", (3, 4, 7)), ("InstanceNorm2d", (3, 4, 5, 6
 
 @pytest.mark.parametrize("name,kwargs,shape", INSTANCE_CASES, ids=[f"{c[0]}-{c[1]}" for c in INSTANCE_CASES])
 @pytest.mark.parametrize("train", [True, False])
-def test_instance_norm(name, kwargs, shape, train):
-    lm, tm = check(lambda lib: getattr(lib.nn, name)(4, **kwargs), [rand(*shape, lo=-2, hi=3)], train=train)
+@pytest.mark.parametrize("device", DEVICES)
+def test_instance_norm(name, kwargs, shape, train, device):
+    lm, tm = check(lambda lib: getattr(lib.nn, name)(4, **kwargs), [rand(*shape, lo=-2, hi=3)], train=train,
+                   device=device)
     ls, ts = lm.state_dict(), tm.state_dict()
     for k in ts:  # running statistics (updated in training) equal torch's
         assert_close(ls[k], ts[k], 1e-12, 1e-10, k)
@@ -209,8 +217,9 @@ def test_instance_norm_unbatched_and_channel_check():
 @pytest.mark.parametrize("size,kwargs,shape", [(3, {}, (2, 7, 5)), (2, {"alpha": 0.1, "beta": 0.5, "k": 2.0},
                                                                      (2, 6, 3, 4)),
                                                (5, {"alpha": 0.3}, (1, 4, 2, 3, 2))])
-def test_local_response_norm(size, kwargs, shape):
-    check(lambda lib: lib.nn.LocalResponseNorm(size, **kwargs), [rand(*shape)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_local_response_norm(size, kwargs, shape, device):
+    check(lambda lib: lib.nn.LocalResponseNorm(size, **kwargs), [rand(*shape)], device=device)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 8])
@@ -266,9 +275,10 @@ BAG_CASES = [
 
 
 @pytest.mark.parametrize("ctor,inputs,fwd", BAG_CASES, ids=[str(c[0]) + str(list(c[2])) for c in BAG_CASES])
-def test_embedding_bag(ctor, inputs, fwd):
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_bag(ctor, inputs, fwd, device):
     kw = {k: Int(v) for k, v in fwd.items()}
-    check(lambda lib: lib.nn.EmbeddingBag(10, 5, **ctor), [Int(a) for a in inputs], kwargs=kw)
+    check(lambda lib: lib.nn.EmbeddingBag(10, 5, **ctor), [Int(a) for a in inputs], kwargs=kw, device=device)
 
 
 def test_embedding_bag_per_sample_weights_and_from_pretrained():
@@ -331,8 +341,9 @@ LOSS_CASES = _loss_cases()
 
 
 @pytest.mark.parametrize("name,kwargs,inputs", LOSS_CASES, ids=[f"{c[0]}-{c[1]}" for c in LOSS_CASES])
-def test_loss(name, kwargs, inputs):
-    check(lambda lib: getattr(lib.nn, name)(**kwargs), inputs, check_repr=False)
+@pytest.mark.parametrize("device", DEVICES)
+def test_loss(name, kwargs, inputs, device):
+    check(lambda lib: getattr(lib.nn, name)(**kwargs), inputs, check_repr=False, device=device)
     assert repr(getattr(lnn, name)(**kwargs)) == repr(getattr(torch.nn, name)(**kwargs))
 
 

@@ -10,6 +10,7 @@ import torch
 import lucid
 import lucid.nn as lnn
 import lucid.nn.functional as LF
+from devices import DEVICES
 from harness import assert_close
 from module_twins import RNG, Int, check, flat_outputs, rand
 
@@ -41,9 +42,10 @@ POOL_CASES = [
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape", POOL_CASES, ids=[f"{c[0]}-{c[2]}" for c in POOL_CASES])
-def test_pooling(name, args, kwargs, shape):
+@pytest.mark.parametrize("device", DEVICES)
+def test_pooling(name, args, kwargs, shape, device):
     lo = 0.1 if name.startswith("LPPool") else -1.0  # fractional powers of positive inputs, as LPPool is used
-    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape, lo=lo)])
+    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape, lo=lo)], device=device)
 
 
 @pytest.mark.parametrize("nd,kwargs,shape", [
@@ -92,8 +94,9 @@ CONV3D_CASES = [
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape", CONV3D_CASES, ids=[f"{c[0]}-{c[2]}" for c in CONV3D_CASES])
-def test_conv3d(name, args, kwargs, shape):
-    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_conv3d(name, args, kwargs, shape, device):
+    check(lambda lib: getattr(lib.nn, name)(*args, **kwargs), [rand(*shape)], device=device)
 
 
 def test_conv_transpose3d_output_size_and_errors():

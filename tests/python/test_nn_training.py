@@ -1,13 +1,16 @@
 """End to end: the same small CNN in lucid and torch (weights moved through a safetensors file
 written by torch), trained for a few steps with AdamW + OneCycleLR + grad clipping on
-cross-entropy; losses and final parameters must agree."""
+cross-entropy; losses and final parameters must agree. On CUDA (devices.py) both models train on
+the GPU."""
 import numpy as np
+import pytest
 import torch
 from safetensors.torch import save_file as st_save_file
 
 import lucid
 import lucid.nn as nn
 import lucid.optim as optim
+from devices import DEVICES, to_device, to_numpy
 
 
 def build(N):
@@ -20,13 +23,16 @@ def build(N):
         N.Linear(24, 16), N.LayerNorm(16), N.SiLU(), N.Dropout(0.0), N.Linear(16, 5))
 
 
-def test_cnn_training_matches_torch(tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_cnn_training_matches_torch(tmp_path, device):
     torch.manual_seed(0)
     tm = build(torch.nn)
     path = tmp_path / "cnn.safetensors"
     st_save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
     lm = build(nn)
     lm.load_state_dict(lucid.load(path))
+    if device != "cpu":
+        lm, tm = lm.to(device), tm.to(device)
 
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((6, 8, 1, 10, 10)).astype(np.float32)
@@ -40,7 +46,7 @@ def test_cnn_training_matches_torch(tmp_path):
         losses = []
         for x, y in zip(xs, ys):
             opt.zero_grad()
-            loss = loss_fn(model(T.tensor(x)), T.tensor(y))
+            loss = loss_fn(model(to_device(T.tensor(x), device)), to_device(T.tensor(y), device))
             loss.backward()
             clip(model.parameters(), 1.0)
             opt.step()
@@ -53,9 +59,9 @@ def test_cnn_training_matches_torch(tmp_path):
     np.testing.assert_allclose(ll, tl, rtol=1e-4)
     tsd = tm.state_dict()
     for k, v in lm.state_dict().items():
-        np.testing.assert_allclose(v.numpy(), tsd[k].numpy(), rtol=2e-4, atol=2e-5, err_msg=k)
+        np.testing.assert_allclose(to_numpy(v), to_numpy(tsd[k]), rtol=2e-4, atol=2e-5, err_msg=k)
     lm.eval()
     tm.eval()
     x = rng.standard_normal((3, 1, 10, 10)).astype(np.float32)
-    np.testing.assert_allclose(lm(lucid.tensor(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy(),
-                               rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(to_numpy(lm(to_device(lucid.tensor(x), device))),
+                               to_numpy(tm(to_device(torch.tensor(x), device))), rtol=2e-4, atol=2e-5)

@@ -4,14 +4,11 @@ backend registers its own into the op records (LUCID_REGISTER_KERNEL), and the o
 backend has no kernel for yet are exactly those listed in cuda_pending_ops.txt (the goal is an
 empty list; calling one on a CUDA tensor raises "not implemented on cuda", tested in
 tests/cpp/test_dispatch_device.cpp)."""
-import pathlib
-
 import pytest
 
 import lucid
+from devices import pending_cuda_ops
 from op_specs import all_specs
-
-PENDING_FILE = pathlib.Path(__file__).with_name("cuda_pending_ops.txt")
 
 # Compiler-internal ops have no eager form, so no op-spec row; the compile tests cover them
 # (tests/cpp/test_passes*.cpp and tests/python/test_compile*.py).
@@ -29,16 +26,11 @@ def test_every_op_has_cpu_kernel_and_vjp():
     assert not bad, f"ops without a CPU kernel or a VJP/non-differentiable mark: {bad}"
 
 
-def _pending_cuda_ops():
-    lines = PENDING_FILE.read_text().splitlines()
-    return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
-
-
 @pytest.mark.skipif(not lucid._C._cuda_is_built(), reason="this build has no CUDA backend (LUCID_CUDA=OFF)")
 def test_ops_without_a_cuda_kernel_are_exactly_the_listed_ones():
     ops = {o["name"]: o for o in lucid._C._op_registry() if o["registered"]}
     missing = {n for n, o in ops.items() if not o["kernels"]["cuda"]} - COMPILER_INTERNAL
-    listed = _pending_cuda_ops()
+    listed = pending_cuda_ops()
     assert not listed - ops.keys(), f"cuda_pending_ops.txt names unknown ops: {sorted(listed - ops.keys())}"
     assert not missing - listed, f"ops without a CUDA kernel, not listed in cuda_pending_ops.txt: {sorted(missing - listed)}"
     assert not listed - missing, f"ops with a CUDA kernel now: remove them from cuda_pending_ops.txt: {sorted(listed - missing)}"

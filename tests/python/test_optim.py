@@ -1,6 +1,8 @@
 """lucid.optim vs torch.optim: 30 steps of each optimizer on the same parameters, data and loss
 (parameters equal within 1e-5 relative in float32), param groups, schedulers changing lr mid-run,
-state_dict round trips that resume identically, and argument / load errors."""
+state_dict round trips that resume identically, and argument / load errors. The trajectory tests
+take a device (devices.py): on CUDA the parameters, data and optimizer state live on the GPU,
+against torch.optim on the same GPU."""
 import math
 
 import numpy as np
@@ -10,6 +12,7 @@ import torch
 import lucid
 import lucid.nn as nn
 import lucid.optim as optim
+from devices import DEVICES, to_device, to_numpy
 
 RNG = np.random.default_rng(1234)
 X = RNG.standard_normal((8, 4)).astype(np.float32)
@@ -19,8 +22,8 @@ B0 = (RNG.standard_normal((3,)) * 0.1).astype(np.float32)
 V0 = (RNG.standard_normal((3,)) * 0.5).astype(np.float32)
 
 
-def make_params(T, P):
-    return [P(T.tensor(W0.copy())), P(T.tensor(B0.copy())), P(T.tensor(V0.copy()))]
+def make_params(T, P, device="cpu"):
+    return [P(to_device(T.tensor(a.copy()), device)) for a in (W0, B0, V0)]
 
 
 def loss_fn(params, x, y):
@@ -33,11 +36,11 @@ def loss_fn(params, x, y):
     return (r * r).sum() / n
 
 
-def run(opt_name, kwargs, steps=30, groups=False, sched=None, closure=False):
+def run(opt_name, kwargs, steps=30, groups=False, sched=None, closure=False, device="cpu"):
     out = []
     for T, P, O in ((lucid, nn.Parameter, optim), (torch, torch.nn.Parameter, torch.optim)):
-        params = make_params(T, P)
-        x, y = T.tensor(X), T.tensor(Y)
+        params = make_params(T, P, device)
+        x, y = to_device(T.tensor(X), device), to_device(T.tensor(Y), device)
         if groups:
             pg = [{"params": params[:2]}, {"params": params[2:], "lr": kwargs.get("lr", 1e-2) * 0.5}]
             opt = getattr(O, opt_name)(pg, **kwargs)
@@ -59,7 +62,11 @@ def run(opt_name, kwargs, steps=30, groups=False, sched=None, closure=False):
             if scheduler is not None:
                 scheduler.step()
                 lrs.append([g["lr"] for g in opt.param_groups])
-        out.append(([p.detach().numpy().copy() for p in params], lrs, opt))
+        for p in params:  # the optimizer's state lives beside its parameter
+            for v in opt.state[p].values() if p in opt.state else ():
+                if isinstance(v, T.Tensor) and v.dim() > 0:
+                    assert v.device.type == device, f"{opt_name} state on {v.device}"
+        out.append(([to_numpy(p).copy() for p in params], lrs, opt))
     return out
 
 
@@ -95,15 +102,17 @@ OPT_CONFIGS = [
 
 
 @pytest.mark.parametrize("name,kwargs", OPT_CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(OPT_CONFIGS)])
-def test_optimizer_matches_torch(name, kwargs):
-    (lp, _, _), (tp, _, _) = run(name, kwargs)
+@pytest.mark.parametrize("device", DEVICES)
+def test_optimizer_matches_torch(name, kwargs, device):
+    (lp, _, _), (tp, _, _) = run(name, kwargs, device=device)
     assert_params_close(lp, tp)
 
 
 @pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.01)),
                                          ("RMSprop", dict(lr=0.01, momentum=0.5))])
-def test_param_groups_match_torch(name, kwargs):
-    (lp, _, lo), (tp, _, to) = run(name, kwargs, groups=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_param_groups_match_torch(name, kwargs, device):
+    (lp, _, lo), (tp, _, to) = run(name, kwargs, groups=True, device=device)
     assert_params_close(lp, tp)
     assert len(lo.param_groups) == 2 and lo.param_groups[1]["lr"] == to.param_groups[1]["lr"]
     assert sorted(lo.param_groups[0].keys()) == sorted(to.param_groups[0].keys())
@@ -123,12 +132,13 @@ SCHEDULERS = {
 
 
 @pytest.mark.parametrize("sched", list(SCHEDULERS))
-def test_scheduler_matches_torch(sched):
+@pytest.mark.parametrize("device", DEVICES)
+def test_scheduler_matches_torch(sched, device):
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         (lp, llrs, lo), (tp, tlrs, to) = run("SGD", dict(lr=0.05, momentum=0.9), groups=True,
-                                              sched=SCHEDULERS[sched])
+                                              sched=SCHEDULERS[sched], device=device)
     np.testing.assert_allclose(np.array(llrs), np.array(tlrs), rtol=1e-12)
     assert len(set(map(tuple, llrs))) > 1  # the lr really changed mid-run
     assert_params_close(lp, tp)
@@ -177,8 +187,9 @@ def test_scheduler_state_dict_and_closed_form():
                                          ("Adagrad", dict(lr=0.05)), ("Adadelta", dict(lr=1.0)),
                                          ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)),
                                          ("RAdam", dict(lr=0.01))])
-def test_state_dict_round_trip_resumes_identically(name, kwargs, tmp_path):
-    x, y = lucid.tensor(X), lucid.tensor(Y)
+@pytest.mark.parametrize("device", DEVICES)
+def test_state_dict_round_trip_resumes_identically(name, kwargs, device, tmp_path):
+    x, y = to_device(lucid.tensor(X), device), to_device(lucid.tensor(Y), device)
 
     def train(params, opt, n):
         for _ in range(n):
@@ -186,11 +197,11 @@ def test_state_dict_round_trip_resumes_identically(name, kwargs, tmp_path):
             loss_fn(params, x, y).backward()
             opt.step()
 
-    ref = make_params(lucid, nn.Parameter)
+    ref = make_params(lucid, nn.Parameter, device)
     ref_opt = getattr(optim, name)(ref, **kwargs)
     train(ref, ref_opt, 20)
 
-    a = make_params(lucid, nn.Parameter)
+    a = make_params(lucid, nn.Parameter, device)
     a_opt = getattr(optim, name)(a, **kwargs)
     train(a, a_opt, 10)
     sd = a_opt.state_dict()
@@ -215,16 +226,16 @@ def test_state_dict_round_trip_resumes_identically(name, kwargs, tmp_path):
     path = tmp_path / "opt.safetensors"
     lucid.save({"model": {str(i): p.detach() for i, p in enumerate(a)}, "optim": sd}, path)
     blob = lucid.load(path)
-    b = make_params(lucid, nn.Parameter)
+    b = make_params(lucid, nn.Parameter, device)
     with lucid.no_grad():
         for i, p in enumerate(b):
             p.zero_()
-            p.add_(blob["model"][str(i)])
+            p.add_(to_device(blob["model"][str(i)], device))
     b_opt = getattr(optim, name)(b, **kwargs)
     b_opt.load_state_dict(blob["optim"])
     train(b, b_opt, 10)
     for p, q in zip(ref, b):
-        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+        np.testing.assert_array_equal(to_numpy(p), to_numpy(q))
 
 
 def test_optimizer_errors_match_torch():
@@ -291,9 +302,10 @@ def test_repr_matches_torch():
 
 @pytest.mark.parametrize("kwargs,steps", [(dict(lr=0.5, max_iter=5), 4),
                                           (dict(lr=1, max_iter=10, history_size=4, line_search_fn="strong_wolfe"), 2)])
-def test_lbfgs_matches_torch(kwargs, steps):
+@pytest.mark.parametrize("device", DEVICES)
+def test_lbfgs_matches_torch(kwargs, steps, device):
     # 20-25 inner iterations; beyond that float32 rounding differences grow chaotically on this non-convex loss
-    (lp, _, lo), (tp, _, to) = run("LBFGS", kwargs, steps=steps, closure=True)
+    (lp, _, lo), (tp, _, to) = run("LBFGS", kwargs, steps=steps, closure=True, device=device)
     assert_params_close(lp, tp, rtol=1e-5, atol=1e-5)
     ls, ts = lo.state[lo._params[0]], to.state[to._params[0]]
     assert ls["func_evals"] == ts["func_evals"] and ls["n_iter"] == ts["n_iter"]

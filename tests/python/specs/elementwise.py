@@ -330,7 +330,7 @@ SPECS += [
     OpSpec("glu", ["Sigmoid", "Mul"], lambda l, x, **k: l.nn.functional.glu(x, **k),
            lambda t, x, **k: t.nn.functional.glu(x, **k),
            lambda rng, dt: [Sample([arr(rng, (3, 4), dt)]), Sample([arr(rng, (4, 3, 2), dt)], {"dim": 0})]),
-    OpSpec("softmin", ["Neg"], lambda l, x: l.nn.functional.softmin(x, dim=1),
+    OpSpec("softmin", ["Neg", "Softmax"], lambda l, x: l.nn.functional.softmin(x, dim=1),
            lambda t, x: t.nn.functional.softmin(x, dim=1), lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])]),
     OpSpec("sigmoid_tanh_F", ["Sigmoid", "Tanh"], lambda l, x: l.sigmoid(x) + l.tanh(x),
            lambda t, x: t.nn.functional.sigmoid(x) + t.nn.functional.tanh(x), _unary()),
