@@ -16,6 +16,7 @@ from lucid._ops import *  # noqa: F401,F403
 from lucid import autograd  # noqa: E402
 from lucid import return_types  # noqa: E402,F401
 from lucid import nn, optim, cuda, linalg, special  # noqa: E402  (pylib)
+from lucid import backends  # noqa: E402,F401  (torch.backends: lucid.backends.cudnn flags)
 from lucid._ops_torch_toplevel import *  # noqa: E402,F401,F403  (nn.functional ops torch also exports at top level)
 from lucid.linalg._legacy import *  # noqa: E402,F401,F403  (torch.cholesky, qr, svd, ... : the pre-linalg forms)
 from lucid.serialization import save, load  # noqa: E402  (pylib)

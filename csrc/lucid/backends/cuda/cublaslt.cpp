@@ -28,6 +28,8 @@ constexpr size_t kMaxPlans = 1024;  // per thread; the cache is dropped whole wh
 
 cublasLtHandle_t lt_handle(int device) {
   LUCID_CHECK(device >= 0 && device < kMaxDevices, IndexError, "cublasLt: device index ", device, " out of range");
+  thread_local std::array<cublasLtHandle_t, kMaxDevices> seen{};  // this thread's copy: no lock per call
+  if (seen[device]) return seen[device];
   static std::mutex mu;
   static std::array<cublasLtHandle_t, kMaxDevices> handles{};
   std::lock_guard<std::mutex> g(mu);
@@ -37,7 +39,7 @@ cublasLtHandle_t lt_handle(int device) {
     check_lt(cublasLtCreate(&h), "cublasLtCreate");
     handles[device] = h;  // lives as long as the process (as torch's handle pool)
   }
-  return handles[device];
+  return seen[device] = handles[device];
 }
 
 // Largest power of two (<= 256) dividing the address: the alignment the heuristic may assume.

@@ -2,12 +2,10 @@
 // stored dtype and activation, int64 indexing, the residual read through its broadcast strides.
 #include "lucid/backends/cuda/gemm_epilogue.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <type_traits>
 
+#include "lucid/backends/cuda/half_bits.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/ops/scalar_functors.h"
 
@@ -15,27 +13,13 @@ namespace lucid::cuda {
 
 namespace {
 
-// Stored element types on the device. 16-bit floats are their bits (lucid::Half / BFloat16
-// convert with x86 intrinsics, host only), converted with cuda_fp16.h / cuda_bf16.h. Local to
-// this file until the backend's shared cuda_dtype.cuh lands.
-struct F16Bits { uint16_t bits; };
-struct BF16Bits { uint16_t bits; };
-
-template <class T> struct Elem {  // float, double: compute in the stored type; integers: in int64
+template <class T> struct Elem {  // float, double: their own compute type; integers: int64
   using C = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
   __device__ static C load(T v) { return static_cast<C>(v); }
   __device__ static T store(C v) { return static_cast<T>(v); }
 };
-template <> struct Elem<F16Bits> {
-  using C = float;
-  __device__ static C load(F16Bits v) { return __half2float(__ushort_as_half(v.bits)); }
-  __device__ static F16Bits store(C v) { return F16Bits{__half_as_ushort(__float2half_rn(v))}; }
-};
-template <> struct Elem<BF16Bits> {
-  using C = float;
-  __device__ static C load(BF16Bits v) { return __bfloat162float(__ushort_as_bfloat16(v.bits)); }
-  __device__ static BF16Bits store(C v) { return BF16Bits{__bfloat16_as_ushort(__float2bfloat16_rn(v))}; }
-};
+template <> struct Elem<F16Bits> : DeviceElem<F16Bits> {};
+template <> struct Elem<BF16Bits> : DeviceElem<BF16Bits> {};
 
 constexpr int kMaxDims = 16;
 struct ResidualGeo {

@@ -215,9 +215,11 @@ void gemm(const Tensor& a0, const Tensor& b0, const Tensor& out, const GemmCall&
     operand_ok(b, nb, lb);
   }
   const int64_t N = b.shape().back();
-  // cuBLASLt's bias must be packed; gelu_tanh joins it unless the residual comes first.
+  // cuBLASLt's bias must be packed (and is read with vector loads: 16-byte aligned, as the
+  // allocator's blocks are); gelu_tanh joins it unless the residual comes first.
   LtEpilogue epi = LtEpilogue::None;
-  if (c.bias.defined() && (c.bias.strides()[0] == 1 || N == 1)) {
+  if (c.bias.defined() && (c.bias.strides()[0] == 1 || N == 1) &&
+      reinterpret_cast<uintptr_t>(c.bias.data_ptr()) % 16 == 0) {
     epi = LtEpilogue::Bias;
     if (c.rest.act == FusedActivation::GeluTanh && !(c.rest.residual.defined() && c.rest.residual_first))
       epi = LtEpilogue::GeluTanhBias;
