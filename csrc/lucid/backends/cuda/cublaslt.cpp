@@ -171,8 +171,10 @@ std::unique_ptr<Plan> make_plan(const LtGemm& g, const PlanKey& key, cublasLtHan
   int found = 0;
   cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, d, p->la.get(), p->lb.get(), p->ld.get(), p->ld.get(), pref, 1,
                                                     &res, &found);
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && (found == 0 || res.state != CUBLAS_STATUS_SUCCESS)))
-    return p;  // ok = false
+  // No algorithm (NOT_SUPPORTED; INVALID_VALUE for layouts no algorithm takes): ok = false.
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
+      (s == CUBLAS_STATUS_SUCCESS && (found == 0 || res.state != CUBLAS_STATUS_SUCCESS)))
+    return p;
   check_lt(s, "cublasLtMatmulAlgoGetHeuristic");
   p->algo = res.algo;
   p->workspace = res.workspaceSize;

@@ -226,8 +226,14 @@ void gemm(const Tensor& a0, const Tensor& b0, const Tensor& out, const GemmCall&
   }
   if (epi != LtEpilogue::None && !lt_product(a, la, b, lb, out, batch, c, epi)) epi = LtEpilogue::None;
   if (epi == LtEpilogue::None) {
-    LUCID_CHECK(lt_product(a, la, b, lb, out, batch, c, LtEpilogue::None), Error,
-                "matmul: cuBLASLt found no algorithm for a ", dtype_name(dt), " product");
+    if (!lt_product(a, la, b, lb, out, batch, c, LtEpilogue::None)) {
+      // No algorithm for these leading dims or batch strides: once more from contiguous copies.
+      a = a.contiguous_data(), b = b.contiguous_data();
+      operand_ok(a, nb, la), operand_ok(b, nb, lb);
+      LUCID_CHECK(lt_product(a, la, b, lb, out, batch, c, LtEpilogue::None), Error,
+                  "matmul: cuBLASLt found no algorithm for a ", dtype_name(dt), " product of ", shape_str(a.shape()),
+                  " and ", shape_str(b.shape()));
+    }
     c.rest.bias = c.bias;
   }
   if (epi == LtEpilogue::GeluTanhBias) c.rest.act = FusedActivation::None;
