@@ -27,7 +27,8 @@ template <class T> __global__ void int_gemm_kernel(Params<T> p) {
   __shared__ int64_t bs[kTile][kTile + 1];
   const int64_t bz = p.batch0 + blockIdx.z;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t row = static_cast<int64_t>(blockIdx.y) * kTile + ty, col = static_cast<int64_t>(blockIdx.x) * kTile + tx;
+  // Rows on grid.x (up to 2^31 - 1 tiles), columns on grid.y (up to 65535 tiles).
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kTile + ty, col = static_cast<int64_t>(blockIdx.y) * kTile + tx;
   const T* A = p.a + bz * p.sab;
   const T* B = p.b + bz * p.sbb;
   int64_t acc = 0;
@@ -66,9 +67,9 @@ void run(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out
   // The CPU's casts (static_cast<int64_t> of the double attributes).
   p.alpha = static_cast<int64_t>(g.alpha), p.beta = static_cast<int64_t>(g.beta);
   p.alpha_one = g.alpha == 1.0, p.beta_sum = g.beta_sum;
-  const int64_t gx = (g.N + kTile - 1) / kTile, gy = (g.M + kTile - 1) / kTile;
+  const int64_t gx = (g.M + kTile - 1) / kTile, gy = (g.N + kTile - 1) / kTile;
   LUCID_CHECK(gx < (int64_t(1) << 31) && gy <= 65535, Error, "matmul: integer product of ", g.M, " x ", g.N,
-              " is too large for the CUDA integer GEMM");
+              " is too large for the CUDA integer GEMM (at most ", 65535 * kTile, " columns)");
   cudaStream_t s = current_stream(out.device());
   for (int64_t b0 = 0; b0 < g.batch; b0 += 65535) {
     p.batch0 = b0;
