@@ -5,7 +5,8 @@ windows (hann, hamming, blackman, bartlett, kaiser: functions of their length on
 float64 on the host), empty_strided, asarray/frombuffer/empty_permuted, and the switches seed
 utilities call (use_deterministic_algorithms and the debug mode: lucid's CPU kernels are
 deterministic, so every mode holds;
-set_float32_matmul_precision: recorded, CPU GEMMs are always full float32, as torch's on CPU);
+set_float32_matmul_precision: CPU GEMMs are always full float32, as torch's on CPU; 'high' and
+'medium' let CUDA float32 GEMMs use TF32, the setting lucid.backends.cuda.matmul.allow_tf32 shows);
 and lucid.Size, torch.Size's tuple."""
 from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import builtins
@@ -187,7 +188,6 @@ def empty_strided(size, stride, *, dtype=None, device=None, layout=None, require
 
 _deterministic = {"mode": False, "warn_only": False}
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
-_matmul_precision = ["highest"]
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
@@ -221,11 +221,11 @@ def get_deterministic_debug_mode():
 def set_float32_matmul_precision(precision):
     if precision not in ("highest", "high", "medium"):
         raise ArgumentError(f"set_float32_matmul_precision: expected 'highest', 'high' or 'medium', got {precision!r}")
-    _matmul_precision[0] = precision
+    _C._set_float32_matmul_precision(precision)
 
 
 def get_float32_matmul_precision():
-    return _matmul_precision[0]
+    return _C._get_float32_matmul_precision()
 
 
 

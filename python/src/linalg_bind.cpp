@@ -5,6 +5,7 @@
 #include "lucid/backends/cpu/dnnl_conv.h"
 #include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/ops/linalg.h"
+#include "lucid/ops/matmul_precision.h"
 
 namespace lucid::py {
 
@@ -78,6 +79,15 @@ LUCID_BINDER(linalg) {
   }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("residual").none() = nb::none(),
      nb::arg("activation") = "none", nb::arg("residual_first") = false);
   m.def("_matmul_cache_size", &cpu::matmul_cache_size);
+  // lucid.set_float32_matmul_precision / backends.cuda.matmul.allow_tf32 (validated in Python).
+  m.def("_set_float32_matmul_precision", [](const std::string& p) {
+    set_float32_matmul_precision(p == "high" ? MatmulPrecision::High : p == "medium" ? MatmulPrecision::Medium
+                                                                                      : MatmulPrecision::Highest);
+  });
+  m.def("_get_float32_matmul_precision", [] {
+    MatmulPrecision p = float32_matmul_precision();
+    return std::string(p == MatmulPrecision::High ? "high" : p == MatmulPrecision::Medium ? "medium" : "highest");
+  });
   m.def("_matmul_pack_stats", [] {
     cpu::MatmulPackStats st = cpu::matmul_pack_stats();
     nb::dict d;

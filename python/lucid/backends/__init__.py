@@ -1,4 +1,4 @@
-"""lucid.backends: torch.backends' switches for the libraries lucid's backends use (cudnn)."""
-from lucid.backends import cudnn
+"""lucid.backends: torch.backends' switches for the libraries lucid's backends use (cuda: cuBLASLt's TF32; cudnn)."""
+from lucid.backends import cuda, cudnn
 
-__all__ = ["cudnn"]
+__all__ = ["cuda", "cudnn"]

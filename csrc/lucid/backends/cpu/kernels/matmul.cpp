@@ -13,22 +13,9 @@ namespace lucid::cpu {
 
 namespace {
 
-// a as [..., M, K] and b as [..., K, N] (1-D operands get a unit dim), as views.
-Tensor as_matrix_lhs(const Tensor& a) {
-  if (a.ndim() >= 2) return a;
-  return Tensor::make_view(a, {1, a.shape()[0]}, {a.shape()[0] * a.strides()[0], a.strides()[0]}, a.offset());
-}
-Tensor as_matrix_rhs(const Tensor& b) {
-  if (b.ndim() >= 2) return b;
-  return Tensor::make_view(b, {b.shape()[0], 1}, {b.strides()[0], 1}, b.offset());
-}
-Tensor out_view(const Tensor& out, const Shape& full) {
-  return Tensor::make_view(out, full, contiguous_strides(full), out.offset());
-}
-
 void matmul_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   MatmulGeo g = matmul_geo(in[0], in[1]);
-  dnnl_matmul(as_matrix_lhs(in[0]), as_matrix_rhs(in[1]), Tensor(), {}, out_view(out[0], g.full()));
+  dnnl_matmul(matmul_lhs_view(in[0]), matmul_rhs_view(in[1]), Tensor(), {}, matmul_out_view(out[0], g.full()));
 }
 
 void addmm_kernel(const TensorList& in, const TensorList& out, const Attrs& at) {
@@ -44,11 +31,11 @@ void addmm_kernel(const TensorList& in, const TensorList& out, const Attrs& at) 
 
 // x @ w^T + bias with the epilogue ep, into out (x's leading dims kept).
 void linear_product(const Tensor& x, const Tensor& w, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out) {
-  Tensor wt = Tensor::make_view(w, {w.shape()[1], w.shape()[0]}, {w.strides()[1], w.strides()[0]}, w.offset());
-  Tensor x2 = as_matrix_lhs(x);
+  Tensor wt = linear_weight_view(w);
+  Tensor x2 = matmul_lhs_view(x);
   Shape full = x2.shape();
   full.back() = w.shape()[0];
-  dnnl_matmul(x2, wt, bias, ep, out_view(out, full));
+  dnnl_matmul(x2, wt, bias, ep, matmul_out_view(out, full));
 }
 
 void linear_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
