@@ -29,7 +29,7 @@ namespace lucid::sm {
 // std::numeric_limits' members are host-only constexpr functions to nvcc; libcu++'s are
 // host-device and give the same values.
 #ifdef __CUDACC__
-template <class C> using limits = cuda::std::numeric_limits<C>;
+template <class C> using limits = ::cuda::std::numeric_limits<C>;
 #else
 template <class C> using limits = std::numeric_limits<C>;
 #endif
