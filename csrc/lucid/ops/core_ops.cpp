@@ -17,7 +17,9 @@
 namespace lucid {
 
 // ---- Copy ---------------------------------------------------------------------------------
-LUCID_REGISTER_OP(Copy, "dtype:dtype", [] {
+// non_blocking (copy_(src, non_blocking=True)): a copy between host and device may return before
+// it has finished where the host memory allows it (pinned), as torch's.
+LUCID_REGISTER_OP(Copy, "dtype:dtype, non_blocking:bool?", [] {
   OpDef d;
   d.num_inputs = 1;
   d.infer = [](const TensorList& in, const Attrs& a) {
