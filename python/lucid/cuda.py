@@ -118,13 +118,15 @@ def library_versions(compiled=False):
 
 
 def manual_seed(seed):
-    """No-op: lucid has no CUDA tensors yet (torch.cuda.manual_seed is one on a CPU-only machine)."""
-    int(seed)
+    """Seeds the random stream CUDA tensors draw from. lucid has one Philox generator for every device
+    (so a seed gives the same numbers on the CPU and on a GPU), so this is lucid.manual_seed: unlike
+    torch, it reseeds the CPU's draws too. Without a GPU it only seeds, as torch's is a no-op there."""
+    _C.manual_seed(int(seed))
 
 
 def manual_seed_all(seed):
-    """No-op: lucid has no CUDA tensors yet (torch.cuda.manual_seed_all is one on a CPU-only machine)."""
-    int(seed)
+    """The same as manual_seed (one generator serves every device)."""
+    _C.manual_seed(int(seed))
 
 
 def synchronize(device=None):

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bind.h"
+#include "lucid/backends/cuda/pinned_memory.h"
 #include "lucid/core/generator.h"
 #include "lucid/ops/creation.h"
 
@@ -37,6 +38,7 @@ struct Opts {
   nb::object size;  // the 'size' keyword, when given
   // device=: the factory device while the Opts live (the call's extent), see core/device.h.
   std::unique_ptr<FactoryDeviceScope> device;
+  bool pin_memory = false;  // pin_memory=True: the CPU result is copied into pinned memory
 };
 
 Opts parse_kwargs(const nb::kwargs& kw, const char* op, bool allow_gen, bool allow_size) {
@@ -58,7 +60,9 @@ Opts parse_kwargs(const nb::kwargs& kw, const char* op, bool allow_gen, bool all
       if (!v.is_none()) o.gen = nb::cast<Generator*>(v);
     } else if (key == "size" && allow_size) {
       o.size = nb::borrow(v);
-    } else if (key == "layout" || key == "pin_memory" || key == "memory_format") {
+    } else if (key == "pin_memory") {
+      o.pin_memory = nb::cast<bool>(v);
+    } else if (key == "layout" || key == "memory_format") {
       // Accepted for signature compatibility; lucid has one (strided, pageable) layout.
     } else {
       throw TypeError(str(op, "() got an unexpected keyword argument '", key, "'"));
@@ -86,6 +90,10 @@ Shape shape_from(const nb::args& args, size_t start, const Opts& o, const char* 
 }
 
 Tensor finish(Tensor t, const Opts& o) {
+  if (o.pin_memory) {
+    LUCID_CHECK(t.device().is_cpu(), Error, "pin_memory: only CPU tensors can be pinned, got one on ", t.device().str());
+    t = cuda::pin_memory(t);
+  }
   if (o.requires_grad) t.set_requires_grad(true);
   return t;
 }

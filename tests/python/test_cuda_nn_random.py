@@ -23,7 +23,7 @@ TORCH_DT = {lucid.float32: torch.float32, lucid.float64: torch.float64, lucid.fl
 
 def host(t):
     """A lucid tensor's values as a float64 (or integer/bool) numpy array."""
-    t = t.cpu()
+    t = t.detach().cpu()
     if t.dtype in (lucid.float16, lucid.bfloat16):
         t = t.float()
     return t.numpy()

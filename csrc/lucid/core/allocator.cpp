@@ -26,8 +26,8 @@ Allocator& allocator_for(const Device& d, const char* what) {
   if (!a) {
     std::string type = d.str().substr(0, d.str().find(':'));
     for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    throw NotImplementedError(str(what, ": device '", d.str(), "' has no memory allocator in this build of lucid (no ",
-                                  type, " allocator is built yet)"));
+    throw NotImplementedError(str(what, ": device '", d.str(), "' has no memory allocator in this build of lucid (it has no ",
+                                  type, " backend)"));
   }
   return *a;
 }

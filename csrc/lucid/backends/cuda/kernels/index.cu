@@ -1,5 +1,5 @@
-// CUDA kernels of the indexing ops (records in ops/index_ops.cpp, ops/reduce_minmax.cpp): Gather,
-// Scatter, ScatterAdd, IndexGather / IndexPut (advanced indexing) and IndexMask, with the CPU
+// CUDA kernels of the indexing ops (records in ops/index_ops.cpp): Gather,
+// Scatter, ScatterAdd, IndexGather / IndexPut (advanced indexing), with the CPU
 // kernels' geometry (backends/cpu/kernels/index.cpp, ops/index_layout.h). Every index is checked
 // on the device before anything is written (index_check.cuh: one stream synchronisation per op)
 // and a bad one raises the CPU's IndexError. Negative indices: gather/scatter reject them as the
@@ -289,36 +289,6 @@ void index_put_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   check_launch("index_put_kernel");
 }
 
-// ---- IndexMask ------------------------------------------------------------------------------
-template <class T>
-__global__ void index_mask_kernel(T* o, const int64_t* idx, int64_t n, int64_t len, int64_t inner) {
-  LUCID_GRID_LOOP(int64_t, p, n) {
-    int64_t r = p / inner, j = p - r * inner;
-    o[(r * len + idx[p]) * inner + j] = from_compute<T>(dcompute_t<T>(1));
-  }
-}
-
-void index_mask_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
-  const Tensor& o = out[0];
-  DeviceGuard g(o.device());
-  zero(o);
-  int64_t nd = o.ndim(), dim = nd > 0 ? wrap_dim(a.i("dim"), nd, "index_mask") : 0;
-  int64_t len = 1, inner = 1;
-  for (int64_t i = dim + 1; i < nd; ++i) inner *= o.shape()[i];
-  if (nd > 0) len = o.shape()[dim];
-  Tensor ix;
-  int64_t bad = 0;
-  LUCID_CHECK(checked_index(in[0], len, false, ix, bad), IndexError, "index_mask: index ", bad, " is out of range for size ", len);
-  const int64_t n = ix.numel();
-  if (n == 0 || o.numel() == 0) return;
-  cudaStream_t s = current_stream(o.device());
-  LUCID_DISPATCH_FLOATING(o.dtype(), "index_mask", [&] {
-    using T = DeviceT<scalar_t>;
-    index_mask_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), ix.data<int64_t>(), n, len, inner);
-  });
-  check_launch("index_mask_kernel");
-}
-
 }  // namespace
 
 LUCID_REGISTER_KERNEL(Gather, CUDA, gather_kernel_fn);
@@ -326,6 +296,5 @@ LUCID_REGISTER_KERNEL(ScatterAdd, CUDA, scatter_add_kernel);
 LUCID_REGISTER_KERNEL(Scatter, CUDA, scatter_plain_kernel);
 LUCID_REGISTER_KERNEL(IndexGather, CUDA, index_gather_fn);
 LUCID_REGISTER_KERNEL(IndexPut, CUDA, index_put_fn);
-LUCID_REGISTER_KERNEL(IndexMask, CUDA, index_mask_fn);
 
 }  // namespace lucid::cuda
