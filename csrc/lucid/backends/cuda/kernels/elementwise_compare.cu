@@ -1,0 +1,12 @@
+// CUDA kernels of the functor table's comparisons and logical and bitwise ops (eq, lt,
+// logical_and, bitwise_xor...), expanded from their functors (backends/cuda/elementwise.cuh, unit
+// EwUnit::Compare).
+#include "lucid/backends/cuda/elementwise.cuh"
+
+namespace lucid::cuda {
+
+#define LUCID_EW(Op, F, Arity, Rule, Domain) LUCID_EW_CUDA_ROW(Op, ew_unit(OpId::Op, Arity, false) == EwUnit::Compare)
+#define LUCID_EW_ATTR(Op, F, Arity, Rule, Domain)
+#include "lucid/ops/list/elementwise_functors.def"
+
+}  // namespace lucid::cuda
