@@ -271,18 +271,12 @@ def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_g
     return out.requires_grad_() if requires_grad else out
 
 
-def get_default_device():
-    return _device.CPU
-
-
-def set_default_device(device):
-    if device is not None:
-        _device.check(device, "set_default_device")
+get_default_device = _device.get_default_device
+set_default_device = _device.set_default_device
 
 
 def get_device(input):
-    need_tensor(input, "get_device")
-    return -1  # torch's answer for a CPU tensor
+    return need_tensor(input, "get_device").get_device()  # -1 on the CPU, the index on a GPU
 
 
 def to_dlpack(tensor):
