@@ -119,6 +119,9 @@ struct OpDef {
   // The op's result lives on another device than its input (ToDevice): infer sets the result's
   // device, and dispatch runs the kernel of the non-CPU side (which handles both directions).
   bool device_transfer = false;
+  // The op writes some of its inputs in place and has no outputs (the fused multi-tensor
+  // optimizer steps): the tracer cannot record that as SSA values, so a trace falls back.
+  bool writes_inputs = false;
 
   KernelFn kernel(DeviceType t) const { return kernels[static_cast<int>(t)]; }
 };

@@ -2,8 +2,9 @@
 // C++ API (optim.h). Inputs are lists of tensors laid end to end (params, grads, then the
 // states); the op has no outputs and writes the params and states in place: one kernel call per
 // step for a whole list (the CUDA kernel packs the list into multi-tensor launches, as torch's
-// multi_tensor_apply). Per-element math: optim_update.h. Not differentiable, and not recorded by
-// the tracer as a write: python/lucid/optim uses the op-by-op path while a step is compiled.
+// multi_tensor_apply). Per-element math: optim_update.h. Not differentiable; a trace that meets one
+// falls back to eager (OpDef::writes_inputs: the IR has no multi-tensor write), which is why
+// python/lucid/optim uses the op-by-op path while a step is compiled.
 #include "lucid/ops/optim.h"
 
 #include <cmath>
@@ -89,6 +90,7 @@ LUCID_REGISTER_OP(FusedAdam,
                     OpDef d;
                     d.num_inputs = -1;
                     d.differentiable = false;
+                    d.writes_inputs = true;
                     d.infer = [](const TensorList& in, const Attrs& a) {
                       check_lists("fused_adam", in, adam_lists(a), kAdamLists);
                       return std::vector<TensorMeta>{};
@@ -103,6 +105,7 @@ LUCID_REGISTER_OP(FusedSgd,
                     OpDef d;
                     d.num_inputs = -1;
                     d.differentiable = false;
+                    d.writes_inputs = true;
                     d.infer = [](const TensorList& in, const Attrs& a) {
                       check_lists("fused_sgd", in, sgd_lists(a), kSgdLists);
                       return std::vector<TensorMeta>{};

@@ -118,6 +118,9 @@ int Tracer::value_of(const Tensor& t) {
 void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) {
   const OpDef& def = op_def(id);
   if (std::string why = off_cpu(inputs).empty() ? off_cpu(outputs) : off_cpu(inputs); !why.empty()) fallback(why);
+  if (def.writes_inputs)
+    fallback(str(def.api_name, " writes its inputs in place as one multi-tensor step, which a trace cannot record; "
+                 "the function runs eagerly"));
   std::vector<int> ins;
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
