@@ -299,8 +299,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     ext = lucid.cat([lucid.stack([blanks, tg], 2).reshape(n, 2 * s_max), blanks[:, :1]], 1)
     width = 2 * s_max + 1
     emit = lp.gather(2, ext.unsqueeze(0).expand(tt, n, width))  # (T, N, 2S+1)
-    skip = lucid.cat([lucid.zeros(n, 2, dtype=lucid.bool, device=dev), (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])],
-                     1)
+    no_skip = lucid.zeros(n, 2, dtype=lucid.bool, device=dev)
+    skip = lucid.cat([no_skip, (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])], 1)
     neg = lucid.full((), _CTC_NEG, dtype=lp.dtype, device=dev)
     first = lucid.arange(width, device=dev).reshape(1, -1) < 2
     alpha = lucid.where(first, emit[0], neg)

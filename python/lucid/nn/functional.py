@@ -213,7 +213,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     mask = None
     if attn_mask is not None:
         if attn_mask.dtype == lucid.bool:
-            m = lucid.zeros(attn_mask.shape, dtype=q.dtype, device=attn_mask.device).masked_fill(attn_mask, float("-inf"))
+            m = lucid.zeros(attn_mask.shape, dtype=q.dtype,
+                            device=attn_mask.device).masked_fill(attn_mask, float("-inf"))
         else:
             m = attn_mask.to(q.dtype)
         if m.dim() == 3:  # (N*H, L, S)

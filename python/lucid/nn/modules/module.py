@@ -4,6 +4,8 @@ Parameters, buffers and submodules live in three ordered dicts and are found thr
 __getattr__/__setattr__/__delattr__ exactly like torch.nn.Module, so names, state_dict keys,
 iteration order and error messages match PyTorch. Tensor conversion (to/float/double/...) builds
 new Parameter objects (lucid tensors have no `.data` setter); construct optimizers after `.to()`.
+The layers' `device=` constructor argument is honoured as torch's: the constructor runs with it as
+the factory device (_on_device_argument).
 """
 from collections import OrderedDict, namedtuple
 import copy
