@@ -321,6 +321,9 @@ def main():
         sys.exit("bench/cuda_eager.py needs lucid's CUDA backend and a GPU: lucid.cuda.is_available() is False "
                  "(a CPU-only build, or no device visible)")
     timing = Timing(args.quick)
+    # Full FP32 convolutions in both libraries: the conv and ResNet rows turn torch's cuDNN TF32
+    # off around its timing; lucid's flag (True by default, as torch's) is off for the whole run.
+    lucid.backends.cudnn.allow_tf32 = False
     table, results = [], {}
     for key, label, goal, fn in rows_to_run(timing):
         try:

@@ -88,6 +88,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
     else:
+        if device is None:  # the factory device (`with lucid.device(...)`), as the other factories
+            factory = _C._factory_device()
+            device = None if factory == "cpu" else factory
         arr = _to_array(data, dtype)
         t = _C.from_numpy(np.require(arr, requirements=["C", "W"]))
         if device is None or _device.device(device).type == "cpu":

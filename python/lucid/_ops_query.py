@@ -279,10 +279,12 @@ def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_g
     return out.requires_grad_() if requires_grad else out
 
 
+get_default_device = _device.get_default_device
+set_default_device = _device.set_default_device
+
+
 def get_device(input):
-    """The CUDA device index of the tensor; -1 for a CPU tensor (torch's answer)."""
-    d = need_tensor(input, "get_device").device
-    return -1 if d.type == "cpu" else (d.index or 0)
+    return need_tensor(input, "get_device").get_device()  # -1 on the CPU, the index on a GPU
 
 
 def to_dlpack(tensor):
@@ -345,6 +347,6 @@ __all__ = ["Size", "is_tensor", "is_floating_point", "is_complex", "is_signed", 
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "set_deterministic_debug_mode", "get_deterministic_debug_mode",
-           "get_device", "to_dlpack", "asarray", "frombuffer", "empty_permuted",
-           "is_inference_mode_enabled", "is_inference", "conj", "resolve_conj", "resolve_neg",
+           "get_device", "to_dlpack", "asarray", "frombuffer", "empty_permuted", "get_default_device",
+           "set_default_device", "is_inference_mode_enabled", "is_inference", "conj", "resolve_conj", "resolve_neg",
            "conj_physical", "is_conj", "is_neg"]

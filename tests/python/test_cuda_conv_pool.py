@@ -375,7 +375,7 @@ def test_conv_batch_over_2_31_elements_runs_in_chunks():
     w = lucid.ones((2, C, 1, 1), device="cuda").requires_grad_(True)
     y = F.conv2d(x, w)
     for n in (0, 1, 64, 65, N - 1):
-        assert np.all(y[n].cpu().numpy() == n * C), n
+        assert np.all(y[n].detach().cpu().numpy() == n * C), n
     y.sum().backward()
     want = H * H * N * (N - 1) / 2  # dw[k, c] = sum over n, h, w of x
     np.testing.assert_allclose(w.grad.cpu().numpy(), np.full((2, C, 1, 1), want), rtol=1e-3)  # 34M-term float32 sums

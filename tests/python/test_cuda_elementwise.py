@@ -503,3 +503,16 @@ def test_large_contiguous_add_uses_every_element():
     np.testing.assert_array_equal(out, a + a)
     off = (x[1:] * 2).cpu().numpy()  # an unaligned contiguous view: the strided path
     np.testing.assert_array_equal(off, a[1:] * 2)
+
+
+def test_non_blocking_copies_with_pinned_memory():
+    a = lucid.arange(4096, dtype=lucid.float32).pin_memory()
+    g = a.to("cuda", non_blocking=True)  # from the caller's pinned buffer: returns before the copy ends
+    lucid.cuda.synchronize()
+    same(host(g), host(a))
+    h = lucid.zeros(4096).pin_memory()
+    h.copy_(g * 2, non_blocking=True)
+    lucid.cuda.synchronize()
+    same(h.numpy(), host(a) * 2)
+    back = (g + 1).to("cpu", non_blocking=True)  # into pageable memory: waits
+    same(back.numpy(), host(a) + 1)

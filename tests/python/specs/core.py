@@ -23,8 +23,10 @@ SPECS = [
            lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])], dtypes=ALL),
     OpSpec("cast", ["Copy"], lambda l, a: l.cast(a, l.float64) * 1.0, lambda t, a: a.to(t.float64) * 1.0,
            lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])], dtypes=("float32", "float16", "int32")),
-    OpSpec("to_device", ["ToDevice"], lambda l, a: a._to_device("cpu", l.float64, False) * 1.0,
-           lambda t, a: a.to("cpu", t.float64, copy=True) * 1.0,
+    # A copy onto the input's own device (cpu -> cpu, cuda -> cuda); tests/python/test_cuda_devices.py
+    # moves between devices.
+    OpSpec("to_device", ["ToDevice"], lambda l, a: a._to_device(a._device, l.float64, False) * 1.0,
+           lambda t, a: a.to(a.device, t.float64, copy=True) * 1.0,
            lambda rng, dt: [Sample([arr(rng, (3, 4), dt)])], dtypes=("float32", "float64", "int32")),
     OpSpec("expand", ["Expand", "SumTo"], lambda l, a: a.expand(2, 3, 4), lambda t, a: a.expand(2, 3, 4),
            lambda rng, dt: [Sample([arr(rng, (3, 1), dt)])]),

@@ -143,7 +143,6 @@ std::unique_ptr<Plan> make_plan(const LtGemm& g, const PlanKey& key, cublasLtHan
   set_desc(d, CUBLASLT_MATMUL_DESC_TRANSB, opb, "cublasLtMatmulDescSetAttribute(TRANSB)");
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (g.epilogue == LtEpilogue::Bias) epi = CUBLASLT_EPILOGUE_BIAS;
-  if (g.epilogue == LtEpilogue::GeluTanhBias) epi = CUBLASLT_EPILOGUE_GELU_BIAS;
   set_desc(d, CUBLASLT_MATMUL_DESC_EPILOGUE, epi, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
   if (epi != CUBLASLT_EPILOGUE_DEFAULT) {
     set_desc(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, t, "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");

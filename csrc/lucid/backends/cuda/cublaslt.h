@@ -26,7 +26,6 @@ namespace lucid::cuda {
 enum class LtEpilogue : uint8_t {
   None,
   Bias,          // + bias[row of D] (bias has m elements, contiguous, D's dtype)
-  GeluTanhBias,  // gelu_tanh(... + bias): cuBLASLt's GELU is the tanh approximation
 };
 
 // One (strided-batched) GEMM in column-major terms. D is m x n with leading dim ldd; op(A) is

@@ -1,7 +1,7 @@
 // CUDA kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp):
 // the CPU kernel's math (backends/cpu/kernels/attention.cpp) in the compute type (float for
-// 16-bit and float32, double for float64), built from a small batched shared-memory-tiled GEMM
-// and row kernels:
+// 16-bit and float32, double for float64), built from batched cuBLASLt GEMMs (in the compute
+// type; float32 follows the float32 matmul precision, full FP32 by default) and row kernels:
 //   forward:  scores = scale q k^T; masked stable softmax per row (causal: s > l masked; bool
 //             mask: False masked; float mask added; a fully masked row gives zeros) -> the
 //             probabilities output; out = (P * dropout multiplier) v;
@@ -10,6 +10,9 @@
 // This is the correct, not the fast, path: the op record returns the full probabilities (B, L, S)
 // and SdpaBackward reads them, so a flash kernel (cuDNN's SDPA, which keeps only row statistics)
 // does not fit the record as it stands; it needs the record to save statistics instead.
+#include <type_traits>
+
+#include "lucid/backends/cuda/cublaslt.h"
 #include "lucid/backends/cuda/kernels/nn_device.cuh"
 #include "lucid/ops/op_def.h"
 
@@ -45,10 +48,25 @@ __global__ void gemm_kernel(const C* A, const C* B, C* Cm, int64_t batch, int64_
   }
 }
 
+// The products go to cuBLASLt (cublaslt.h, column-major: row-major C = op(A) op(B) is C^T =
+// op(B)^T op(A)^T, so B is its A and A its B); the tiled kernel above only serves K = 0 (zeros)
+// and a problem cuBLASLt has no algorithm for.
 template <class C>
 void gemm(cudaStream_t s, const C* A, const C* B, C* Cm, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t lda,
           int64_t ldb, int64_t ldc, int64_t sa, int64_t sb, int64_t sc, bool ta, bool tb, C alpha) {
   if (batch == 0 || M == 0 || N == 0) return;
+  if (K > 0) {
+    int index = 0;
+    check_cuda(cudaGetDevice(&index), "cudaGetDevice");
+    LtGemm g;
+    g.dtype = std::is_same_v<C, double> ? DType::Float64 : DType::Float32;
+    g.m = N, g.n = M, g.k = K, g.batch = batch;
+    g.a = B, g.lda = ldb, g.stride_a = sb, g.trans_a = tb;
+    g.b = A, g.ldb = lda, g.stride_b = sa, g.trans_b = ta;
+    g.d = Cm, g.ldd = ldc, g.stride_d = sc;
+    g.alpha = static_cast<double>(alpha);
+    if (lt_matmul(g, Device{DeviceType::CUDA, static_cast<int16_t>(index)})) return;
+  }
   dim3 block(kTile, kTile);
   dim3 grid(static_cast<unsigned>((N + kTile - 1) / kTile), static_cast<unsigned>((M + kTile - 1) / kTile),
             static_cast<unsigned>(batch < 65535 ? batch : 65535));

@@ -15,12 +15,16 @@
 //     event and before src's later work by another (so a freed source buffer is not reused
 //     early).
 // Host-to-device copies synchronise the stream as well, as torch's blocking copies do, so the
-// host buffer may be freed or changed as soon as this returns. The attribute non_blocking is
-// accepted; a non-blocking copy waits too until pinned host memory can be recognised (a pageable
-// buffer must be waited for either way).
+// host buffer may be freed or changed as soon as this returns. With the attribute non_blocking, a
+// copy whose host side is the caller's own pinned buffer (pinned_memory.h) returns without
+// waiting, as torch's: the host must not read (device to host) or change (host to device) it
+// before synchronising; the buffer is recorded as in use by the stream (record_host_use), so
+// freeing it is safe. A copy through a host temporary (a cast or strided layout on the host
+// side) or from pageable memory waits in every case.
 #include <cstring>
 
 #include "lucid/backends/cuda/device_copy.h"
+#include "lucid/backends/cuda/pinned_memory.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/ops/op_def.h"
 
@@ -53,7 +57,15 @@ uint64_t element_bits(const Tensor& t) {
   return bits;
 }
 
-void host_to_device(const Tensor& dst, const Tensor& src) {
+// Whether an asynchronous copy may return before the host buffer `h` has been read or written:
+// non_blocking, and h is pinned memory (then recorded as used by the copy's stream).
+bool async_host_use(bool non_blocking, const Tensor& h, int device, cudaStream_t stream) {
+  if (!non_blocking || !is_pinned(h.data_ptr())) return false;
+  record_host_use(h.data_ptr(), StreamRef{device, reinterpret_cast<uintptr_t>(stream)});
+  return true;
+}
+
+void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const Tensor s = dense_source(src, dst.dtype());
   if (s.numel() == 1) return fill_bits(dst, element_bits(s));
   const bool direct = dst.is_contiguous() && s.numel() == dst.numel();
@@ -63,10 +75,11 @@ void host_to_device(const Tensor& dst, const Tensor& src) {
   check_cuda(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.numel() * itemsize(s.dtype()), cudaMemcpyHostToDevice, stream),
              "cudaMemcpyAsync (host to device)");
   if (!direct) copy_on_device(dst, d);
+  if (async_host_use(non_blocking, s, dst.device().index, stream)) return;
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (host to device copy)");
 }
 
-void device_to_host(const Tensor& dst, const Tensor& src) {
+void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const Tensor s = dense_source(src, dst.dtype());
   const bool direct = dst.is_contiguous() && s.numel() == dst.numel();
   const Tensor h = direct ? dst : Tensor::empty(s.shape(), dst.dtype());
@@ -74,7 +87,8 @@ void device_to_host(const Tensor& dst, const Tensor& src) {
   cudaStream_t stream = current_stream(src.device());
   check_cuda(cudaMemcpyAsync(h.data_ptr(), s.data_ptr(), s.numel() * itemsize(s.dtype()), cudaMemcpyDeviceToHost, stream),
              "cudaMemcpyAsync (device to host)");
-  // The host reads the result (and `s` may be a temporary the allocator reuses on this stream).
+  if (direct && async_host_use(non_blocking, h, src.device().index, stream)) return;
+  // The host reads the result.
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (device to host copy)");
   if (!direct) host_copy(dst, h);
 }
@@ -106,13 +120,14 @@ void peer_to_peer(const Tensor& dst, const Tensor& src) {
   if (!direct) copy_on_device(dst, d);
 }
 
-void copy_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
+void copy_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor &src = in[0], &dst = out[0];
   if (dst.numel() == 0) return;
   const bool src_host = src.device().is_cpu(), dst_host = dst.device().is_cpu();
   if (src_host && dst_host) return host_copy(dst, src);
-  if (src_host) return host_to_device(dst, src);
-  if (dst_host) return device_to_host(dst, src);
+  const bool non_blocking = a.b("non_blocking", false);
+  if (src_host) return host_to_device(dst, src, non_blocking);
+  if (dst_host) return device_to_host(dst, src, non_blocking);
   if (src.device() == dst.device()) return copy_on_device(dst, src);
   peer_to_peer(dst, src);
 }
