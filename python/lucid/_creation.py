@@ -77,7 +77,7 @@ def _flatten(x):
 
 def _tensors_to_python(x):
     if isinstance(x, _C.Tensor):
-        return x.item() if x.numel() == 1 and x.ndim == 0 else x.detach().numpy().tolist()
+        return x.item() if x.numel() == 1 and x.ndim == 0 else x.detach().cpu().numpy().tolist()
     return [_tensors_to_python(e) for e in x]
 
 

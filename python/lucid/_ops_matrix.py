@@ -173,7 +173,7 @@ def combinations(input, r=2, with_replacement=False):
     idx = list(gen(range(input.shape[0]), r))
     if r == 0 or not idx:
         return input.new_empty([0] if r == 0 else [0, r])
-    cols = tensor(np.array(idx, dtype=np.int64))
+    cols = tensor(np.array(idx, dtype=np.int64), device=input.device)
     return _C.stack([input.index_select(0, cols[:, j]) for j in range(r)], 1)
 
 
@@ -281,18 +281,18 @@ def vander(x, N=None, increasing=False):
     return out if increasing else out.flip((1,))
 
 
-def _tri_indices(row, col, offset, lower, dtype):
+def _tri_indices(row, col, offset, lower, dtype, device):
     r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
-    out = tensor(np.stack([r, c]).astype(np.int64).reshape(2, -1))
+    out = tensor(np.stack([r, c]).astype(np.int64).reshape(2, -1), device=device)
     return out if dtype is None else out.to_dtype(dtype)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    return _tri_indices(row, col, offset, True, dtype)
+    return _tri_indices(row, col, offset, True, dtype, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    return _tri_indices(row, col, offset, False, dtype)
+    return _tri_indices(row, col, offset, False, dtype, device)
 
 
 

@@ -194,7 +194,7 @@ def nonzero_static(input, *, size, fill_value=-1):
     n = nz.shape[0]
     if n >= size:
         return nz[:size]
-    return _C.cat([nz, _C.full([size - n, input.ndim], fill_value, dtype=nz.dtype)], 0)
+    return _C.cat([nz, _C._full_factory([size - n, input.ndim], fill_value, dtype=nz.dtype, device=nz.device)], 0)
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -235,7 +235,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         mean = total / safe if input.dtype.is_floating_point else _C.div(total, safe, rounding_mode="floor")
         return _C.where(hit, mean, input)
     n = input.shape[dim]
-    onehot = index.unsqueeze(-1) == _C.arange(n)  # index.shape + [n]
+    onehot = index.unsqueeze(-1) == _C.arange(n, device=index.device)  # index.shape + [n]
     if reduce == "prod":
         red = _C.where(onehot, src.unsqueeze(-1), 1).prod(dim)
     else:

@@ -370,7 +370,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
     if isinstance(var, (int, float)):
-        var = lucid.full(tuple(input.shape), float(var), dtype=input.dtype)
+        var = lucid.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -451,7 +451,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight.gather(0, t.reshape(-1)).reshape(-1, 1)
-    not_target = lucid.arange(c).reshape(1, c) != t
+    not_target = lucid.arange(c, device=t.device).reshape(1, c) != t
     loss = (z * not_target.to(z.dtype)).sum(1) / c
     if input.ndim == 1:
         loss = loss.reshape(())

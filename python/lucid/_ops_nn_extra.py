@@ -132,7 +132,8 @@ def pdist(input, p=2):
     if p < 0:
         raise ArgumentError(f"pdist: argument 'p' must be a non-negative value, got {p}")
     i, j = np.triu_indices(input.shape[0], 1)
-    diff = input[lucid.tensor(i.astype(np.int64))] - input[lucid.tensor(j.astype(np.int64))]
+    dev = input.device
+    diff = input[lucid.tensor(i.astype(np.int64), device=dev)] - input[lucid.tensor(j.astype(np.int64), device=dev)]
     if p == 0:
         return (diff != 0).to(input.dtype).sum(-1)
     return _pnorm(diff, p, -1, False)
@@ -158,7 +159,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ArgumentError(f"{op}: if input is 2-D, then offsets has to be None, as input is treated as a "
                              "mini-batch of fixed length sequences")
         nbags, length = input.shape
-        bag = lucid.arange(nbags).reshape(-1, 1).expand(nbags, length).reshape(-1)
+        bag = lucid.arange(nbags, device=input.device).reshape(-1, 1).expand(nbags, length).reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
         input = input.reshape(-1)
@@ -170,10 +171,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if include_last_offset:
             offsets = offsets[:-1]
         nbags = offsets.shape[0]
-        bag = (lucid.arange(input.shape[0]).reshape(-1, 1) >= offsets.reshape(1, -1)).to(lucid.int64).sum(1) - 1
+        positions = lucid.arange(input.shape[0], device=input.device).reshape(-1, 1)
+        bag = (positions >= offsets.reshape(1, -1)).to(lucid.int64).sum(1) - 1
     else:
         raise ArgumentError(f"{op}: input has to be 1-D or 2-D, got {input.ndim}-D")
-    member = bag.reshape(1, -1) == lucid.arange(nbags).reshape(-1, 1)  # (B, L)
+    member = bag.reshape(1, -1) == lucid.arange(nbags, device=input.device).reshape(-1, 1)  # (B, L)
     if padding_idx is not None:
         if padding_idx < 0:
             padding_idx += weight.shape[0]
@@ -209,7 +211,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     c = x.shape[1]
     valid = (t == -1).to(lucid.int64).cumsum(1) == 0  # (N, J)
     safe_t = lucid.where(valid, t, lucid.zeros_like(t))
-    is_target = ((safe_t.unsqueeze(2) == lucid.arange(c).reshape(1, 1, c)) & valid.unsqueeze(2)).any(1)  # (N, C)
+    classes = lucid.arange(c, device=t.device).reshape(1, 1, c)
+    is_target = ((safe_t.unsqueeze(2) == classes) & valid.unsqueeze(2)).any(1)  # (N, C)
     x_t = x.gather(1, safe_t)  # (N, J)
     margins = (1.0 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0.0)  # (N, J, C)
     keep = (valid.unsqueeze(2) & ~is_target.unsqueeze(1)).to(x.dtype)
@@ -247,12 +250,14 @@ def _lse(*xs):
     return m + total.log()
 
 
-def _lengths(v):
+def _lengths(v, device):
+    """Lengths (a number, a sequence or a tensor on any device, as torch accepts CPU lengths for
+    CUDA log_probs) as a 1-D int64 tensor on `device`."""
     if isinstance(v, numbers.Integral):
-        return lucid.tensor([int(v)], dtype=lucid.int64)
+        return lucid.tensor([int(v)], dtype=lucid.int64, device=device)
     if isinstance(v, lucid.Tensor):
-        return v.to(lucid.int64).reshape(-1)
-    return lucid.tensor([int(e) for e in v], dtype=lucid.int64)
+        return v.to(device, lucid.int64).reshape(-1)
+    return lucid.tensor([int(e) for e in v], dtype=lucid.int64, device=device)
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
@@ -269,12 +274,13 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tt, n, c = lp.shape
     if not 0 <= blank < c:
         raise ArgumentError(f"{op}: argument 'blank' must be in [0, {c}), got {blank}")
-    in_len = _lengths(input_lengths)
-    tg_len = _lengths(target_lengths)
+    dev = lp.device
+    in_len = _lengths(input_lengths, dev)
+    tg_len = _lengths(target_lengths, dev)
     if in_len.shape[0] != n or tg_len.shape[0] != n:
         raise ArgumentError(f"{op}: input_lengths and target_lengths must have {n} entries (the batch size), got "
                          f"{in_len.shape[0]} and {tg_len.shape[0]}")
-    tg = targets.to(lucid.int64)
+    tg = targets.to(dev, lucid.int64)
     if unbatched:  # targets (S): one padded row
         tg = tg.reshape(1, -1)
     if tg.ndim == 2:
@@ -282,20 +288,21 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     elif tg.ndim == 1:  # concatenated targets: cut into a padded (N, max length) block
         s_max = int(tg_len.max().item()) if n else 0
         starts = tg_len.cumsum(0) - tg_len
-        pos = starts.reshape(-1, 1) + lucid.arange(max(s_max, 1)).reshape(1, -1)
+        pos = starts.reshape(-1, 1) + lucid.arange(max(s_max, 1), device=dev).reshape(1, -1)
         tg = tg[pos.clamp(0, max(tg.shape[0] - 1, 0))] if tg.shape[0] else lucid.zeros(n, max(s_max, 1),
-                                                                                     dtype=lucid.int64)
+                                                                                     dtype=lucid.int64, device=dev)
         s_max = max(s_max, 1)
     else:
         raise ArgumentError(f"{op}: argument 'targets' expected a 1-D or 2-D tensor, got {tg.ndim}-D")
     # extended labels: blank, l1, blank, l2, ..., blank
-    blanks = lucid.full((n, s_max), blank, dtype=lucid.int64)
+    blanks = lucid.full((n, s_max), blank, dtype=lucid.int64, device=dev)
     ext = lucid.cat([lucid.stack([blanks, tg], 2).reshape(n, 2 * s_max), blanks[:, :1]], 1)
     width = 2 * s_max + 1
     emit = lp.gather(2, ext.unsqueeze(0).expand(tt, n, width))  # (T, N, 2S+1)
-    skip = lucid.cat([lucid.zeros(n, 2, dtype=lucid.bool), (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])], 1)
-    neg = lucid.full((), _CTC_NEG, dtype=lp.dtype)
-    first = lucid.arange(width).reshape(1, -1) < 2
+    no_skip = lucid.zeros(n, 2, dtype=lucid.bool, device=dev)
+    skip = lucid.cat([no_skip, (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])], 1)
+    neg = lucid.full((), _CTC_NEG, dtype=lp.dtype, device=dev)
+    first = lucid.arange(width, device=dev).reshape(1, -1) < 2
     alpha = lucid.where(first, emit[0], neg)
     for t in range(1, tt):
         a1 = lucid.cat([neg.expand(n, 1), alpha[:, :-1]], 1)
@@ -326,10 +333,10 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
-def _base_coords(n, align_corners, dtype):
+def _base_coords(n, align_corners, dtype, device):
     if n == 1:
-        return lucid.zeros(1, dtype=dtype)
-    c = lucid.arange(n, dtype=dtype) * (2.0 / (n - 1)) - 1.0
+        return lucid.zeros(1, dtype=dtype, device=device)
+    c = lucid.arange(n, dtype=dtype, device=device) * (2.0 / (n - 1)) - 1.0
     return c if align_corners else c * ((n - 1) / n)
 
 
@@ -343,8 +350,8 @@ def affine_grid(theta, size, align_corners=None):
             raise ArgumentError(f"{op}: expected a batch of 2D affine matrices of shape Nx2x3 for size {size}, got "
                              f"{list(theta.shape)}")
         n, _, h, w = size
-        xs = _base_coords(w, align_corners, theta.dtype).reshape(1, w).expand(h, w)
-        ys = _base_coords(h, align_corners, theta.dtype).reshape(h, 1).expand(h, w)
+        xs = _base_coords(w, align_corners, theta.dtype, theta.device).reshape(1, w).expand(h, w)
+        ys = _base_coords(h, align_corners, theta.dtype, theta.device).reshape(h, 1).expand(h, w)
         base = lucid.stack([xs, ys, lucid.ones_like(xs)], -1).reshape(1, h * w, 3)
         return lucid.matmul(base, theta.transpose(1, 2)).reshape(n, h, w, 2)
     if len(size) == 5:
@@ -352,9 +359,9 @@ def affine_grid(theta, size, align_corners=None):
             raise ArgumentError(f"{op}: expected a batch of 3D affine matrices of shape Nx3x4 for size {size}, got "
                              f"{list(theta.shape)}")
         n, _, d, h, w = size
-        xs = _base_coords(w, align_corners, theta.dtype).reshape(1, 1, w).expand(d, h, w)
-        ys = _base_coords(h, align_corners, theta.dtype).reshape(1, h, 1).expand(d, h, w)
-        zs = _base_coords(d, align_corners, theta.dtype).reshape(d, 1, 1).expand(d, h, w)
+        xs = _base_coords(w, align_corners, theta.dtype, theta.device).reshape(1, 1, w).expand(d, h, w)
+        ys = _base_coords(h, align_corners, theta.dtype, theta.device).reshape(1, h, 1).expand(d, h, w)
+        zs = _base_coords(d, align_corners, theta.dtype, theta.device).reshape(d, 1, 1).expand(d, h, w)
         base = lucid.stack([xs, ys, zs, lucid.ones_like(xs)], -1).reshape(1, d * h * w, 4)
         return lucid.matmul(base, theta.transpose(1, 2)).reshape(n, d, h, w, 3)
     raise NotImplementedError(f"{op}: only 2D (4-element size) and 3D (5-element size) grids are supported, got "

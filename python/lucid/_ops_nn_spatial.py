@@ -176,7 +176,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
                 raise ArgumentError(f"{op}: invalid output_size {out} (dim {i} must be between {lo + 1} and {hi - 1})")
     lead = tuple(input.shape[:-nd])
     flat_in = input.reshape(*lead, -1)
-    flat = lucid.zeros(*lead, int(np.prod(out)), dtype=input.dtype)
+    flat = lucid.zeros(*lead, int(np.prod(out)), dtype=input.dtype, device=input.device)
     flat = flat.scatter(len(lead), indices.reshape(*lead, -1), flat_in)
     return flat.reshape(*lead, *out)
 
@@ -367,7 +367,7 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
                              f"size {spatial} (needs output + kernel - 1 {'<' if nd == 3 else '<='} input in every "
                              "dim)")
     if samples is None:
-        samples = lucid.rand(n, c, nd, dtype=x.dtype)
+        samples = lucid.rand(n, c, nd, dtype=x.dtype, device=x.device)
     elif tuple(samples.shape) != (n, c, nd):
         raise ArgumentError(f"{op}: argument '_random_samples' expected shape {[n, c, nd]}, got {list(samples.shape)}")
     order = list(range(nd))[::-1] if nd == 2 else list(range(nd))  # sample index for each spatial dim
@@ -376,16 +376,18 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
         u = samples[:, :, order[d]].to(x.dtype).reshape(n, c, 1)
         if out[d] > 1:
             alpha = float(np.array(spatial[d] - k[d], dtype=np.float64) / (out[d] - 1))
-            seq = ((lucid.arange(out[d], dtype=x.dtype).reshape(1, 1, -1) + u) * alpha).floor() - (u * alpha).floor()
-            seq = lucid.cat([seq[:, :, :-1], lucid.full((n, c, 1), float(spatial[d] - k[d]), dtype=x.dtype)], 2)
+            ramp = lucid.arange(out[d], dtype=x.dtype, device=x.device).reshape(1, 1, -1)
+            seq = ((ramp + u) * alpha).floor() - (u * alpha).floor()
+            last = lucid.full((n, c, 1), float(spatial[d] - k[d]), dtype=x.dtype, device=x.device)
+            seq = lucid.cat([seq[:, :, :-1], last], 2)
         else:
-            seq = lucid.full((n, c, 1), float(spatial[d] - k[d]), dtype=x.dtype)
+            seq = lucid.full((n, c, 1), float(spatial[d] - k[d]), dtype=x.dtype, device=x.device)
         starts.append(seq.to(lucid.int64))
     # flat input index of every (output position, window offset), as (N, C, *out, *k)
     flat = None
     stride = 1
     for d in reversed(range(nd)):
-        pos = starts[d].unsqueeze(-1) + lucid.arange(k[d]).reshape(1, 1, 1, -1)  # (N, C, out_d, k_d)
+        pos = starts[d].unsqueeze(-1) + lucid.arange(k[d], device=x.device).reshape(1, 1, 1, -1)  # (N, C, out_d, k_d)
         shape = [n, c] + [1] * (2 * nd)
         shape[2 + d], shape[2 + nd + d] = out[d], k[d]
         term = pos.reshape(*shape) * stride

@@ -103,7 +103,7 @@ def fill(input, value):
 
 
 def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
-    out = _C.full([], s, dtype=dtype or _C.get_default_dtype())
+    out = _C._full_factory([], s, dtype=dtype or _C.get_default_dtype(), device=device)
     return out.requires_grad_() if requires_grad else out
 
 
@@ -114,19 +114,20 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
     if step == 0:
         raise ArgumentError("range: step must be nonzero")
     n = builtins.max(int(math.floor((end - start) / step)) + 1, 0)
-    out = _C.arange(n, dtype=_C.dtype.float64) * step + start
+    out = _C.arange(n, dtype=_C.dtype.float64, device=device) * step + start
     out = out.to_dtype(dtype or _C.get_default_dtype())
     return out.requires_grad_() if requires_grad else out
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    exps = _C.linspace(start, end, steps, dtype=_C.dtype.float64)
+    exps = _C.linspace(start, end, steps, dtype=_C.dtype.float64, device=device)
     out = _C.pow(float(base), exps).to_dtype(dtype or _C.get_default_dtype())
     return out.requires_grad_() if requires_grad else out
 
 
-def _window(values, dtype, requires_grad):
-    out = tensor(np.asarray(values, dtype=np.float64)).to_dtype(dtype or _C.get_default_dtype())
+def _window(values, dtype, device, requires_grad):
+    """A window computed on the host (float64 NumPy) as a tensor of `dtype` on `device`."""
+    out = tensor(np.asarray(values, dtype=np.float64), device=device).to_dtype(dtype or _C.get_default_dtype())
     return out.requires_grad_() if requires_grad else out
 
 
@@ -136,43 +137,43 @@ def _window_n(n, periodic, op):
     return n + 1 if periodic and n > 1 else n
 
 
-def _cosine_window(window_length, periodic, coeffs, dtype, requires_grad, op):
+def _cosine_window(window_length, periodic, coeffs, dtype, device, requires_grad, op):
     m = _window_n(window_length, periodic, op)
     if window_length == 1:
-        return _window(np.ones(1), dtype, requires_grad)
+        return _window(np.ones(1), dtype, device, requires_grad)
     k = np.arange(m)
     w = sum((-1) ** i * c * np.cos(2 * np.pi * i * k / builtins.max(m - 1, 1)) for i, c in enumerate(coeffs))
-    return _window(w[:window_length], dtype, requires_grad)
+    return _window(w[:window_length], dtype, device, requires_grad)
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, device=None, layout=None, requires_grad=False):
-    return _cosine_window(window_length, periodic, (0.5, 0.5), dtype, requires_grad, "hann_window")
+    return _cosine_window(window_length, periodic, (0.5, 0.5), dtype, device, requires_grad, "hann_window")
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, device=None, layout=None,
                    requires_grad=False):
-    return _cosine_window(window_length, periodic, (alpha, beta), dtype, requires_grad, "hamming_window")
+    return _cosine_window(window_length, periodic, (alpha, beta), dtype, device, requires_grad, "hamming_window")
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, device=None, layout=None, requires_grad=False):
-    return _cosine_window(window_length, periodic, (0.42, 0.5, 0.08), dtype, requires_grad, "blackman_window")
+    return _cosine_window(window_length, periodic, (0.42, 0.5, 0.08), dtype, device, requires_grad, "blackman_window")
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, layout=None, requires_grad=False):
     m = _window_n(window_length, periodic, "bartlett_window")
     if window_length == 1:
-        return _window(np.ones(1), dtype, requires_grad)
+        return _window(np.ones(1), dtype, device, requires_grad)
     k = np.arange(m)
     w = 1 - np.abs(2 * k / (m - 1) - 1)
-    return _window(w[:window_length], dtype, requires_grad)
+    return _window(w[:window_length], dtype, device, requires_grad)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None, layout=None,
                   requires_grad=False):
     m = _window_n(window_length, periodic, "kaiser_window")
     if window_length == 1:
-        return _window(np.ones(1), dtype, requires_grad)
-    return _window(np.kaiser(m, beta)[:window_length], dtype, requires_grad)
+        return _window(np.ones(1), dtype, device, requires_grad)
+    return _window(np.kaiser(m, beta)[:window_length], dtype, device, requires_grad)
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
@@ -182,7 +183,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, layout=None, require
         raise ArgumentError(f"empty_strided: size ({len(size)} dims) and stride ({len(stride)} dims) must have the same "
                          "length")
     extent = 0 if 0 in size else 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride))
-    out = _C.as_strided(_C.empty([extent], dtype=dtype or _C.get_default_dtype()), size, stride, 0)
+    storage = _C._empty_factory([extent], dtype=dtype or _C.get_default_dtype(), device=device)
+    out = _C.as_strided(storage, size, stride, 0)
     return out.requires_grad_() if requires_grad else out
 
 
@@ -245,6 +247,12 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         out = _tensor(obj, dtype=dtype)
     else:
         out = as_tensor(obj, dtype=dtype)
+    want = None if device is None else _device.device(device)
+    if want is not None and (out.device.type != want.type or want.index not in (None, out.device.index)):
+        if copy is False:
+            raise ArgumentError(f"asarray: can't move the data from {out.device} to {device} without a copy "
+                                "(copy=False)")
+        out = out.to(device)
     return out.requires_grad_() if requires_grad else out
 
 
@@ -266,7 +274,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_g
     size, layout = list(size), list(physical_layout)
     if sorted(layout) != list(builtins.range(len(size))):
         raise ArgumentError(f"empty_permuted: physical_layout must be a permutation of range({len(size)}), got {layout}")
-    out = _C.empty([size[d] for d in layout], dtype=dtype or _C.get_default_dtype())
+    out = _C._empty_factory([size[d] for d in layout], dtype=dtype or _C.get_default_dtype(), device=device)
     out = out.permute(*[layout.index(d) for d in builtins.range(len(size))])
     return out.requires_grad_() if requires_grad else out
 

@@ -122,9 +122,9 @@ def bincount(input, weights=None, minlength=0):
         size = minlength
     idx = input.to_dtype(_C.dtype.int64)
     if weights is None:
-        return _C.zeros(size, dtype=_C.dtype.int64).scatter_add(0, idx, _C.ones_like(idx))
+        return _C.zeros(size, dtype=_C.dtype.int64, device=idx.device).scatter_add(0, idx, _C.ones_like(idx))
     w = weights if weights.dtype.is_floating_point else weights.to_dtype(_C.dtype.float64)
-    return _C.zeros(size, dtype=w.dtype).scatter_add(0, idx, w)
+    return _C.zeros(size, dtype=w.dtype, device=idx.device).scatter_add(0, idx, w)
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002
@@ -146,7 +146,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     inside = (x >= lo) & (x <= hi)
     pos = ((x.to_dtype(_C.dtype.float64) - lo) * (bins / (hi - lo))).floor()
     pos = _C.where(inside, _C.clamp(pos, 0, bins - 1), 0).to_dtype(_C.dtype.int64)
-    return _C.zeros(bins, dtype=input.dtype).scatter_add(0, pos, inside.to_dtype(input.dtype))
+    return _C.zeros(bins, dtype=input.dtype, device=x.device).scatter_add(0, pos, inside.to_dtype(input.dtype))
 
 
 
@@ -217,13 +217,13 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
             raise ArgumentError(f"histogram: min should not exceed max, got min={lo}, max={hi}")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        edges = _C.linspace(lo, hi, bins + 1, dtype=_C.dtype.float64).to_dtype(input.dtype)
+        edges = _C.linspace(lo, hi, bins + 1, dtype=_C.dtype.float64, device=x.device).to_dtype(input.dtype)
     n = edges.shape[0] - 1
     inside = (x >= edges[0]) & (x <= edges[-1])
     idx = _C.clamp(searchsorted(edges, x, right=True) - 1, 0, n - 1)
     w = (inside.to_dtype(input.dtype) if weight is None
          else _C.where(inside, weight.reshape(-1).to_dtype(input.dtype), 0.0))
-    hist = _C.zeros(n, dtype=input.dtype).scatter_add(0, idx, w)
+    hist = _C.zeros(n, dtype=input.dtype, device=x.device).scatter_add(0, idx, w)
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
     return return_types.histogram(hist, edges)

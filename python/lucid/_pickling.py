@@ -6,9 +6,10 @@ multiprocessing queues can carry them.
 An engine function (a nanobind `nb_func` such as lucid._C.gelu, which F.gelu is) pickles and
 deep-copies by reference, as Python functions do: by module and name.
 
-A tensor pickles as its dtype, shape, requires_grad and a contiguous copy of its elements (a
+A tensor pickles as its dtype, shape, requires_grad, a contiguous host copy of its elements (a
 NumPy array; bfloat16, which NumPy lacks, travels as float32, which holds every bfloat16 value
-exactly). Storage sharing between distinct tensors is not preserved: a view unpickles as a
+exactly) and, for a tensor on a device other than the CPU, that device, where it unpickles (as
+torch's). Storage sharing between distinct tensors is not preserved: a view unpickles as a
 contiguous tensor with the view's values. As in torch, deepcopy keeps requires_grad and deep-copies
 `.grad`, pickling drops `.grad`, and only graph leaves can be deep-copied.
 """
@@ -26,15 +27,18 @@ def _host_array(t):
     t = t.detach()
     if t.dtype == _C.dtype.bfloat16:
         t = _C.cast(t, _C.dtype.float32)
-    return t.contiguous().numpy().copy()
+    return t.cpu().contiguous().numpy().copy()
 
 
-def _rebuild(array, dtype_name, requires_grad):
-    """Unpickling entry point (kept stable: pickles name it by module path)."""
+def _rebuild(array, dtype_name, requires_grad, device=None):
+    """Unpickling entry point (kept stable: pickles name it by module path; `device` is absent from
+    pickles of CPU tensors and of those written before tensors had devices)."""
     t = _C.from_numpy(array).clone()
     dtype = getattr(_C.dtype, dtype_name)
     if t.dtype != dtype:
         t = _C.cast(t, dtype)
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -42,7 +46,8 @@ def _rebuild(array, dtype_name, requires_grad):
 
 def _reduce_ex(self, protocol):
     _C._host_read(self, "pickle")
-    return (_rebuild, (_host_array(self), self.dtype.name, self.requires_grad))
+    args = (_host_array(self), self.dtype.name, self.requires_grad)
+    return (_rebuild, args if self.device.type == "cpu" else args + (str(self.device),))
 
 
 def _deepcopy(self, memo):

@@ -185,15 +185,6 @@ def _getattr(self, name):
     raise missing("Tensor", "Tensor", name, self)
 
 
-def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    """A new tensor from data (copied), in self's dtype unless given, as torch.Tensor.new_tensor."""
-    from lucid._creation import tensor
-    if device is not None:
-        _device.check(device, "Tensor.new_tensor")
-    src = data.detach().numpy() if isinstance(data, Tensor) else data
-    return tensor(src, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad)
-
-
 def _size(self, dim=None):
     return self.shape if dim is None else self.shape[dim]
 
@@ -211,7 +202,6 @@ Tensor.get_device = lambda self: -1 if self._device == "cpu" else _device.device
 Tensor.cuda = _cuda
 Tensor.data = property(_data_get, _data_set)
 Tensor.type_as = _type_as
-Tensor.new_tensor = _new_tensor
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.__len__ = lambda self: self.shape[0] if self.ndim else (_ for _ in ()).throw(TypeError("len() of a 0-d tensor"))
 Tensor.__float__ = _float

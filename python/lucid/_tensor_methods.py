@@ -132,7 +132,7 @@ def _torch_inplace(name):
 
 # ---- random fills, drawn from lucid's generator (rand/randn/randint), written into self ----
 def _uniform64(self, generator):
-    return _C.rand(list(self.shape), dtype=_C.dtype.float64, generator=generator)
+    return _C.rand(list(self.shape), dtype=_C.dtype.float64, device=self.device, generator=generator)
 
 
 def _fill_with(self, name, values):
@@ -157,7 +157,7 @@ def _cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def _log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     if not std > 0:
         raise ArgumentError(f"log_normal_: expects std > 0.0, but found std={std}")
-    z = _C.randn(list(self.shape), dtype=_C.dtype.float64, generator=generator)
+    z = _C.randn(list(self.shape), dtype=_C.dtype.float64, device=self.device, generator=generator)
     return _fill_with(self, "log_normal_", _C.exp(z * std + mean))
 
 
@@ -181,29 +181,33 @@ def _random_(self, from_=0, to=None, *, generator=None):
         from_, to = 0, (from_ or _RANDOM_TOP[self.dtype.name])
     if from_ >= to:
         raise ArgumentError(f"random_: expects 'from' to be less than 'to', but got from={from_} >= to={to}")
-    return self.copy_(_C.randint(from_, to, list(self.shape), dtype=_C.dtype.int64, generator=generator))
+    return self.copy_(_C.randint(from_, to, list(self.shape), dtype=_C.dtype.int64, device=self.device,
+                                  generator=generator))
 
 
 # ---- small properties and helpers ----
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    """A copy of data with self's dtype and device unless dtype= / device= say otherwise (torch's)."""
+    device = self.device if device is None else device
     if isinstance(data, Tensor):
-        out = data.detach().clone().to_dtype(dtype or data.dtype)
+        out = data.detach().to(device).clone().to_dtype(dtype or data.dtype)
     else:
-        out = _tensor_of(data, dtype=dtype or self.dtype)
+        out = _tensor_of(data, dtype=dtype or self.dtype, device=device)
     return out.requires_grad_() if requires_grad else out
 
 
 def _new(self, *args, dtype=None, device=None):
     """The legacy Tensor.new: x.new(sizes...) is new_empty, x.new(data) is new_tensor (x's dtype)."""
     if not args:
-        return self.new_empty(0, dtype=dtype or self.dtype)
+        return self.new_empty(0, dtype=dtype or self.dtype, device=device)
     if len(args) == 1 and not isinstance(args[0], int):
-        return _new_tensor(self, args[0], dtype=dtype)
-    return self.new_empty(*args, dtype=dtype or self.dtype)
+        return _new_tensor(self, args[0], dtype=dtype, device=device)
+    return self.new_empty(*args, dtype=dtype or self.dtype, device=device)
 
 
 def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
-    return query_ops.empty_strided(size, stride, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return query_ops.empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                                   requires_grad=requires_grad)
 
 
 def _H(self):
@@ -224,7 +228,7 @@ def _fill_diagonal_(self, fill_value, wrap=False):
     stop = n if wrap and self.ndim == 2 else min(self.shape) * step
     mask = np.zeros(n, dtype=bool)
     mask[0:min(stop, n):step] = True
-    return self.masked_fill_(_tensor_of(mask.reshape(list(self.shape))), fill_value)
+    return self.masked_fill_(_tensor_of(mask.reshape(list(self.shape)), device=self.device), fill_value)
 
 
 def _apply_(self, callable):

@@ -63,7 +63,9 @@ def _c(arr):
 
 
 def _tensor_bytes(t):
-    t = t.detach()
+    """The tensor's elements as little-endian bytes, read on the host (a device tensor is copied
+    to the CPU first, as torch.save does)."""
+    t = t.detach().cpu()
     name = t.dtype.name
     if name == "bfloat16":
         f32 = _c(lucid.cast(t, lucid.float32).numpy())

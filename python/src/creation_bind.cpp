@@ -168,6 +168,15 @@ Tensor randint_f(const nb::args& args, const nb::kwargs& kw) {
   return finish(randint(lo, hi, shape, o.dtype.value_or(DType::Int64), o.gen), o);
 }
 
+// The factory device of a call made from a tensor (x.new_*, bernoulli(x, p), normal(tensor, ...)):
+// x's device unless device= says otherwise, as torch's.
+struct OnDeviceOf {
+  std::optional<FactoryDeviceScope> scope;
+  OnDeviceOf(const Tensor& x, const Opts& o) {
+    if (!o.device) scope.emplace(x.device());
+  }
+};
+
 Tensor like(const Tensor& x, const Opts& o, double fill, int kind, const char* op) {
   DType dt = o.dtype.value_or(x.dtype());
   std::optional<FactoryDeviceScope> on_x;  // *_like: on x's device unless device= says otherwise
@@ -310,12 +319,14 @@ LUCID_BINDER(creation) {
     Shape s = broadcast_shapes(mt.shape(), st.shape(), "normal");
     DType dt = o.dtype.value_or(result_type({mt, st}));
     LUCID_CHECK(is_floating(dt), TypeError, "normal: expected floating point mean/std, got ", dtype_name(dt));
+    OnDeviceOf on_arg(is_tensor(mean) ? mt : st, o);
     Tensor z = randn(s, dt, o.gen);
     return finish(add(mt.detach(), mul(st.detach(), z)), o);
   }, nb::arg("mean"), nb::arg("std"), nb::arg("size").none() = nb::none(), nb::arg("kwargs"));
   m.def("bernoulli", [](const Tensor& x, nb::handle p, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "bernoulli", true, false);
     if (p.is_none()) return bernoulli(x, o.gen);
+    OnDeviceOf on_x(x, o);
     return bernoulli(x.shape(), number(p, "bernoulli", "p").first, x.dtype(), o.gen);
   }, nb::arg("input"), nb::arg("p").none() = nb::none(), nb::arg("kwargs"));
 
@@ -343,18 +354,22 @@ LUCID_BINDER(creation) {
   }, nb::arg("p") = 0.5, nb::arg("generator").none() = nb::none());
   def_method(m, "new_zeros", [](const Tensor& x, nb::args a, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "new_zeros", false, true);
+    OnDeviceOf on_x(x, o);
     return finish(full(shape_from(a, 0, o, "new_zeros"), 0.0, o.dtype.value_or(x.dtype())), o);
   });
   def_method(m, "new_ones", [](const Tensor& x, nb::args a, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "new_ones", false, true);
+    OnDeviceOf on_x(x, o);
     return finish(full(shape_from(a, 0, o, "new_ones"), 1.0, o.dtype.value_or(x.dtype())), o);
   });
   def_method(m, "new_empty", [](const Tensor& x, nb::args a, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "new_empty", false, true);
+    OnDeviceOf on_x(x, o);
     return finish(empty(shape_from(a, 0, o, "new_empty"), o.dtype.value_or(x.dtype())), o);
   });
   def_method(m, "new_full", [](const Tensor& x, nb::handle size, nb::handle v, nb::kwargs kw) {
     Opts o = parse_kwargs(kw, "new_full", false, false);
+    OnDeviceOf on_x(x, o);
     return finish(full(to_shape(size, "new_full", "size"), number(v, "new_full", "fill_value").first, o.dtype.value_or(x.dtype())), o);
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("kwargs"));
 }

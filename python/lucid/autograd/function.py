@@ -153,7 +153,7 @@ def _attach(cls, ctx, args, out):
         return next((n for o, n in zip(orig, outs) if t is o), t)
 
     saved = [as_output(t) for t in ctx._to_save]
-    metas = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None for o in outs]
+    metas = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs]
     n_in = len(args)
     tensor_in = [isinstance(a, Tensor) for a in args]
     in_meta = [(tuple(a.shape), a.dtype) if isinstance(a, Tensor) else None for a in args]
@@ -164,7 +164,7 @@ def _attach(cls, ctx, args, out):
 
     def backward(grads, saved_now):
         if ctx._materialize_grads:
-            grads = [lucid.zeros(m[0], dtype=m[1]) if g is None and m is not None else g
+            grads = [lucid.zeros(m[0], dtype=m[1], device=m[2]) if g is None and m is not None else g
                      for g, m in zip(grads, metas)]
         ctx._saved = tuple(saved_now)
         try:

@@ -31,17 +31,17 @@ def _jacobians(func, inputs, eps):
     col = 0
     for o in outs:
         for k in range(o.numel()):
-            v = lucid.zeros(o.numel(), dtype=o.dtype)
+            v = lucid.zeros(o.numel(), dtype=o.dtype, device=o.device)
             v[k] = 1.0
             gs = lucid.autograd.grad([o], [inputs[i] for i in diff], [v.reshape(tuple(o.shape))], retain_graph=True,
                                      allow_unused=True)
             for i, g in zip(diff, gs):
                 if g is not None:
-                    analytical[i][:, col] = g.detach().double().numpy().reshape(-1)
+                    analytical[i][:, col] = g.detach().double().cpu().numpy().reshape(-1)
             col += 1
     numerical = {}
     for i in diff:
-        base = inputs[i].detach().double().numpy()
+        base = inputs[i].detach().double().cpu().numpy()
         jac = np.zeros((base.size, sum(sizes)))
         for e in range(base.size):
             vals = []
@@ -51,8 +51,9 @@ def _jacobians(func, inputs, eps):
                 x = list(inputs)
                 # grad mode stays on and the input keeps requires_grad: the function may itself take
                 # gradients (gradgradcheck's VJP does)
-                x[i] = lucid.tensor(b.reshape(base.shape), dtype=inputs[i].dtype, requires_grad=True)
-                vals.append(np.concatenate([o.detach().double().numpy().reshape(-1) for o in _outputs(func, x)]
+                x[i] = lucid.tensor(b.reshape(base.shape), dtype=inputs[i].dtype, device=inputs[i].device,
+                                    requires_grad=True)
+                vals.append(np.concatenate([o.detach().double().cpu().numpy().reshape(-1) for o in _outputs(func, x)]
                                            or [np.zeros(0)]))
             jac[e] = (vals[0] - vals[1]) / (2 * eps)
         numerical[i] = jac
@@ -84,7 +85,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(lucid.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, requires_grad=True)
+        grad_outputs = tuple(lucid.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
+                                          requires_grad=True)
                              for o in _outputs(func, inputs))
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

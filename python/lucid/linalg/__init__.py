@@ -107,7 +107,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     driver = "gelsy" if driver is None else driver
     X, rank, sv = _C._linalg_lstsq(A, B, rcond, driver)
     m, n = A.shape[-2], A.shape[-1]
-    residuals = lucid.zeros(0, dtype=A.dtype)
+    residuals = lucid.zeros(0, dtype=A.dtype, device=A.device)
     if m > n and driver != "gelsy":
         vec = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
         r = (matmul(A, X.unsqueeze(-1) if vec else X) - (B.unsqueeze(-1) if vec else B))
@@ -142,7 +142,7 @@ def matrix_power(A, n, *, out=None):
                          f"{list(A.shape)}")
     if n == 0:
         # as torch: the identities written over a copy of A, so the result has A's (zero) gradient
-        return A.clone().copy_(lucid.eye(A.shape[-1], dtype=A.dtype).expand(A.shape))
+        return A.clone().copy_(lucid.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape))
     base = inv(A) if n < 0 else A
     n, result = abs(n), None
     while n:

@@ -29,8 +29,8 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         s = lucid.linalg.svdvals(input)
-        return return_types.svd(lucid.zeros(*input.shape[:-2], m, m, dtype=input.dtype), s,
-                                lucid.zeros(*input.shape[:-2], n, n, dtype=input.dtype))
+        return return_types.svd(lucid.zeros(*input.shape[:-2], m, m, dtype=input.dtype, device=input.device), s,
+                                lucid.zeros(*input.shape[:-2], n, n, dtype=input.dtype, device=input.device))
     u, s, vh = _svd(input, full_matrices=not some)
     return return_types.svd(u, s, vh.mT)
 

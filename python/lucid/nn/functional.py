@@ -114,7 +114,7 @@ def _prelu(input, weight):
 def _one_hot(tensor, num_classes=-1):
     if num_classes < 0:
         num_classes = int(tensor.max().item()) + 1
-    return (tensor.unsqueeze(-1) == lucid.arange(num_classes)).to(lucid.int64)
+    return (tensor.unsqueeze(-1) == lucid.arange(num_classes, device=tensor.device)).to(lucid.int64)
 
 
 def _inplace_of(name):
@@ -213,7 +213,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     mask = None
     if attn_mask is not None:
         if attn_mask.dtype == lucid.bool:
-            m = lucid.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(attn_mask, float("-inf"))
+            m = lucid.zeros(attn_mask.shape, dtype=q.dtype,
+                            device=attn_mask.device).masked_fill(attn_mask, float("-inf"))
         else:
             m = attn_mask.to(q.dtype)
         if m.dim() == 3:  # (N*H, L, S)
@@ -221,7 +222,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         mask = m
     if key_padding_mask is not None:
         if key_padding_mask.dtype == lucid.bool:
-            kpm = lucid.zeros(key_padding_mask.shape, dtype=q.dtype).masked_fill(key_padding_mask, float("-inf"))
+            kpm = lucid.zeros(key_padding_mask.shape, dtype=q.dtype,
+                              device=key_padding_mask.device).masked_fill(key_padding_mask, float("-inf"))
         else:
             kpm = key_padding_mask.to(q.dtype)
         kpm = kpm.reshape(bsz, 1, 1, src_len)

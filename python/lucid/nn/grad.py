@@ -13,7 +13,7 @@ __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "co
 
 def _vjp(conv, input, weight, grad_output, wrt, stride, padding, dilation, groups):
     args = [input, weight]
-    args[wrt] = lucid.zeros(*args[wrt], dtype=grad_output.dtype).requires_grad_(True)
+    args[wrt] = lucid.zeros(*args[wrt], dtype=grad_output.dtype, device=grad_output.device).requires_grad_(True)
     others = [t for i, t in enumerate(args) if i != wrt] + [grad_output]
     create_graph = any(t.requires_grad for t in others)
     with lucid.enable_grad():

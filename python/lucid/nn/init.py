@@ -136,7 +136,7 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with lucid.no_grad():
-        tensor.copy_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+        tensor.copy_(lucid.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
     return tensor
 
 
@@ -201,7 +201,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     import numpy as np  # boundary: QR on the host, like a one-off initialisation
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = lucid.empty((rows, cols), dtype=lucid.float64)
+    flattened = lucid.empty((rows, cols), dtype=lucid.float64, device="cpu")  # read by NumPy below
     with lucid.no_grad():
         flattened.normal_(0, 1, **_gen_kw(generator))
     a = flattened.numpy()
@@ -212,7 +212,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.T
     with lucid.no_grad():
-        tensor.copy_(lucid.tensor(np.ascontiguousarray(q * gain)).reshape(tensor.shape))
+        tensor.copy_(lucid.tensor(np.ascontiguousarray(q * gain), device=tensor.device).reshape(tensor.shape))
     return tensor
 
 

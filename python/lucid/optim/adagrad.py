@@ -32,7 +32,8 @@ class Adagrad(Optimizer):
     def _init_state(self, p, group):
         state = self.state[p]
         state["step"] = lucid.full((), 0.0, dtype=_scalar_dtype())
-        state["sum"] = lucid.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype)
+        state["sum"] = lucid.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype,
+                                  device=p.device)
 
     @_use_grad
     def step(self, closure=None):

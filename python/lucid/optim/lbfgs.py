@@ -139,7 +139,7 @@ class LBFGS(Optimizer):
         views = []
         for p in self._params:
             if p.grad is None:
-                views.append(lucid.full((p.numel(),), 0.0, dtype=p.dtype))
+                views.append(lucid.full((p.numel(),), 0.0, dtype=p.dtype, device=p.device))
             else:
                 views.append(p.grad.reshape(-1))
         return lucid.cat(views, 0)

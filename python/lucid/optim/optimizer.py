@@ -151,12 +151,13 @@ class Optimizer:
 
     @staticmethod
     def _process_value_according_to_param_policy(param, value, key):
-        # torch: 'step' keeps its own dtype; other floating tensors follow the parameter's dtype.
+        # torch: 'step' keeps its own dtype and device (a CPU counter); other tensors move to the
+        # parameter's device, floating ones also to its dtype.
         if key == "step" or key == "mu_product":
             return value.clone()
         if value.is_floating_point():
-            return value.to(param.dtype).clone() if value.dtype != param.dtype else value.clone()
-        return value.clone()
+            return value.to(param.device, param.dtype).clone()
+        return value.to(param.device).clone()
 
     def load_state_dict(self, state_dict):
         state_dict = dict(state_dict)

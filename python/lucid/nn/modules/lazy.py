@@ -28,33 +28,34 @@ class UninitializedParameter(Parameter):
     """A parameter whose shape is not known yet (an empty placeholder)."""
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
-        super().__init__(lucid.empty((0,), dtype=dtype), requires_grad)
+        super().__init__(lucid.empty((0,), dtype=dtype, device=device), requires_grad)
 
     def __repr__(self):
         return "<UninitializedParameter>"
 
     def __deepcopy__(self, memo):
-        return memo.setdefault(id(self), UninitializedParameter(self.requires_grad, dtype=self.dtype))
+        return memo.setdefault(id(self), UninitializedParameter(self.requires_grad, self.device, self.dtype))
 
     def __reduce_ex__(self, proto):
-        return (UninitializedParameter, (self.requires_grad, None, self.dtype))
+        return (UninitializedParameter, (self.requires_grad, str(self.device), self.dtype))
 
 
 class UninitializedBuffer(Tensor):
     """A buffer whose shape is not known yet (an empty placeholder)."""
 
     def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
-        Tensor.__init__(self, lucid.empty((0,), dtype=dtype))
+        Tensor.__init__(self, lucid.empty((0,), dtype=dtype, device=device))
         self.persistent = persistent
 
     def __repr__(self):
         return "<UninitializedBuffer>"
 
     def __deepcopy__(self, memo):
-        return memo.setdefault(id(self), UninitializedBuffer(dtype=self.dtype, persistent=self.persistent))
+        return memo.setdefault(id(self), UninitializedBuffer(device=self.device, dtype=self.dtype,
+                                                             persistent=self.persistent))
 
     def __reduce_ex__(self, proto):
-        return (UninitializedBuffer, (False, None, self.dtype, self.persistent))
+        return (UninitializedBuffer, (False, str(self.device), self.dtype, self.persistent))
 
 
 def is_lazy(param):
@@ -68,25 +69,29 @@ class LazyModuleMixin:
         return any(is_lazy(v) for v in list(self._parameters.values()) + list(self._buffers.values()))
 
     def _materialize(self, name, shape):
-        """Replace the placeholder `name` by an empty tensor of `shape` (same dtype, requires_grad)."""
+        """Replace the placeholder `name` by an empty tensor of `shape` (same dtype, device, requires_grad)."""
         if name in self._parameters:
             old = self._parameters[name]
             if is_lazy(old):
-                self._parameters[name] = Parameter(lucid.empty(tuple(shape), dtype=old.dtype), old.requires_grad)
+                self._parameters[name] = Parameter(lucid.empty(tuple(shape), dtype=old.dtype, device=old.device),
+                                                   old.requires_grad)
         elif is_lazy(self._buffers.get(name)):
-            self._buffers[name] = lucid.empty(tuple(shape), dtype=self._buffers[name].dtype)
+            old = self._buffers[name]
+            self._buffers[name] = lucid.empty(tuple(shape), dtype=old.dtype, device=old.device)
 
     def _keeping_placeholders(self, target, run):
         """run(), then put placeholders back where this module had them (in `target`, with the
-        dtypes run() gave): Module's copies and conversions would make plain empty tensors."""
+        dtypes and devices run() gave): Module's copies and conversions would make plain empty tensors."""
         lazy_params = {k: p.requires_grad for k, p in self._parameters.items() if is_lazy(p)}
         lazy_buffers = [k for k, b in self._buffers.items() if is_lazy(b)]
         out = run()
         target = out if target is None else target
         for k, requires_grad in lazy_params.items():
-            target._parameters[k] = UninitializedParameter(requires_grad, dtype=target._parameters[k].dtype)
+            p = target._parameters[k]
+            target._parameters[k] = UninitializedParameter(requires_grad, p.device, p.dtype)
         for k in lazy_buffers:
-            target._buffers[k] = UninitializedBuffer(dtype=target._buffers[k].dtype)
+            b = target._buffers[k]
+            target._buffers[k] = UninitializedBuffer(device=b.device, dtype=b.dtype)
         return out
 
     def _apply(self, fn):

@@ -4,9 +4,13 @@ Parameters, buffers and submodules live in three ordered dicts and are found thr
 __getattr__/__setattr__/__delattr__ exactly like torch.nn.Module, so names, state_dict keys,
 iteration order and error messages match PyTorch. Tensor conversion (to/float/double/...) builds
 new Parameter objects (lucid tensors have no `.data` setter); construct optimizers after `.to()`.
+The layers' `device=` constructor argument is honoured as torch's: the constructor runs with it as
+the factory device (_on_device_argument).
 """
 from collections import OrderedDict, namedtuple
 import copy
+import functools
+import inspect
 import itertools
 import threading
 
@@ -96,11 +100,39 @@ class _RemovableHandle:
         self.remove()
 
 
+def _on_device_argument(init):
+    """A lucid.nn constructor taking torch's `device=` argument, run with that device as the factory
+    device (`with lucid.device(device):`), so the parameters and buffers it creates are born there,
+    as torch's `nn.Linear(4, 3, device="cuda")`; device=None keeps the current factory device."""
+    sig = inspect.signature(init)
+
+    @functools.wraps(init)
+    def constructor(self, *args, **kwargs):
+        dev = kwargs.get("device")
+        if dev is None and args:
+            try:
+                dev = sig.bind_partial(self, *args, **kwargs).arguments.get("device")
+            except TypeError:  # the constructor itself reports the bad call
+                dev = None
+        if dev is None:
+            return init(self, *args, **kwargs)
+        with lucid.device(dev):
+            return init(self, *args, **kwargs)
+    return constructor
+
+
 class Module:
     """Base class for all neural-network modules (same contract as torch.nn.Module)."""
 
     training: bool
     _version = 1
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if (init is not None and cls.__module__.startswith("lucid.nn.")
+                and "device" in inspect.signature(init).parameters):
+            cls.__init__ = _on_device_argument(init)
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:

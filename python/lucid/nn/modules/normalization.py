@@ -266,8 +266,8 @@ class CrossMapLRN2d(Module):
         lo = np.where(ch > pre_pad, ch - pre_pad, 0)
         prefix = (input * input).cumsum(1)
         first = prefix[:, :1]
-        scale = (prefix.index_select(1, lucid.tensor(hi.astype(np.int64)))
-                 - prefix.index_select(1, lucid.tensor(lo.astype(np.int64))) + first)
+        scale = (prefix.index_select(1, lucid.tensor(hi.astype(np.int64), device=input.device))
+                 - prefix.index_select(1, lucid.tensor(lo.astype(np.int64), device=input.device)) + first)
         return input * (scale * (self.alpha / self.size) + self.k) ** (-self.beta)
 
     def extra_repr(self):

@@ -261,7 +261,7 @@ class RNNBase(Module):
 
         def prep(h):
             if h is None:
-                return lucid.full(expected, 0.0, dtype=data.dtype)
+                return lucid.full(expected, 0.0, dtype=data.dtype, device=data.device)
             if packed.sorted_indices is not None:
                 h = h.index_select(1, packed.sorted_indices)
             if tuple(h.shape) != expected:
@@ -296,7 +296,7 @@ class RNNBase(Module):
 
         def prep(h, what):
             if h is None:
-                return lucid.full(expected, 0.0, dtype=input.dtype)
+                return lucid.full(expected, 0.0, dtype=input.dtype, device=input.device)
             if not is_batched:
                 if h.dim() != 2:
                     raise RuntimeError(f"For unbatched 2-D input, {what} should also be 2-D but got {h.dim()}-D tensor")
@@ -379,7 +379,7 @@ class RNNCellBase(Module):
         is_batched = input.dim() == 2
         if not is_batched:
             input = input.unsqueeze(0)
-        zeros = lucid.full((input.shape[0], self.hidden_size), 0.0, dtype=input.dtype)
+        zeros = lucid.full((input.shape[0], self.hidden_size), 0.0, dtype=input.dtype, device=input.device)
         return input, is_batched, zeros
 
 

@@ -84,7 +84,7 @@ class TransformerEncoder(Module):
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """(sz, sz) float mask: -inf above the diagonal, 0 elsewhere (position i attends to j <= i)."""
-    return lucid.triu(lucid.full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
+    return lucid.triu(lucid.full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 
 class TransformerDecoderLayer(Module):

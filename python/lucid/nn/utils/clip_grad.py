@@ -32,7 +32,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return lucid.full((), 0.0)
-    norms = [_vector_norm(g.detach(), norm_type) for g in tensors]
+    first = tensors[0].device  # grads on several devices: their norms meet on the first one, as torch's
+    norms = [_vector_norm(g.detach(), norm_type).to(first) for g in tensors]
     total_norm = _vector_norm(lucid.stack(norms), norm_type)
     if error_if_nonfinite:
         v = float(total_norm.item())
@@ -51,7 +52,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     clip_coef_clamped = clip_coef.clamp(max=1.0)
     with lucid.no_grad():
         for g in grads:
-            g.mul_(clip_coef_clamped.to(g.dtype))
+            g.mul_(clip_coef_clamped.to(g.device, g.dtype))
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):

@@ -60,7 +60,8 @@ def invert_permutation(permutation):
     """The inverse of a permutation tensor (None for None), as torch's helper of the same name."""
     if permutation is None:
         return None
-    return lucid.zeros_like(permutation).scatter(0, permutation, lucid.arange(permutation.numel()))
+    return lucid.zeros_like(permutation).scatter(0, permutation, lucid.arange(permutation.numel(),
+                                                                             device=permutation.device))
 
 
 class PackedSequence(_PackedSequenceBase):
@@ -84,7 +85,8 @@ class PackedSequence(_PackedSequenceBase):
     @classmethod
     def _of(cls, data, sizes, sorted_indices, unsorted_indices):
         """A PackedSequence whose batch sizes are known on the host (no read of batch_sizes)."""
-        p = super().__new__(cls, data, lucid.tensor(list(sizes), dtype=lucid.int64), sorted_indices, unsorted_indices)
+        batch_sizes = lucid.tensor(list(sizes), dtype=lucid.int64, device="cpu")  # on the CPU, as torch's
+        p = super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
         p.__dict__["_sizes"] = tuple(sizes)
         _remember_sizes(p.batch_sizes, p._sizes)
         return p
@@ -107,11 +109,18 @@ class PackedSequence(_PackedSequenceBase):
         return self._sizes
 
     def to(self, *args, **kwargs):
+        """data.to(*args, **kwargs); the permutations follow data to its device (batch_sizes stays on
+        the CPU, as torch's)."""
         data = self.data.to(*args, **kwargs)
-        return self if data._is_same(self.data) else self._with_data(data)
+        if data._is_same(self.data):
+            return self
+        move = lambda t: None if t is None else t.to(data.device)  # noqa: E731
+        p = super().__new__(type(self), data, self.batch_sizes, move(self.sorted_indices), move(self.unsorted_indices))
+        p.__dict__["_sizes"] = self._sizes
+        return p
 
     def cpu(self, *args, **kwargs):
-        return self
+        return self.to("cpu")
 
     def cuda(self, *args, **kwargs):
         return self.to("cuda")
@@ -139,10 +148,10 @@ class PackedSequence(_PackedSequenceBase):
 
     @property
     def is_cuda(self):
-        return False
+        return self.data.is_cuda
 
     def is_pinned(self):
-        return False
+        return self.data.is_pinned()
 
 
 def _lengths_list(lengths, op):
@@ -182,7 +191,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order, sorted_indices = list(range(B)), None
     else:
         order = sorted(range(B), key=lambda b: -lengths[b])  # stable: ties keep their order
-        sorted_indices = lucid.tensor(order, dtype=lucid.int64)
+        sorted_indices = lucid.tensor(order, dtype=lucid.int64, device=input.device)
     lengths = [lengths[b] for b in order]
     if lengths[-1] <= 0:
         raise RuntimeError(f"{op}: Length of all samples has to be greater than 0, but found an element in "
@@ -197,7 +206,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     sizes = _batch_sizes(lengths)
     stride_t, stride_b = (1, T) if batch_first else (B, 1)
     index = [t * stride_t + order[b] * stride_b for t, bs in enumerate(sizes) for b in range(bs)]
-    data = input.reshape(T * B, *input.shape[2:]).index_select(0, lucid.tensor(index, dtype=lucid.int64))
+    data = input.reshape(T * B, *input.shape[2:]).index_select(0, lucid.tensor(index, dtype=lucid.int64,
+                                                                               device=input.device))
     return PackedSequence._of(data, sizes, sorted_indices, invert_permutation(sorted_indices))
 
 
@@ -213,7 +223,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
                              f"got total_length={total_length} and max sequence length being {T}")
         T = total_length
     data = sequence.data
-    pad = lucid.full((1, *data.shape[1:]), padding_value, dtype=data.dtype)
+    pad = lucid.full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
     rows = lucid.cat([data, pad], 0)
     n = data.shape[0]
     offsets = [0]
@@ -223,11 +233,13 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     index = ([at(t, b) for b in range(B) for t in range(T)] if batch_first
              else [at(t, b) for t in range(T) for b in range(B)])
     shape = (B, T) if batch_first else (T, B)
-    padded = rows.index_select(0, lucid.tensor(index, dtype=lucid.int64)).reshape(*shape, *data.shape[1:])
-    lengths = lucid.tensor([sum(1 for bs in sizes if bs > b) for b in range(B)], dtype=lucid.int64)
+    padded = rows.index_select(0, lucid.tensor(index, dtype=lucid.int64, device=data.device)).reshape(*shape,
+                                                                                                   *data.shape[1:])
+    # lengths stay on the CPU (as torch's), whatever the device of the data
+    lengths = lucid.tensor([sum(1 for bs in sizes if bs > b) for b in range(B)], dtype=lucid.int64, device="cpu")
     if sequence.unsorted_indices is not None:
         return padded.index_select(0 if batch_first else 1, sequence.unsorted_indices), \
-            lengths.index_select(0, sequence.unsorted_indices)
+            lengths.index_select(0, sequence.unsorted_indices.cpu())
     return padded, lengths
 
 
@@ -254,7 +266,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         s = s.to(first.dtype)
         if s.shape[0] < max_len:
-            fill = lucid.full((max_len - s.shape[0], *trailing), padding_value, dtype=first.dtype)
+            fill = lucid.full((max_len - s.shape[0], *trailing), padding_value, dtype=first.dtype, device=s.device)
             s = lucid.cat([s, fill] if padding_side == "right" else [fill, s], 0)
         padded.append(s)
     return lucid.stack(padded, 0 if batch_first else 1)

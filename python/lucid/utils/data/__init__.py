@@ -137,7 +137,7 @@ def random_split(dataset, lengths, generator=None):
         lengths = counts
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = lucid.randperm(n, generator=generator).tolist()
+    perm = lucid.randperm(n, device="cpu", generator=generator).tolist()
     out, offset = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[offset:offset + length]))

@@ -6,6 +6,7 @@ makes it independent of the global seed, as in torch. RandomSampler without a ge
 fresh seed from the default generator at each pass (torch's scheme), so epochs differ from each
 other but the sequence of epochs repeats for the same global seed. The orders are lucid's Philox
 stream's, not torch's, so they do not equal torch's permutations index for index.
+Indices are drawn on the CPU whatever the factory device: they are read on the host.
 """
 import lucid
 from lucid._C import Generator
@@ -23,7 +24,7 @@ def check_generator(generator, where):
 def fresh_generator():
     """A generator seeded from the default generator (advances it), as torch's samplers do."""
     g = Generator()
-    g.manual_seed(int(lucid.randint(0, 2 ** 62, (), dtype=lucid.int64).item()))
+    g.manual_seed(int(lucid.randint(0, 2 ** 62, (), dtype=lucid.int64, device="cpu").item()))
     return g
 
 
@@ -74,12 +75,13 @@ class RandomSampler(Sampler):
         generator = self.generator if self.generator is not None else fresh_generator()
         if self.replacement:
             for _ in range(self.num_samples // 32):
-                yield from lucid.randint(0, n, (32,), dtype=lucid.int64, generator=generator).tolist()
-            yield from lucid.randint(0, n, (self.num_samples % 32,), dtype=lucid.int64, generator=generator).tolist()
+                yield from lucid.randint(0, n, (32,), dtype=lucid.int64, device="cpu", generator=generator).tolist()
+            yield from lucid.randint(0, n, (self.num_samples % 32,), dtype=lucid.int64, device="cpu",
+                                     generator=generator).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from lucid.randperm(n, generator=generator).tolist()
-            yield from lucid.randperm(n, generator=generator).tolist()[:self.num_samples % n]
+                yield from lucid.randperm(n, device="cpu", generator=generator).tolist()
+            yield from lucid.randperm(n, device="cpu", generator=generator).tolist()[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -93,7 +95,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = check_generator(generator, "SubsetRandomSampler")
 
     def __iter__(self):
-        for i in lucid.randperm(len(self.indices), generator=self.generator).tolist():
+        for i in lucid.randperm(len(self.indices), device="cpu", generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -111,8 +113,8 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise ValueError(f"WeightedRandomSampler: replacement should be a boolean value, but got "
                              f"replacement={replacement}")
-        w = weights.detach().to(lucid.float64) if isinstance(weights, lucid.Tensor) else lucid.tensor(
-            weights, dtype=lucid.float64)
+        w = weights.detach().to("cpu", lucid.float64) if isinstance(weights, lucid.Tensor) else lucid.tensor(
+            weights, dtype=lucid.float64, device="cpu")
         if w.ndim != 1:
             raise ValueError(f"WeightedRandomSampler: weights should be a 1d sequence but given weights have shape "
                              f"{tuple(w.shape)}")
