@@ -149,7 +149,7 @@ def test_module_to_cuda_and_back():
     x = lucid.ones(4, 3, device="cuda")
     out = m(x)
     assert out.device == "cuda:0"
-    np.testing.assert_allclose(out.cpu().numpy(), np.ones((4, 3), "float32") @ w.T + m.bias.detach().cpu().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), np.ones((4, 3), "float32") @ w.T + m.bias.detach().cpu().numpy(), rtol=1e-5)
     m.cpu()
     assert m.weight.device == "cpu"
     np.testing.assert_array_equal(m.weight.detach().numpy(), w)
