@@ -3,7 +3,7 @@
 // move raw bits by item size (4 kernels for 9 dtypes); add_into computes per dtype.
 #include <cstring>
 
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
@@ -112,7 +112,7 @@ void add_into(const Tensor& dst, const Tensor& src) {
   Strides sst = broadcast_strides(src, dst.shape());
   cudaStream_t s = current_stream(dev);
   LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
-    using T = DeviceT<scalar_t>;
+    using T = device_t<scalar_t>;
     launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
       add_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
     });

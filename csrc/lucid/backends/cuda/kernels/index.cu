@@ -9,7 +9,7 @@
 // come in an unspecified order (bits may differ from the CPU's sequential order, as torch's CUDA);
 // Scatter and IndexPut(accumulate=False) store one of the duplicates' values, unspecified which
 // (the CPU keeps the last; torch leaves it undefined).
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/index_check.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
@@ -123,7 +123,7 @@ void scatter_into(const TensorList& in, const TensorList& out, const Attrs& a, c
     });
   };
   if constexpr (Add) {
-    LUCID_DISPATCH_ALL(o.dtype(), op, [&] { run(DeviceT<scalar_t>{}); });
+    LUCID_DISPATCH_ALL(o.dtype(), op, [&] { run(device_t<scalar_t>{}); });
   } else {
     by_width(o.dtype(), run);
   }
@@ -282,7 +282,7 @@ void index_put_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
     });
   };
   if (acc) {
-    LUCID_DISPATCH_ALL(o.dtype(), "index_put", [&] { run(DeviceT<scalar_t>{}, std::true_type{}); });
+    LUCID_DISPATCH_ALL(o.dtype(), "index_put", [&] { run(device_t<scalar_t>{}, std::true_type{}); });
   } else {
     by_width(o.dtype(), [&](auto tag) { run(tag, std::false_type{}); });
   }

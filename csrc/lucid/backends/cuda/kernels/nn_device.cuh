@@ -1,59 +1,23 @@
 // Shared pieces of the CUDA kernels of the nn family (random ops, dropout, losses, attention in
 // backends/cuda/kernels/{random,dropout,loss_pointwise,loss_nll,attention}.cu):
-//   - device loads/stores of lucid's storage types: Half/BFloat16 are read and written from their
-//     bits with cuda_fp16/cuda_bf16 intrinsics (core/half.h converts with x86 intrinsics, host
-//     only), computed in float like the CPU's compute_t; round to nearest even as core/half.h;
 //   - launch geometry (grid-stride loops over int64 indices, so sizes above 2^31 work);
 //   - a deterministic block sum of doubles (fixed shape, so sums do not change run to run);
 //   - host helpers: a contiguous copy of an operand in a given dtype, a contiguous stand-in for a
 //     strided in-place destination, and the device-side "first bad element" check that lets a
 //     kernel raise the CPU kernel's error (one small device-to-host read, which synchronises).
-// A minimal stand-in for the ELEMENTWISE lane's cuda_dtype.cuh until that is on main.
+// Element types and conversions are cuda_dtype.cuh's (device_t, to_compute, from_compute).
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <type_traits>
 
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/tensor.h"
 #include "lucid/dispatch/dispatch.h"
 
 namespace lucid::cuda {
-
-// ---- storage types ----------------------------------------------------------------------------
-// dev_t<T>: the device type stored for lucid's T (same size and bits).
-template <class T> struct dev_type { using type = T; };
-template <> struct dev_type<Half> { using type = __half; };
-template <> struct dev_type<BFloat16> { using type = __nv_bfloat16; };
-template <class T> using dev_t = typename dev_type<T>::type;
-
-// The compute type of a device storage type: float for the 16-bit floats.
-template <class D> struct dev_compute { using type = D; };
-template <> struct dev_compute<__half> { using type = float; };
-template <> struct dev_compute<__nv_bfloat16> { using type = float; };
-template <class D> using dcomp_t = typename dev_compute<D>::type;
-
-template <class D>
-__device__ __forceinline__ dcomp_t<D> to_c(D v) {
-  if constexpr (std::is_same_v<D, __half>) return __half2float(v);
-  else if constexpr (std::is_same_v<D, __nv_bfloat16>) return __bfloat162float(v);
-  else return v;
-}
-
-// static_cast<T>(static_cast<compute_t<T>>(v)) as the CPU kernels store: v is first converted to
-// the compute type (double -> float for 16-bit), then rounded to the storage type.
-template <class D, class V>
-__device__ __forceinline__ D from_c(V v) {
-  using C = dcomp_t<D>;
-  C c = static_cast<C>(v);
-  if constexpr (std::is_same_v<D, __half>) return __float2half_rn(c);
-  else if constexpr (std::is_same_v<D, __nv_bfloat16>) return __float2bfloat16_rn(c);
-  else return c;
-}
 
 // ---- launch geometry ----------------------------------------------------------------------------
 constexpr int kThreads = 256;
