@@ -98,7 +98,7 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   by_width(dst.dtype(), [&](auto tag) {
     using U = decltype(tag);
     launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
-      copy_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), ix, n);
+      copy_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), ix, n);
     });
   });
   check_launch("strided_copy");
@@ -114,7 +114,7 @@ void add_into(const Tensor& dst, const Tensor& src) {
   LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
     using T = device_t<scalar_t>;
     launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
-      add_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
+      add_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
     });
   });
   check_launch("add_into");
@@ -135,7 +135,7 @@ void fill(const Tensor& dst, double value) {
     U v;
     std::memcpy(&v, &bits, sizeof v);
     launch_strided<1>(dst.shape(), {&dst.strides()}, [&](auto ix, auto n) {
-      fill_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), v, ix, n);
+      fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), v, ix, n);
     });
   });
   check_launch("fill");

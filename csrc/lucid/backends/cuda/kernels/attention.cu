@@ -209,8 +209,6 @@ __global__ void softmax_rows_kernel(compute_t<D>* sc, D* probs, int64_t rows, in
   }
 }
 
-inline unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > (1 << 30) ? (1 << 30) : rows)); }
-
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using D = device_t<T>;

@@ -29,8 +29,6 @@ namespace lucid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 // Block-wide sum of one double per thread (kThreads threads); the result in thread 0.
 __device__ double block_sum(double v) {
   __shared__ double part[kThreads / 32];

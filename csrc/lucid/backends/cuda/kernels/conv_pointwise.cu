@@ -10,8 +10,6 @@ namespace lucid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 // I: uint32_t when the element count fits (its divisions are several times cheaper), else int64_t.
 template <class S, FusedActivation Act, class I>
 __global__ void epilogue_kernel(S* y, const S* bias, const S* res, I total, I C, I S_, bool res_first) {

@@ -5,6 +5,7 @@
 // statistics). Element conversions are cuda_dtype.cuh's to_compute / from_compute.
 #pragma once
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/core/dtype.h"
 #include "lucid/core/error.h"
 
@@ -44,13 +45,6 @@ __device__ __forceinline__ void store_from_double(void* p, DType t, int64_t i, d
     case DType::BFloat16: static_cast<__nv_bfloat16*>(p)[i] = from_compute<__nv_bfloat16>(v); return;
     default: return;
   }
-}
-
-// Blocks for n elements at `threads` per block, capped (the kernels loop over the rest).
-inline unsigned grid_for(int64_t n, int threads, int64_t cap = 65535LL * 8) {
-  int64_t b = (n + threads - 1) / threads;
-  if (b < 1) b = 1;
-  return static_cast<unsigned>(b < cap ? b : cap);
 }
 
 }  // namespace lucid::cuda

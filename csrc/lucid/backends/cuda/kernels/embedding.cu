@@ -52,7 +52,7 @@ void embedding_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(out[0].device());
   auto run = [&](auto tag) {
     using U = decltype(tag);
-    embedding_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(out[0].data_ptr()), static_cast<const U*>(w.data_ptr()),
+    embedding_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(out[0].data_ptr()), static_cast<const U*>(w.data_ptr()),
                                                           idx.data<int64_t>(), n, D, zero_pad, pad);
   };
   switch (itemsize(w.dtype())) {
@@ -98,7 +98,7 @@ void embedding_backward_fn(const TensorList& in, const TensorList& out, const At
   Tensor keys_in = Tensor::empty({n}, DType::Int64, dev), keys = Tensor::empty({n}, DType::Int64, dev);
   auto* kin = static_cast<uint64_t*>(keys_in.data_ptr());
   auto* kout = static_cast<uint64_t*>(keys.data_ptr());
-  sort_key_kernel<<<launch_grid(n), kThreads, 0, s>>>(kin, idx.data<int64_t>(), n);
+  sort_key_kernel<<<grid_for(n), kThreads, 0, s>>>(kin, idx.data<int64_t>(), n);
   check_launch("sort_key_kernel");
   int end_bit = 33;  // positions take the low 32 bits; indices in [0, V) only their significant bits
   while (end_bit < 64 && (int64_t{1} << (end_bit - 32)) < V) ++end_bit;
@@ -110,7 +110,7 @@ void embedding_backward_fn(const TensorList& in, const TensorList& out, const At
              "cub::DeviceRadixSort::SortKeys");
   LUCID_DISPATCH_FLOATING(gr.dtype(), "embedding_backward", [&] {
     using T = device_t<scalar_t>;
-    embedding_backward_kernel<<<launch_grid(n * D), kThreads, 0, s>>>(static_cast<T*>(out[0].data_ptr()),
+    embedding_backward_kernel<<<grid_for(n * D), kThreads, 0, s>>>(static_cast<T*>(out[0].data_ptr()),
                                                                        static_cast<const T*>(gr.data_ptr()), kout, n, D, pad);
   });
   check_launch("embedding_backward_kernel");

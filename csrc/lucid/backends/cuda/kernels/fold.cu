@@ -61,7 +61,7 @@ void im2col_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(out[0].device());
   auto run = [&](auto tag) {  // a move of bits: by item size (0 bits are +0 in every floating dtype)
     using U = decltype(tag);
-    im2col_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<const U*>(x.data_ptr()), static_cast<U*>(out[0].data_ptr()), g, n);
+    im2col_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<const U*>(x.data_ptr()), static_cast<U*>(out[0].data_ptr()), g, n);
   };
   switch (itemsize(x.dtype())) {
     case 2: run(uint16_t{}); break;
@@ -82,7 +82,7 @@ void col2im_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(out[0].device());
   LUCID_DISPATCH_FLOATING(x.dtype(), "fold", [&] {
     using T = device_t<scalar_t>;
-    col2im_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out[0].data_ptr()), g, n);
+    col2im_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out[0].data_ptr()), g, n);
   });
   check_launch("col2im_kernel");
 }

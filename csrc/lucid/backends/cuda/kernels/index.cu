@@ -91,7 +91,7 @@ void gather_kernel_fn(const TensorList& in, const TensorList& out, const Attrs& 
   by_width(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     with_indexer<2>(ix.shape(), {&o.strides(), &xst}, [&](auto ixr, auto n) {
-      gather_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()),
+      gather_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()),
                                                          ix.data<int64_t>(), ixr, n, x.strides()[dim]);
     });
   });
@@ -118,7 +118,7 @@ void scatter_into(const TensorList& in, const TensorList& out, const Attrs& a, c
   auto run = [&](auto tag) {
     using T = decltype(tag);
     with_indexer<2>(ix.shape(), {&ost, &sv.strides()}, [&](auto ixr, auto n) {
-      scatter_kernel<T, Add><<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(sv.data_ptr()),
+      scatter_kernel<T, Add><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(sv.data_ptr()),
                                                                   ix.data<int64_t>(), ixr, n, o.strides()[dim]);
     });
   };
@@ -184,7 +184,7 @@ AdvGeometry adv_geometry(const Tensor& t, const IntList& dims, const TensorList&
     int isz = static_cast<int>(itemsize(ix.dtype()));
     int64_t size = t.shape()[dims[k]], stride = t.strides()[dims[k]];
     with_indexer<1>(L.B, {&bst}, [&](auto ixr, auto n) {
-      adv_offsets_kernel<<<launch_grid(n), kThreads, 0, s>>>(G.b.data<int64_t>(), base, ix.dtype(), isz, ixr, n, size, stride,
+      adv_offsets_kernel<<<grid_for(n), kThreads, 0, s>>>(G.b.data<int64_t>(), base, ix.dtype(), isz, ixr, n, size, stride,
                                                              k == 0, static_cast<int64_t>(k), flag.get());
     });
     check_launch("adv_offsets_kernel");
@@ -250,7 +250,7 @@ void index_gather_fn(const TensorList& in, const TensorList& out, const Attrs& a
   by_width(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     with_address(G, [&](auto at) {
-      index_gather_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()), at, n);
+      index_gather_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()), at, n);
     });
   });
   check_launch("index_gather_kernel");
@@ -277,7 +277,7 @@ void index_put_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
     using T = decltype(tag);
     constexpr bool Acc = decltype(acc_tag)::value;
     with_address(G, [&](auto at) {
-      index_put_kernel<T, Acc><<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(v.data_ptr()),
+      index_put_kernel<T, Acc><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(v.data_ptr()),
                                                                     vs, at, n);
     });
   };

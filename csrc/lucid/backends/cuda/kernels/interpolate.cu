@@ -120,7 +120,7 @@ void interp_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
     const int64_t* ip = t.idx.template data<int64_t>();
     const C* wp = t.w.template data<C>();
     if constexpr (!Adjoint) {
-      interp_forward_kernel<T, C><<<launch_grid(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()),
+      interp_forward_kernel<T, C><<<grid_for(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()),
                                                                         static_cast<T*>(out[0].data_ptr()), ip, wp, t.nh, t.nw,
                                                                         H, W, OH, OW, n);
       check_launch("interp_forward_kernel");
@@ -128,12 +128,12 @@ void interp_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
       constexpr bool direct = std::is_same_v<T, C>;  // float32 / float64 accumulate in the output
       Tensor acc = direct ? out[0] : Tensor::empty(out[0].shape(), dtype_of<C>::value, dev);
       if (!direct) zero(acc);
-      interp_backward_kernel<T, C><<<launch_grid(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()), acc.template data<C>(),
+      interp_backward_kernel<T, C><<<grid_for(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()), acc.template data<C>(),
                                                                          ip, wp, t.nh, t.nw, H, W, OH, OW, n);
       check_launch("interp_backward_kernel");
       if constexpr (!direct) {
         const int64_t m = out[0].numel();
-        round_kernel<T, C><<<launch_grid(m), kThreads, 0, st>>>(acc.template data<C>(), static_cast<T*>(out[0].data_ptr()), m);
+        round_kernel<T, C><<<grid_for(m), kThreads, 0, st>>>(acc.template data<C>(), static_cast<T*>(out[0].data_ptr()), m);
         check_launch("round_kernel");
       }
     }

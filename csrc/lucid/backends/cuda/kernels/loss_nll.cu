@@ -262,8 +262,6 @@ __global__ void ce_rows_kernel(const D* x, const D* tpf, const int64_t* tpi, CeA
   }
 }
 
-inline unsigned row_grid(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > (1 << 30) ? (1 << 30) : rows)); }
-
 CeArgs ce_args(const TensorList& in, const Attrs& attrs, Tensor& wk, Tensor& wsum) {
   CeArgs c;
   c.L = nnutil::class_layout(in[0].shape());
@@ -296,7 +294,7 @@ void cross_entropy(const TensorList& in, const TensorList& out, const Attrs& att
   LUCID_DISPATCH_FLOATING(dt, "cross_entropy", [&] {
     using D = device_t<scalar_t>;
     if (rows > 0) {
-      ce_rows_kernel<<<row_grid(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), prob ? tf.data<D>() : nullptr,
+      ce_rows_kernel<<<row_blocks(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), prob ? tf.data<D>() : nullptr,
                                                          prob ? nullptr : ti.data<int64_t>(), a, loss.data<double>(),
                                                          wt.data<double>());
       check_launch("cross_entropy");
@@ -399,7 +397,7 @@ void cross_entropy_backward(const TensorList& in, const TensorList& out, const A
   }
   LUCID_DISPATCH_FLOATING(dt, "cross_entropy_backward", [&] {
     using D = device_t<scalar_t>;
-    ce_backward_kernel<<<row_grid(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), gr.data<D>(), prob ? tf.data<D>() : nullptr,
+    ce_backward_kernel<<<row_blocks(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), gr.data<D>(), prob ? tf.data<D>() : nullptr,
                                                             prob ? nullptr : ti.data<int64_t>(), a, denom.data<double>(),
                                                             out[0].data<D>(), prob ? out[1].data<D>() : nullptr);
     check_launch("cross_entropy_backward");

@@ -1,6 +1,6 @@
 // Shared pieces of the CUDA kernels of the nn family (random ops, dropout, losses, attention in
 // backends/cuda/kernels/{random,dropout,loss_pointwise,loss_nll,attention}.cu):
-//   - launch geometry (grid-stride loops over int64 indices, so sizes above 2^31 work);
+//   - row kernels' block size (the grid-stride geometry is launch_geometry.cuh's);
 //   - a deterministic block sum of doubles (fixed shape, so sums do not change run to run);
 //   - host helpers: a contiguous copy of an operand in a given dtype, a contiguous stand-in for a
 //     strided in-place destination, and the device-side "first bad element" check that lets a
@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/tensor.h"
@@ -20,25 +21,12 @@
 namespace lucid::cuda {
 
 // ---- launch geometry ----------------------------------------------------------------------------
-constexpr int kThreads = 256;
-
-// Blocks for a grid-stride loop over n items (capped: each thread loops over the rest).
-inline unsigned grid_for(int64_t n, int threads = kThreads) {
-  int64_t b = (n + threads - 1) / threads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
-}
-
 // Threads of a one-block-per-row kernel over rows of `width` elements: a multiple of 32 (the
 // block reductions' warps), at most kThreads, so short rows do not idle most of a block.
 inline int row_threads(int64_t width) {
   int64_t t = (width + 31) / 32 * 32;
   return static_cast<int>(t < 32 ? 32 : (t > kThreads ? kThreads : t));
 }
-
-__device__ __forceinline__ int64_t global_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t global_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // Sum of v over the block (blockDim.x a multiple of 32, at most 1024), in a fixed order; the
 // result is valid in thread 0. `scratch` holds 32 doubles of shared memory.

@@ -31,12 +31,6 @@ namespace lucid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-#define LUCID_POOL_LOOP(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 // P planes of H x W in, OH x OW out (shapes of the input side and the output side).
 struct PoolGeo {
   int64_t P, H, W, OH, OW;
@@ -60,7 +54,7 @@ template <class S>
 __global__ void max_pool_kernel(const S* x, S* out, int64_t* idx, PoolGeo g, Window k) {
   using C = compute_t<S>;
   const int64_t n = g.P * g.OH * g.OW;
-  LUCID_POOL_LOOP(i, n) {
+  LUCID_GRID_LOOP(int64_t, i, n) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const S* xp = x + pl * g.H * g.W;
     int64_t h0 = oh * k.sh - k.ph, w0 = ow * k.sw - k.pw;
@@ -85,7 +79,7 @@ __global__ void max_pool_kernel(const S* x, S* out, int64_t* idx, PoolGeo g, Win
 // acc[plane, idx[plane, j]] += g[plane, j]; A is S (float32, float64) or float (16-bit S).
 template <class S, class A>
 __global__ void scatter_kernel(const S* g, const int64_t* idx, A* acc, int64_t P, int64_t n_out, int64_t n_in) {
-  LUCID_POOL_LOOP(i, P * n_out) {
+  LUCID_GRID_LOOP(int64_t, i, P * n_out) {
     const int64_t t = idx[i];
     if (t < 0 || t >= n_in) continue;
     atomicAdd(acc + (i / n_out) * n_in + t, static_cast<A>(to_compute(g[i])));
@@ -94,12 +88,12 @@ __global__ void scatter_kernel(const S* g, const int64_t* idx, A* acc, int64_t P
 
 template <class S>
 __global__ void float_to_storage_kernel(const float* src, S* dst, int64_t n) {
-  LUCID_POOL_LOOP(i, n) dst[i] = from_compute<S>(src[i]);
+  LUCID_GRID_LOOP(int64_t, i, n) dst[i] = from_compute<S>(src[i]);
 }
 
 template <class S>
 __global__ void gather_kernel(const S* src, const int64_t* idx, S* out, int64_t P, int64_t n_out, int64_t n_in) {
-  LUCID_POOL_LOOP(i, P * n_out) {
+  LUCID_GRID_LOOP(int64_t, i, P * n_out) {
     const int64_t t = idx[i];
     out[i] = (t >= 0 && t < n_in) ? src[(i / n_out) * n_in + t] : from_compute<S>(compute_t<S>(0));
   }
@@ -129,7 +123,7 @@ __device__ __forceinline__ AvgCell avg_cell(int64_t oh, int64_t ow, const PoolGe
 
 template <class S>
 __global__ void avg_pool_kernel(const S* x, S* out, PoolGeo g, AvgAttrs a) {
-  LUCID_POOL_LOOP(i, g.P * g.OH * g.OW) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const AvgCell c = avg_cell(oh, ow, g, a);
     if (c.h0 >= c.h1 || c.w0 >= c.w1) {
@@ -155,7 +149,7 @@ __device__ __forceinline__ void avg_candidates(int64_t h, int64_t k, int64_t s, 
 
 template <class S>
 __global__ void avg_pool_backward_kernel(const S* gy, S* gx, PoolGeo g, AvgAttrs a) {
-  LUCID_POOL_LOOP(i, g.P * g.H * g.W) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.H * g.W) {
     const int64_t w = i % g.W, h = (i / g.W) % g.H, pl = i / (g.W * g.H);
     const S* gp = gy + pl * g.OH * g.OW;
     int64_t oh0, oh1, ow0, ow1;
@@ -178,7 +172,7 @@ __device__ __forceinline__ int64_t ad_end(int64_t o, int64_t in, int64_t out) { 
 
 template <class S>
 __global__ void adaptive_avg_kernel(const S* x, S* out, PoolGeo g) {
-  LUCID_POOL_LOOP(i, g.P * g.OH * g.OW) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const int64_t h0 = ad_start(oh, g.H, g.OH), h1 = ad_end(oh, g.H, g.OH);
     const int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
@@ -193,7 +187,7 @@ __global__ void adaptive_avg_kernel(const S* x, S* out, PoolGeo g) {
 template <class S>
 __global__ void adaptive_max_kernel(const S* x, S* out, int64_t* idx, PoolGeo g) {
   using C = compute_t<S>;
-  LUCID_POOL_LOOP(i, g.P * g.OH * g.OW) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const int64_t h0 = ad_start(oh, g.H, g.OH), h1 = ad_end(oh, g.H, g.OH);
     const int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
@@ -222,7 +216,7 @@ __device__ __forceinline__ void ad_candidates(int64_t h, int64_t in, int64_t out
 
 template <class S>
 __global__ void adaptive_avg_backward_kernel(const S* gy, S* gx, PoolGeo g) {
-  LUCID_POOL_LOOP(i, g.P * g.H * g.W) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.H * g.W) {
     const int64_t w = i % g.W, h = (i / g.W) % g.H, pl = i / (g.W * g.H);
     const S* gp = gy + pl * g.OH * g.OW;
     int64_t oh0, oh1, ow0, ow1;

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/half.h"
@@ -67,11 +68,6 @@ inline void unpermute_on_device(const Tensor& out, const Tensor& tmp, const IntL
   Strides st(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) st[perm[i]] = tmp.strides()[i];
   copy_on_device(out, Tensor::make_view(tmp, out.shape(), st, tmp.offset()));
-}
-
-// Blocks of `threads` covering n items (at least 1).
-inline unsigned grid_for(int64_t n, int threads) {
-  return static_cast<unsigned>(std::max<int64_t>(1, (n + threads - 1) / threads));
 }
 
 // ---- block-level merge of states ---------------------------------------------------------------
@@ -216,7 +212,7 @@ void launch_reduce(const RowLayout& L, const R& red, const Device& dev, const ch
   }
   check_launch(name);
   if (nsplit > 1) {
-    reduce_finish_kernel<R><<<grid_for(nout, 256), 256, 0, stream>>>(nout, nsplit, red, part);
+    reduce_finish_kernel<R><<<blocks_covering(nout, 256), 256, 0, stream>>>(nout, nsplit, red, part);
     check_launch(name);
   }
 }
