@@ -3,7 +3,7 @@
 // N operands' strides (broadcast = stride 0, negative strides for flips), after the host has merged
 // dims that are contiguous in every operand (make_indexer), so most copies run with one or two dims.
 // Index is int32_t when every position and offset fits (faster division), int64_t otherwise
-// (fits_int32). kMaxDims is offset_calculator.cuh's; the launch geometry is launch_geometry.cuh's.
+// (fits_int32). by_width picks the unsigned type an element moves as. kMaxDims is offset_calculator.cuh's; the launch geometry is launch_geometry.cuh's.
 //
 // This is the INDEX lane's own minimal offset calculator; ELEMENTWISE's offset_calculator.cuh is
 // the shared one once it is on main, and this file should then be folded into it.
@@ -19,6 +19,18 @@
 #include "lucid/core/tensor.h"
 
 namespace lucid::cuda {
+
+// Calls f(U{}) with U the unsigned integer type of the dtype's width: the data-movement kernels
+// move elements as their bits.
+template <class F>
+void by_width(DType t, const F& f) {
+  switch (itemsize(t)) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
 
 template <int N, class Index>
 struct StridedIndexer {

@@ -13,17 +13,6 @@ namespace lucid::cuda {
 
 namespace {
 
-// Calls f(U{}) with U an unsigned integer type of the dtype's width.
-template <class F>
-void by_width(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
-}
-
 // src's strides seen in dst's shape (right-aligned broadcast: missing and size-1 dims read stride 0).
 Strides broadcast_strides(const Tensor& src, const Shape& shape) {
   Strides st(shape.size(), 0);

@@ -134,33 +134,6 @@ __device__ __forceinline__ compute_t<D> drop_mult(const MaskView<D>& drop, int64
   return C(1);
 }
 
-template <class C>
-__device__ C block_reduce_max(C v, C* scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    C u = __shfl_down_sync(0xffffffffu, v, o);
-    v = u > v ? u : v;
-  }
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
-    scratch[0] = v;
-  }
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
-__device__ double block_total(double v, double* scratch) {
-  v = block_sum(v, scratch);
-  if (threadIdx.x == 0) scratch[0] = v;
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
 // One block per row (b, l) of the scores sc (in place): masked softmax; P (in D) to probs, and
 // P * dropout multiplier left in sc for the P v product.
 template <class D>
@@ -183,7 +156,7 @@ __global__ void softmax_rows_kernel(compute_t<D>* sc, D* probs, int64_t rows, in
       s_[s] = v;
       mx = v > mx ? v : mx;
     }
-    mx = block_reduce_max(mx, cscratch);
+    mx = block_max(mx, cscratch);
     D* prow = probs + row * S;
     if (mx == ninf) {  // fully masked row: zeros, like PyTorch
       for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
@@ -200,7 +173,7 @@ __global__ void softmax_rows_kernel(compute_t<D>* sc, D* probs, int64_t rows, in
       s_[s] = e;
       sum += static_cast<double>(e);
     }
-    C inv = C(1) / static_cast<C>(block_total(sum, dscratch));
+    C inv = C(1) / static_cast<C>(block_sum_all(sum, dscratch));
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
       C p = s_[s] * inv;
       prow[s] = from_compute<D>(p);
@@ -252,7 +225,7 @@ __global__ void dscores_rows_kernel(compute_t<D>* dP, const compute_t<D>* P, D* 
       dpr[s] = d;
       r += static_cast<double>(pr[s] * d);
     }
-    C rc = static_cast<C>(block_total(r, dscratch));
+    C rc = static_cast<C>(block_sum_all(r, dscratch));
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
       C v = pr[s] * (dpr[s] - rc);
       dpr[s] = v;

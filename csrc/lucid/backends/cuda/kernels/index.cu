@@ -21,16 +21,6 @@ namespace lucid::cuda {
 
 namespace {
 
-template <class F>
-void by_width(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
-}
-
 // Runs launch(indexer, n) with int32 positions when the geometry allows, int64 otherwise.
 template <int N, class Launch>
 void with_indexer(const Shape& shape, const std::array<const Strides*, N>& st, const Launch& launch) {

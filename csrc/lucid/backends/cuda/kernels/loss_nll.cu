@@ -169,35 +169,6 @@ __device__ __forceinline__ C cexp(C v) {
   else return exp(v);
 }
 
-template <class C>
-__device__ C block_max(C v, C* scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    C u = __shfl_down_sync(0xffffffffu, v, o);
-    v = u > v ? u : v;
-  }
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
-    scratch[0] = v;
-  }
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
-// Sum over the block, the result in every thread.
-__device__ double block_sum_all(double v, double* scratch) {
-  v = block_sum(v, scratch);
-  if (threadIdx.x == 0) scratch[0] = v;
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
 // The row's max m (in the compute type; -inf rows use 0, as the CPU) and s = sum exp(x - m);
 // returns lse = m + log(s). base points at class 0 of the row, classes stride D apart.
 template <class D>

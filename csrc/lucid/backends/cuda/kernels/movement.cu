@@ -17,16 +17,6 @@ namespace lucid::cuda {
 
 namespace {
 
-template <class F>
-void by_width(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
-}
-
 // ---- Cat ----------------------------------------------------------------------------------
 // Up to kCatBatch dense inputs of the output's dtype per launch (blockIdx.y picks the input): the
 // output seen as [outer, out_row] and input k as [outer, row_k] placed at column col_k.

@@ -43,6 +43,37 @@ __device__ __forceinline__ double block_sum(double v, double* scratch) {
   return v;
 }
 
+// Max of v over the block (blockDim.x a multiple of 32), the result in every thread; `scratch`
+// holds 32 values of shared memory.
+template <class C>
+__device__ __forceinline__ C block_max(C v, C* scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    C u = __shfl_down_sync(0xffffffffu, v, o);
+    v = u > v ? u : v;
+  }
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
+    scratch[0] = v;
+  }
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+// Sum over the block, the result in every thread.
+__device__ __forceinline__ double block_sum_all(double v, double* scratch) {
+  v = block_sum(v, scratch);
+  if (threadIdx.x == 0) scratch[0] = v;
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
 // ---- deterministic sums of per-element doubles ---------------------------------------------------
 // sum over i < n of f(i) (f a functor with `__device__ double operator()(int64_t) const`), in two
 // passes of fixed shape: kSumBlocks partial sums, then one block adds them. The grid depends only
