@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "lucid/backends/cuda/half_bits.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/ops/scalar_functors.h"
 
@@ -13,13 +13,11 @@ namespace lucid::cuda {
 
 namespace {
 
-template <class T> struct Elem {  // float, double: their own compute type; integers: int64
-  using C = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-  __device__ static C load(T v) { return static_cast<C>(v); }
-  __device__ static T store(C v) { return static_cast<T>(v); }
+template <class T> struct Elem {  // floats: their compute type (float for 16-bit); integers: int64
+  using C = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
+  __device__ static C load(T v) { return static_cast<C>(to_compute(v)); }
+  __device__ static T store(C v) { return from_compute<T>(v); }
 };
-template <> struct Elem<F16Bits> : DeviceElem<F16Bits> {};
-template <> struct Elem<BF16Bits> : DeviceElem<BF16Bits> {};
 
 constexpr int kMaxDims = 16;
 struct ResidualGeo {
@@ -128,8 +126,8 @@ void gemm_epilogue(const Tensor& out, const GemmEpilogue& ep) {
   switch (out.dtype()) {
     case DType::Float32: launch<float>(out, ep); return;
     case DType::Float64: launch<double>(out, ep); return;
-    case DType::Float16: launch<F16Bits>(out, ep); return;
-    case DType::BFloat16: launch<BF16Bits>(out, ep); return;
+    case DType::Float16: launch<__half>(out, ep); return;
+    case DType::BFloat16: launch<__nv_bfloat16>(out, ep); return;
     case DType::Int64: launch<int64_t>(out, ep); return;
     case DType::Int32: launch<int32_t>(out, ep); return;
     case DType::Int8: launch<int8_t>(out, ep); return;

@@ -53,11 +53,11 @@ bool checked_index(const Tensor& index, int64_t size, bool allow_negative, Tenso
   const int isz = static_cast<int>(itemsize(index.dtype()));
   cudaStream_t s = current_stream(dev);
   if (fits_int32(m, n))
-    check_index_kernel<int32_t><<<launch_grid(n), kThreads, 0, s>>>(src, index.dtype(), isz, make_indexer<1, int32_t>(m),
+    check_index_kernel<int32_t><<<grid_for(n), kThreads, 0, s>>>(src, index.dtype(), isz, make_indexer<1, int32_t>(m),
                                                                     static_cast<int32_t>(n), size, allow_negative,
                                                                     out.data<int64_t>(), flag.get());
   else
-    check_index_kernel<int64_t><<<launch_grid(n), kThreads, 0, s>>>(src, index.dtype(), isz, make_indexer<1, int64_t>(m), n,
+    check_index_kernel<int64_t><<<grid_for(n), kThreads, 0, s>>>(src, index.dtype(), isz, make_indexer<1, int64_t>(m), n,
                                                                     size, allow_negative, out.data<int64_t>(), flag.get());
   check_launch("check_index_kernel");
   int64_t where = 0;

@@ -3,7 +3,7 @@
 // N operands' strides (broadcast = stride 0, negative strides for flips), after the host has merged
 // dims that are contiguous in every operand (make_indexer), so most copies run with one or two dims.
 // Index is int32_t when every position and offset fits (faster division), int64_t otherwise
-// (fits_int32). launch_grid gives the grid of a grid-stride loop.
+// (fits_int32). by_width picks the unsigned type an element moves as. kMaxDims is offset_calculator.cuh's; the launch geometry is launch_geometry.cuh's.
 //
 // This is the INDEX lane's own minimal offset calculator; ELEMENTWISE's offset_calculator.cuh is
 // the shared one once it is on main, and this file should then be folded into it.
@@ -13,13 +13,24 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "lucid/backends/cuda/launch_geometry.cuh"
+#include "lucid/backends/cuda/offset_calculator.cuh"
 #include "lucid/core/error.h"
 #include "lucid/core/tensor.h"
 
 namespace lucid::cuda {
 
-constexpr int kMaxDims = 16;     // after merging dims; more raises (torch's limit is 25)
-constexpr int kThreads = 256;    // threads per block of the grid-stride kernels
+// Calls f(U{}) with U the unsigned integer type of the dtype's width: the data-movement kernels
+// move elements as their bits.
+template <class F>
+void by_width(DType t, const F& f) {
+  switch (itemsize(t)) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
 
 template <int N, class Index>
 struct StridedIndexer {
@@ -102,16 +113,6 @@ StridedIndexer<N, Index> make_indexer(const MergedDims<N>& m) {
     for (int k = 0; k < N; ++k) ix.strides[k][d] = static_cast<Index>(m.strides[k][d]);
   }
   return ix;
-}
-
-// for (Index i = ...; i < n; i += grid size): a grid-stride loop (the grid is capped at 2^20 blocks).
-#define LUCID_GRID_LOOP(Index, i, n)                                                      \
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<Index>(gridDim.x) * blockDim.x)
-
-// Blocks of a grid-stride loop over n elements (capped; the loop covers the rest).
-inline unsigned launch_grid(int64_t n) {
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, int64_t{1} << 20));
 }
 
 }  // namespace lucid::cuda

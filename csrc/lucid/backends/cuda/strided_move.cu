@@ -3,7 +3,7 @@
 // move raw bits by item size (4 kernels for 9 dtypes); add_into computes per dtype.
 #include <cstring>
 
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
@@ -12,17 +12,6 @@
 namespace lucid::cuda {
 
 namespace {
-
-// Calls f(U{}) with U an unsigned integer type of the dtype's width.
-template <class F>
-void by_width(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
-}
 
 // src's strides seen in dst's shape (right-aligned broadcast: missing and size-1 dims read stride 0).
 Strides broadcast_strides(const Tensor& src, const Shape& shape) {
@@ -98,7 +87,7 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   by_width(dst.dtype(), [&](auto tag) {
     using U = decltype(tag);
     launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
-      copy_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), ix, n);
+      copy_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), ix, n);
     });
   });
   check_launch("strided_copy");
@@ -112,9 +101,9 @@ void add_into(const Tensor& dst, const Tensor& src) {
   Strides sst = broadcast_strides(src, dst.shape());
   cudaStream_t s = current_stream(dev);
   LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
-    using T = DeviceT<scalar_t>;
+    using T = device_t<scalar_t>;
     launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
-      add_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
+      add_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
     });
   });
   check_launch("add_into");
@@ -135,7 +124,7 @@ void fill(const Tensor& dst, double value) {
     U v;
     std::memcpy(&v, &bits, sizeof v);
     launch_strided<1>(dst.shape(), {&dst.strides()}, [&](auto ix, auto n) {
-      fill_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), v, ix, n);
+      fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), v, ix, n);
     });
   });
   check_launch("fill");

@@ -75,13 +75,13 @@ void gemm(cudaStream_t s, const C* A, const C* B, C* Cm, int64_t batch, int64_t 
 }
 
 template <class D>
-__global__ void to_compute_kernel(dcomp_t<D>* o, const D* x, int64_t n) {
-  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = to_c(x[i]);
+__global__ void to_compute_kernel(compute_t<D>* o, const D* x, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = to_compute(x[i]);
 }
 
 template <class D>
-__global__ void from_compute_kernel(D* o, const dcomp_t<D>* x, int64_t n) {
-  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = from_c<D>(x[i]);
+__global__ void from_compute_kernel(D* o, const compute_t<D>* x, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = from_compute<D>(x[i]);
 }
 
 // The tensor's values in the compute type C (a fresh contiguous buffer).
@@ -89,7 +89,7 @@ template <class D>
 Tensor compute_copy(const Tensor& t, DType cdt, cudaStream_t s) {
   Tensor c = t.contiguous_data(), o = Tensor::empty(t.shape(), cdt, t.device());
   if (t.numel() == 0) return o;
-  to_compute_kernel<D><<<grid_for(t.numel()), kThreads, 0, s>>>(o.data<dcomp_t<D>>(), c.data<D>(), t.numel());
+  to_compute_kernel<D><<<grid_for(t.numel()), kThreads, 0, s>>>(o.data<compute_t<D>>(), c.data<D>(), t.numel());
   check_launch("scaled_dot_product_attention (load)");
   return o;
 }
@@ -97,7 +97,7 @@ Tensor compute_copy(const Tensor& t, DType cdt, cudaStream_t s) {
 template <class D>
 void store_from_compute(const Tensor& out, const Tensor& c, cudaStream_t s) {
   if (out.numel() == 0) return;
-  from_compute_kernel<D><<<grid_for(out.numel()), kThreads, 0, s>>>(out.data<D>(), c.data<dcomp_t<D>>(), out.numel());
+  from_compute_kernel<D><<<grid_for(out.numel()), kThreads, 0, s>>>(out.data<D>(), c.data<compute_t<D>>(), out.numel());
   check_launch("scaled_dot_product_attention (store)");
 }
 
@@ -127,46 +127,19 @@ MaskView<D> mask_view(const Tensor& m, DType dt, Tensor& keep) {
 
 // Dropout multiplier of flat index i: keep / (1 - p), or 1 without dropout.
 template <class D>
-__device__ __forceinline__ dcomp_t<D> drop_mult(const MaskView<D>& drop, int64_t i, dcomp_t<D> dscale) {
-  using C = dcomp_t<D>;
+__device__ __forceinline__ compute_t<D> drop_mult(const MaskView<D>& drop, int64_t i, compute_t<D> dscale) {
+  using C = compute_t<D>;
   if (drop.kind == 1) return drop.b[i] ? dscale : C(0);
-  if (drop.kind == 2) return to_c(drop.f[i]) * dscale;
+  if (drop.kind == 2) return to_compute(drop.f[i]) * dscale;
   return C(1);
-}
-
-template <class C>
-__device__ C block_reduce_max(C v, C* scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    C u = __shfl_down_sync(0xffffffffu, v, o);
-    v = u > v ? u : v;
-  }
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
-    scratch[0] = v;
-  }
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
-__device__ double block_total(double v, double* scratch) {
-  v = block_sum(v, scratch);
-  if (threadIdx.x == 0) scratch[0] = v;
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
 }
 
 // One block per row (b, l) of the scores sc (in place): masked softmax; P (in D) to probs, and
 // P * dropout multiplier left in sc for the P v product.
 template <class D>
-__global__ void softmax_rows_kernel(dcomp_t<D>* sc, D* probs, int64_t rows, int64_t L, int64_t S, bool causal, MaskView<D> mask,
-                                    MaskView<D> drop, dcomp_t<D> dscale) {
-  using C = dcomp_t<D>;
+__global__ void softmax_rows_kernel(compute_t<D>* sc, D* probs, int64_t rows, int64_t L, int64_t S, bool causal, MaskView<D> mask,
+                                    MaskView<D> drop, compute_t<D> dscale) {
+  using C = compute_t<D>;
   __shared__ C cscratch[32];
   __shared__ double dscratch[32];
   const C ninf = -INFINITY;
@@ -179,16 +152,16 @@ __global__ void softmax_rows_kernel(dcomp_t<D>* sc, D* probs, int64_t rows, int6
       C v = s_[s];
       if (s >= lim) v = ninf;
       else if (mask.kind == 1 && !mask.b[row * S + s]) v = ninf;
-      else if (mask.kind == 2) v += to_c(mask.f[row * S + s]);
+      else if (mask.kind == 2) v += to_compute(mask.f[row * S + s]);
       s_[s] = v;
       mx = v > mx ? v : mx;
     }
-    mx = block_reduce_max(mx, cscratch);
+    mx = block_max(mx, cscratch);
     D* prow = probs + row * S;
     if (mx == ninf) {  // fully masked row: zeros, like PyTorch
       for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
         s_[s] = C(0);
-        prow[s] = from_c<D>(C(0));
+        prow[s] = from_compute<D>(C(0));
       }
       continue;
     }
@@ -200,21 +173,19 @@ __global__ void softmax_rows_kernel(dcomp_t<D>* sc, D* probs, int64_t rows, int6
       s_[s] = e;
       sum += static_cast<double>(e);
     }
-    C inv = C(1) / static_cast<C>(block_total(sum, dscratch));
+    C inv = C(1) / static_cast<C>(block_sum_all(sum, dscratch));
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
       C p = s_[s] * inv;
-      prow[s] = from_c<D>(p);
+      prow[s] = from_compute<D>(p);
       s_[s] = drop.kind ? p * drop_mult(drop, row * S + s, dscale) : p;
     }
   }
 }
 
-inline unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > (1 << 30) ? (1 << 30) : rows)); }
-
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
-  using D = dev_t<T>;
-  using C = dcomp_t<D>;
+  using D = device_t<T>;
+  using C = compute_t<D>;
   const Device dev = out[0].device();
   cudaStream_t s = current_stream(dev);
   const DType dt = in[0].dtype(), cdt = std::is_same_v<C, double> ? DType::Float64 : DType::Float32;
@@ -241,9 +212,9 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
 // One block per row of dP (in place): dP * m, then dS = P (dP m - rowsum(P dP m)) into dP and
 // the dscores output.
 template <class D>
-__global__ void dscores_rows_kernel(dcomp_t<D>* dP, const dcomp_t<D>* P, D* ds, int64_t rows, int64_t S, MaskView<D> drop,
-                                    dcomp_t<D> dscale) {
-  using C = dcomp_t<D>;
+__global__ void dscores_rows_kernel(compute_t<D>* dP, const compute_t<D>* P, D* ds, int64_t rows, int64_t S, MaskView<D> drop,
+                                    compute_t<D> dscale) {
+  using C = compute_t<D>;
   __shared__ double dscratch[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     C* dpr = dP + row * S;
@@ -254,26 +225,26 @@ __global__ void dscores_rows_kernel(dcomp_t<D>* dP, const dcomp_t<D>* P, D* ds, 
       dpr[s] = d;
       r += static_cast<double>(pr[s] * d);
     }
-    C rc = static_cast<C>(block_total(r, dscratch));
+    C rc = static_cast<C>(block_sum_all(r, dscratch));
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
       C v = pr[s] * (dpr[s] - rc);
       dpr[s] = v;
-      ds[row * S + s] = from_c<D>(v);
+      ds[row * S + s] = from_compute<D>(v);
     }
   }
 }
 
 // P * dropout multiplier, elementwise, in the compute type.
 template <class D>
-__global__ void dropped_probs_kernel(dcomp_t<D>* o, const dcomp_t<D>* P, int64_t n, MaskView<D> drop, dcomp_t<D> dscale) {
+__global__ void dropped_probs_kernel(compute_t<D>* o, const compute_t<D>* P, int64_t n, MaskView<D> drop, compute_t<D> dscale) {
   for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = P[i] * drop_mult(drop, i, dscale);
 }
 
 // inputs (g, q, k, v, probs, dropout_mask) -> (dq, dk, dv, dscores)
 template <class T>
 void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
-  using D = dev_t<T>;
-  using C = dcomp_t<D>;
+  using D = device_t<T>;
+  using C = compute_t<D>;
   const Device dev = out[0].device();
   cudaStream_t s = current_stream(dev);
   const DType dt = in[1].dtype(), cdt = std::is_same_v<C, double> ? DType::Float64 : DType::Float32;

@@ -29,8 +29,6 @@ namespace lucid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 // Block-wide sum of one double per thread (kThreads threads); the result in thread 0.
 __device__ double block_sum(double v) {
   __shared__ double part[kThreads / 32];
@@ -84,11 +82,11 @@ __global__ void partial_kernel(const S* x, BnGeo g, const double* mean_partials,
     for (int64_t p = b / g.Sp; p * g.Sp < e; ++p) {
       const int64_t s0 = b > p * g.Sp ? b - p * g.Sp : 0, s1 = e - p * g.Sp < g.Sp ? e - p * g.Sp : g.Sp;
       const S* row = xq + p * g.Q * g.Sp;
-      for (int64_t s = s0 + threadIdx.x; s < s1; s += kThreads) add(static_cast<double>(to_acc(row[s])));
+      for (int64_t s = s0 + threadIdx.x; s < s1; s += kThreads) add(static_cast<double>(to_compute(row[s])));
     }
   } else {
     for (int64_t j = b + threadIdx.x; j < e; j += kThreads)
-      add(static_cast<double>(to_acc(xq[(j / g.Sp) * g.Q * g.Sp + j % g.Sp])));
+      add(static_cast<double>(to_compute(xq[(j / g.Sp) * g.Q * g.Sp + j % g.Sp])));
   }
   acc = block_sum(acc);
   if (threadIdx.x == 0) partials[q * g.splits + blockIdx.y] = acc;
@@ -126,12 +124,12 @@ __global__ void finalize_kernel(BnGeo g, const double* sum_partials, const doubl
 
 // I: uint32_t when the element count fits (its divisions are several times cheaper), else int64_t.
 template <class S, class I>
-__global__ void normalize_kernel(const S* x, S* y, const acc_t<S>* coef, I total, I Q, I S_) {
-  using C = acc_t<S>;
+__global__ void normalize_kernel(const S* x, S* y, const compute_t<S>* coef, I total, I Q, I S_) {
+  using C = compute_t<S>;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
     const int64_t q = (i / S_) % Q;
     const C* c = coef + 3 * q;
-    y[i] = from_acc<S>((to_acc(x[i]) - c[0]) * c[1] + c[2]);
+    y[i] = from_compute<S>((to_compute(x[i]) - c[0]) * c[1] + c[2]);
   }
 }
 
@@ -164,7 +162,7 @@ void batch_norm_kernel(const TensorList& in, const TensorList& out, const Attrs&
   BnGeo g{L.P, L.Q, L.S, training ? bn_splits(L.Q, L.P * L.S) : 1};
   with_float_storage(x.dtype(), "batch_norm", [&](auto tag) {
     using S = decltype(tag);
-    using C = acc_t<S>;
+    using C = compute_t<S>;
     Tensor partials, coef = Tensor::empty({3 * L.Q}, std::is_same_v<C, double> ? DType::Float64 : DType::Float32,
                                           y.device());
     const double *sums = nullptr, *sqs = nullptr;

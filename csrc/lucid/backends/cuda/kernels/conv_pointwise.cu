@@ -10,21 +10,19 @@ namespace lucid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 // I: uint32_t when the element count fits (its divisions are several times cheaper), else int64_t.
 template <class S, FusedActivation Act, class I>
 __global__ void epilogue_kernel(S* y, const S* bias, const S* res, I total, I C, I S_, bool res_first) {
-  using A = acc_t<S>;
+  using A = compute_t<S>;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
-    A v = to_acc(y[i]);
-    if (bias) v += to_acc(bias[(i / S_) % C]);
-    if (res && res_first) v += to_acc(res[i]);
+    A v = to_compute(y[i]);
+    if (bias) v += to_compute(bias[(i / S_) % C]);
+    if (res && res_first) v += to_compute(res[i]);
     if constexpr (Act == FusedActivation::Relu) v = sm::Relu::apply<A>(v);
     else if constexpr (Act == FusedActivation::Gelu) v = sm::Gelu{false}.apply<A>(v);
     else if constexpr (Act == FusedActivation::GeluTanh) v = sm::Gelu{true}.apply<A>(v);
-    if (res && !res_first) v += to_acc(res[i]);
-    y[i] = from_acc<S>(v);
+    if (res && !res_first) v += to_compute(res[i]);
+    y[i] = from_compute<S>(v);
   }
 }
 

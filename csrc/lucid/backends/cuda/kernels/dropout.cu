@@ -11,13 +11,13 @@ namespace lucid::cuda {
 namespace {
 
 template <class D, class M>
-__global__ void dropout_kernel(D* o, const D* x, const M* m, int64_t n, dcomp_t<D> scale) {
-  using C = dcomp_t<D>;
+__global__ void dropout_kernel(D* o, const D* x, const M* m, int64_t n, compute_t<D> scale) {
+  using C = compute_t<D>;
   for (int64_t i = global_index(); i < n; i += global_stride()) {
     C mv;
     if constexpr (std::is_same_v<M, bool>) mv = C(m[i]);
-    else mv = to_c(m[i]);
-    o[i] = from_c<D>(to_c(x[i]) * mv * scale);
+    else mv = to_compute(m[i]);
+    o[i] = from_compute<D>(to_compute(x[i]) * mv * scale);
   }
 }
 
@@ -29,8 +29,8 @@ void dropout(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(out[0].device());
   with_contiguous_out(out[0], [&](const Tensor& o) {
     LUCID_DISPATCH_FLOATING(x.dtype(), "dropout", [&] {
-      using D = dev_t<scalar_t>;
-      using C = dcomp_t<D>;
+      using D = device_t<scalar_t>;
+      using C = compute_t<D>;
       const C scale = p >= 1.0 ? C(0) : static_cast<C>(1.0 / (1.0 - p));
       int64_t n = o.numel();
       if (m.dtype() == DType::Bool)

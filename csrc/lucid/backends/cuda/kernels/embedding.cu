@@ -12,7 +12,7 @@
 // encode or scan) keeps this file's compile time down.
 #include <cub/device/device_radix_sort.cuh>
 
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/index_check.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
@@ -52,7 +52,7 @@ void embedding_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(out[0].device());
   auto run = [&](auto tag) {
     using U = decltype(tag);
-    embedding_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(out[0].data_ptr()), static_cast<const U*>(w.data_ptr()),
+    embedding_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(out[0].data_ptr()), static_cast<const U*>(w.data_ptr()),
                                                           idx.data<int64_t>(), n, D, zero_pad, pad);
   };
   switch (itemsize(w.dtype())) {
@@ -77,7 +77,7 @@ __global__ void embedding_backward_kernel(T* out, const T* g, const uint64_t* ke
     int64_t q = e / D, j = e - q * D;
     const uint64_t k = key[q] >> 32;
     if ((q > 0 && (key[q - 1] >> 32) == k) || static_cast<int64_t>(k) == pad) continue;
-    dcompute_t<T> acc = 0;
+    compute_t<T> acc = 0;
     for (int64_t r = q; r < n && (key[r] >> 32) == k; ++r) acc += to_compute(g[static_cast<int64_t>(key[r] & 0xffffffffu) * D + j]);
     out[static_cast<int64_t>(k) * D + j] = from_compute<T>(acc);
   }
@@ -98,7 +98,7 @@ void embedding_backward_fn(const TensorList& in, const TensorList& out, const At
   Tensor keys_in = Tensor::empty({n}, DType::Int64, dev), keys = Tensor::empty({n}, DType::Int64, dev);
   auto* kin = static_cast<uint64_t*>(keys_in.data_ptr());
   auto* kout = static_cast<uint64_t*>(keys.data_ptr());
-  sort_key_kernel<<<launch_grid(n), kThreads, 0, s>>>(kin, idx.data<int64_t>(), n);
+  sort_key_kernel<<<grid_for(n), kThreads, 0, s>>>(kin, idx.data<int64_t>(), n);
   check_launch("sort_key_kernel");
   int end_bit = 33;  // positions take the low 32 bits; indices in [0, V) only their significant bits
   while (end_bit < 64 && (int64_t{1} << (end_bit - 32)) < V) ++end_bit;
@@ -109,8 +109,8 @@ void embedding_backward_fn(const TensorList& in, const TensorList& out, const At
   check_cuda(cub::DeviceRadixSort::SortKeys(tmp.data_ptr(), bytes, kin, kout, static_cast<int>(n), 0, end_bit, s),
              "cub::DeviceRadixSort::SortKeys");
   LUCID_DISPATCH_FLOATING(gr.dtype(), "embedding_backward", [&] {
-    using T = DeviceT<scalar_t>;
-    embedding_backward_kernel<<<launch_grid(n * D), kThreads, 0, s>>>(static_cast<T*>(out[0].data_ptr()),
+    using T = device_t<scalar_t>;
+    embedding_backward_kernel<<<grid_for(n * D), kThreads, 0, s>>>(static_cast<T*>(out[0].data_ptr()),
                                                                        static_cast<const T*>(gr.data_ptr()), kout, n, D, pad);
   });
   check_launch("embedding_backward_kernel");

@@ -4,7 +4,7 @@
 // in the padding). Col2Im gathers instead of scattering: each output pixel sums the column entries
 // of the windows covering it in double, in ascending kernel offset, which is the CPU's summation
 // order for that pixel, so the results are the CPU's bits and no atomics are needed.
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
@@ -47,7 +47,7 @@ __global__ void col2im_kernel(const T* col, T* x, FoldGeo g, int64_t n) {
         acc += static_cast<double>(to_compute(cp[(kh * g.KW + kw) * L + oh * g.OW + tw / g.sw]));
       }
     }
-    x[e] = from_compute<T>(static_cast<dcompute_t<T>>(acc));
+    x[e] = from_compute<T>(static_cast<compute_t<T>>(acc));
   }
 }
 
@@ -61,7 +61,7 @@ void im2col_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(out[0].device());
   auto run = [&](auto tag) {  // a move of bits: by item size (0 bits are +0 in every floating dtype)
     using U = decltype(tag);
-    im2col_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<const U*>(x.data_ptr()), static_cast<U*>(out[0].data_ptr()), g, n);
+    im2col_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<const U*>(x.data_ptr()), static_cast<U*>(out[0].data_ptr()), g, n);
   };
   switch (itemsize(x.dtype())) {
     case 2: run(uint16_t{}); break;
@@ -81,8 +81,8 @@ void col2im_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   if (n == 0) return;
   cudaStream_t s = current_stream(out[0].device());
   LUCID_DISPATCH_FLOATING(x.dtype(), "fold", [&] {
-    using T = DeviceT<scalar_t>;
-    col2im_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out[0].data_ptr()), g, n);
+    using T = device_t<scalar_t>;
+    col2im_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(x.data_ptr()), static_cast<T*>(out[0].data_ptr()), g, n);
   });
   check_launch("col2im_kernel");
 }

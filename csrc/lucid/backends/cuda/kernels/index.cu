@@ -9,7 +9,7 @@
 // come in an unspecified order (bits may differ from the CPU's sequential order, as torch's CUDA);
 // Scatter and IndexPut(accumulate=False) store one of the duplicates' values, unspecified which
 // (the CPU keeps the last; torch leaves it undefined).
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/index_check.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
@@ -20,16 +20,6 @@
 namespace lucid::cuda {
 
 namespace {
-
-template <class F>
-void by_width(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
-}
 
 // Runs launch(indexer, n) with int32 positions when the geometry allows, int64 otherwise.
 template <int N, class Launch>
@@ -91,7 +81,7 @@ void gather_kernel_fn(const TensorList& in, const TensorList& out, const Attrs& 
   by_width(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     with_indexer<2>(ix.shape(), {&o.strides(), &xst}, [&](auto ixr, auto n) {
-      gather_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()),
+      gather_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()),
                                                          ix.data<int64_t>(), ixr, n, x.strides()[dim]);
     });
   });
@@ -118,12 +108,12 @@ void scatter_into(const TensorList& in, const TensorList& out, const Attrs& a, c
   auto run = [&](auto tag) {
     using T = decltype(tag);
     with_indexer<2>(ix.shape(), {&ost, &sv.strides()}, [&](auto ixr, auto n) {
-      scatter_kernel<T, Add><<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(sv.data_ptr()),
+      scatter_kernel<T, Add><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(sv.data_ptr()),
                                                                   ix.data<int64_t>(), ixr, n, o.strides()[dim]);
     });
   };
   if constexpr (Add) {
-    LUCID_DISPATCH_ALL(o.dtype(), op, [&] { run(DeviceT<scalar_t>{}); });
+    LUCID_DISPATCH_ALL(o.dtype(), op, [&] { run(device_t<scalar_t>{}); });
   } else {
     by_width(o.dtype(), run);
   }
@@ -184,7 +174,7 @@ AdvGeometry adv_geometry(const Tensor& t, const IntList& dims, const TensorList&
     int isz = static_cast<int>(itemsize(ix.dtype()));
     int64_t size = t.shape()[dims[k]], stride = t.strides()[dims[k]];
     with_indexer<1>(L.B, {&bst}, [&](auto ixr, auto n) {
-      adv_offsets_kernel<<<launch_grid(n), kThreads, 0, s>>>(G.b.data<int64_t>(), base, ix.dtype(), isz, ixr, n, size, stride,
+      adv_offsets_kernel<<<grid_for(n), kThreads, 0, s>>>(G.b.data<int64_t>(), base, ix.dtype(), isz, ixr, n, size, stride,
                                                              k == 0, static_cast<int64_t>(k), flag.get());
     });
     check_launch("adv_offsets_kernel");
@@ -250,7 +240,7 @@ void index_gather_fn(const TensorList& in, const TensorList& out, const Attrs& a
   by_width(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     with_address(G, [&](auto at) {
-      index_gather_kernel<<<launch_grid(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()), at, n);
+      index_gather_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(o.data_ptr()), static_cast<const U*>(x.data_ptr()), at, n);
     });
   });
   check_launch("index_gather_kernel");
@@ -277,12 +267,12 @@ void index_put_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
     using T = decltype(tag);
     constexpr bool Acc = decltype(acc_tag)::value;
     with_address(G, [&](auto at) {
-      index_put_kernel<T, Acc><<<launch_grid(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(v.data_ptr()),
+      index_put_kernel<T, Acc><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(o.data_ptr()), static_cast<const T*>(v.data_ptr()),
                                                                     vs, at, n);
     });
   };
   if (acc) {
-    LUCID_DISPATCH_ALL(o.dtype(), "index_put", [&] { run(DeviceT<scalar_t>{}, std::true_type{}); });
+    LUCID_DISPATCH_ALL(o.dtype(), "index_put", [&] { run(device_t<scalar_t>{}, std::true_type{}); });
   } else {
     by_width(o.dtype(), [&](auto tag) { run(tag, std::false_type{}); });
   }

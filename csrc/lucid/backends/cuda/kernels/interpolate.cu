@@ -8,7 +8,7 @@
 // bits can differ from the CPU's sequential sums, as torch's CUDA upsample backward.
 #include <vector>
 
-#include "lucid/backends/cuda/device_scalar.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
@@ -72,7 +72,7 @@ __global__ void interp_forward_kernel(const T* x, T* y, const int64_t* idx, cons
       for (int j = 0; j < nw; ++j) rv += ww[ow * nw + j] * static_cast<C>(to_compute(row[wi[ow * nw + j]]));
       v += hw[oh * nh + i] * rv;
     }
-    y[e] = from_compute<T>(static_cast<dcompute_t<T>>(v));
+    y[e] = from_compute<T>(static_cast<compute_t<T>>(v));
   }
 }
 
@@ -98,7 +98,7 @@ __global__ void interp_backward_kernel(const T* g, C* acc, const int64_t* idx, c
 
 template <class T, class C>
 __global__ void round_kernel(const C* acc, T* out, int64_t n) {
-  LUCID_GRID_LOOP(int64_t, i, n) out[i] = from_compute<T>(static_cast<dcompute_t<T>>(acc[i]));
+  LUCID_GRID_LOOP(int64_t, i, n) out[i] = from_compute<T>(static_cast<compute_t<T>>(acc[i]));
 }
 
 template <bool Adjoint>
@@ -114,13 +114,13 @@ void interp_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
   const int64_t n = s[0] * s[1] * OH * OW;  // output elements of the forward
   cudaStream_t st = current_stream(dev);
   LUCID_DISPATCH_FLOATING(x.dtype(), "interpolate", [&] {
-    using T = DeviceT<scalar_t>;
+    using T = device_t<scalar_t>;
     using C = compute_t<scalar_t>;
     DeviceTaps<C> t = device_taps<C>(H, W, OH, OW, a, dev);
     const int64_t* ip = t.idx.template data<int64_t>();
     const C* wp = t.w.template data<C>();
     if constexpr (!Adjoint) {
-      interp_forward_kernel<T, C><<<launch_grid(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()),
+      interp_forward_kernel<T, C><<<grid_for(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()),
                                                                         static_cast<T*>(out[0].data_ptr()), ip, wp, t.nh, t.nw,
                                                                         H, W, OH, OW, n);
       check_launch("interp_forward_kernel");
@@ -128,12 +128,12 @@ void interp_fn(const TensorList& in, const TensorList& out, const Attrs& a) {
       constexpr bool direct = std::is_same_v<T, C>;  // float32 / float64 accumulate in the output
       Tensor acc = direct ? out[0] : Tensor::empty(out[0].shape(), dtype_of<C>::value, dev);
       if (!direct) zero(acc);
-      interp_backward_kernel<T, C><<<launch_grid(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()), acc.template data<C>(),
+      interp_backward_kernel<T, C><<<grid_for(n), kThreads, 0, st>>>(static_cast<const T*>(x.data_ptr()), acc.template data<C>(),
                                                                          ip, wp, t.nh, t.nw, H, W, OH, OW, n);
       check_launch("interp_backward_kernel");
       if constexpr (!direct) {
         const int64_t m = out[0].numel();
-        round_kernel<T, C><<<launch_grid(m), kThreads, 0, st>>>(acc.template data<C>(), static_cast<T*>(out[0].data_ptr()), m);
+        round_kernel<T, C><<<grid_for(m), kThreads, 0, st>>>(acc.template data<C>(), static_cast<T*>(out[0].data_ptr()), m);
         check_launch("round_kernel");
       }
     }

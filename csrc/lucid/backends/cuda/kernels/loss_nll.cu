@@ -67,7 +67,7 @@ __global__ void nll_rows_kernel(const D* x, const int64_t* t, const double* w, C
     double l = 0, ww = 0;
     if (c != ignore) {
       ww = wgt(w, c);
-      l = -ww * static_cast<double>(to_c(x[(n * L.C + c) * L.D + i]));
+      l = -ww * static_cast<double>(to_compute(x[(n * L.C + c) * L.D + i]));
     }
     loss[r] = l;
     wt[r] = ww;
@@ -76,14 +76,14 @@ __global__ void nll_rows_kernel(const D* x, const int64_t* t, const double* w, C
 
 template <class D>
 __global__ void store_rows_kernel(D* o, const double* v, int64_t n) {
-  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = from_c<D>(v[i]);
+  for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = from_compute<D>(v[i]);
 }
 
 // o[0] = sum (or sum / total for 'mean'); tw[0] = total when tw is given.
 template <class D>
 __global__ void store_loss_kernel(D* o, D* tw, const double* sum, const double* total, bool mean) {
-  if (o) o[0] = from_c<D>(mean ? sum[0] / total[0] : sum[0]);
-  if (tw) tw[0] = from_c<D>(total[0]);
+  if (o) o[0] = from_compute<D>(mean ? sum[0] / total[0] : sum[0]);
+  if (tw) tw[0] = from_compute<D>(total[0]);
 }
 
 void nll_loss(const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -97,7 +97,7 @@ void nll_loss(const TensorList& in, const TensorList& out, const Attrs& a) {
   const double* w = weights_of(in[2], wk);
   Tensor loss = Tensor::empty({rows}, DType::Float64, dev), wt = Tensor::empty({rows}, DType::Float64, dev);
   LUCID_DISPATCH_FLOATING(x.dtype(), "nll_loss", [&] {
-    using D = dev_t<scalar_t>;
+    using D = device_t<scalar_t>;
     if (rows > 0) {
       nll_rows_kernel<<<grid_for(rows), kThreads, 0, s>>>(x.data<D>(), t.data<int64_t>(), w, L, ignore, loss.data<double>(),
                                                           wt.data<double>());
@@ -125,10 +125,10 @@ __global__ void nll_backward_kernel(D* o, const D* gp, const int64_t* t, const d
   for (int64_t r = global_index(); r < L.N * L.D; r += global_stride()) {
     int64_t c = t[r];
     if (c == ignore) continue;
-    double gv = static_cast<double>(to_c(red == nnutil::kNone ? gp[r] : gp[0]));
+    double gv = static_cast<double>(to_compute(red == nnutil::kNone ? gp[r] : gp[0]));
     if (red == nnutil::kMean) gv /= tw[0];
     int64_t n = r / L.D, i = r % L.D;
-    o[(n * L.C + c) * L.D + i] = from_c<D>(-wgt(w, c) * gv);
+    o[(n * L.C + c) * L.D + i] = from_compute<D>(-wgt(w, c) * gv);
   }
 }
 
@@ -146,7 +146,7 @@ void nll_loss_backward(const TensorList& in, const TensorList& out, const Attrs&
   // All-zero bits are +0 in every floating dtype: the CPU's fill with C(0).
   check_cuda(cudaMemsetAsync(out[0].data_ptr(), 0, out[0].numel() * itemsize(dt), s), "cudaMemsetAsync (nll_loss backward)");
   LUCID_DISPATCH_FLOATING(dt, "nll_loss_backward", [&] {
-    using D = dev_t<scalar_t>;
+    using D = device_t<scalar_t>;
     nll_backward_kernel<<<grid_for(rows), kThreads, 0, s>>>(out[0].data<D>(), gr.data<D>(), t.data<int64_t>(), w,
                                                              twk.data<double>(), L, ignore, red);
     check_launch("nll_loss_backward");
@@ -169,50 +169,21 @@ __device__ __forceinline__ C cexp(C v) {
   else return exp(v);
 }
 
-template <class C>
-__device__ C block_max(C v, C* scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    C u = __shfl_down_sync(0xffffffffu, v, o);
-    v = u > v ? u : v;
-  }
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
-    scratch[0] = v;
-  }
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
-// Sum over the block, the result in every thread.
-__device__ double block_sum_all(double v, double* scratch) {
-  v = block_sum(v, scratch);
-  if (threadIdx.x == 0) scratch[0] = v;
-  __syncthreads();
-  v = scratch[0];
-  __syncthreads();
-  return v;
-}
-
 // The row's max m (in the compute type; -inf rows use 0, as the CPU) and s = sum exp(x - m);
 // returns lse = m + log(s). base points at class 0 of the row, classes stride D apart.
 template <class D>
-__device__ double row_lse(const D* base, const ClassLayout& L, dcomp_t<D>* mx_out, double* s_out, dcomp_t<D>* cscratch,
+__device__ double row_lse(const D* base, const ClassLayout& L, compute_t<D>* mx_out, double* s_out, compute_t<D>* cscratch,
                           double* dscratch) {
-  using C = dcomp_t<D>;
+  using C = compute_t<D>;
   C mx = -INFINITY;
   for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) {
-    C v = to_c(base[c * L.D]);
+    C v = to_compute(base[c * L.D]);
     mx = (v > mx || v != v) ? v : mx;  // NaN propagates, as the CPU's max
   }
   mx = block_max(mx, cscratch);
   if (isinf(mx) && mx < 0) mx = 0;
   double s = 0;
-  for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) s += static_cast<double>(cexp<C>(to_c(base[c * L.D]) - mx));
+  for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) s += static_cast<double>(cexp<C>(to_compute(base[c * L.D]) - mx));
   s = block_sum_all(s, dscratch);
   *mx_out = mx;
   *s_out = s;
@@ -222,7 +193,7 @@ __device__ double row_lse(const D* base, const ClassLayout& L, dcomp_t<D>* mx_ou
 // One block per row: loss[r] and the target weight wt[r] (class targets).
 template <class D>
 __global__ void ce_rows_kernel(const D* x, const D* tpf, const int64_t* tpi, CeArgs a, double* loss, double* wt) {
-  using C = dcomp_t<D>;
+  using C = compute_t<D>;
   __shared__ C cscratch[32];
   __shared__ double dscratch[32];
   const ClassLayout& L = a.L;
@@ -240,8 +211,8 @@ __global__ void ce_rows_kernel(const D* x, const D* tpf, const int64_t* tpi, CeA
     double l = 0;
     if (tpf) {
       for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) {
-        double t = static_cast<double>(to_c(tpf[(n * L.C + c) * L.D + i])) * (1.0 - a.eps) + a.eps / Cd;
-        l -= wgt(a.w, c) * t * (static_cast<double>(to_c(base[c * L.D])) - lse);
+        double t = static_cast<double>(to_compute(tpf[(n * L.C + c) * L.D + i])) * (1.0 - a.eps) + a.eps / Cd;
+        l -= wgt(a.w, c) * t * (static_cast<double>(to_compute(base[c * L.D])) - lse);
       }
       l = block_sum_all(l, dscratch);
       if (threadIdx.x == 0) loss[r] = l;
@@ -251,18 +222,16 @@ __global__ void ce_rows_kernel(const D* x, const D* tpf, const int64_t* tpi, CeA
     double smooth = 0;
     if (a.eps > 0) {
       for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x)
-        smooth -= wgt(a.w, c) * (static_cast<double>(to_c(base[c * L.D])) - lse);
+        smooth -= wgt(a.w, c) * (static_cast<double>(to_compute(base[c * L.D])) - lse);
       smooth = block_sum_all(smooth, dscratch);
     }
     if (threadIdx.x == 0) {
-      double nll = -wgt(a.w, tc) * (static_cast<double>(to_c(base[tc * L.D])) - lse);
+      double nll = -wgt(a.w, tc) * (static_cast<double>(to_compute(base[tc * L.D])) - lse);
       loss[r] = (1.0 - a.eps) * nll + a.eps / Cd * smooth;
       wt[r] = wgt(a.w, tc);
     }
   }
 }
-
-inline unsigned row_grid(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : (rows > (1 << 30) ? (1 << 30) : rows)); }
 
 CeArgs ce_args(const TensorList& in, const Attrs& attrs, Tensor& wk, Tensor& wsum) {
   CeArgs c;
@@ -294,9 +263,9 @@ void cross_entropy(const TensorList& in, const TensorList& out, const Attrs& att
   int64_t rows = a.L.N * a.L.D;
   Tensor loss = Tensor::empty({rows}, DType::Float64, dev), wt = Tensor::empty({rows}, DType::Float64, dev);
   LUCID_DISPATCH_FLOATING(dt, "cross_entropy", [&] {
-    using D = dev_t<scalar_t>;
+    using D = device_t<scalar_t>;
     if (rows > 0) {
-      ce_rows_kernel<<<row_grid(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), prob ? tf.data<D>() : nullptr,
+      ce_rows_kernel<<<row_blocks(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), prob ? tf.data<D>() : nullptr,
                                                          prob ? nullptr : ti.data<int64_t>(), a, loss.data<double>(),
                                                          wt.data<double>());
       check_launch("cross_entropy");
@@ -332,7 +301,7 @@ struct TargetWeightAt {
 template <class D>
 __global__ void ce_backward_kernel(const D* x, const D* gp, const D* tfp, const int64_t* tip, CeArgs a, const double* denom,
                                    D* gx, D* gt) {
-  using C = dcomp_t<D>;
+  using C = compute_t<D>;
   __shared__ C cscratch[32];
   __shared__ double dscratch[32];
   const ClassLayout& L = a.L;
@@ -340,10 +309,10 @@ __global__ void ce_backward_kernel(const D* x, const D* gp, const D* tfp, const 
   for (int64_t r = blockIdx.x; r < L.N * L.D; r += gridDim.x) {
     int64_t n = r / L.D, i = r % L.D;
     auto at = [&](int64_t c) { return (n * L.C + c) * L.D + i; };
-    double gs = static_cast<double>(to_c(a.red == nnutil::kNone ? gp[r] : gp[0]));
+    double gs = static_cast<double>(to_compute(a.red == nnutil::kNone ? gp[r] : gp[0]));
     if (a.red == nnutil::kMean) gs /= denom[0];
     if (!tfp && tip[r] == a.ignore) {
-      for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) gx[at(c)] = from_c<D>(0.0);
+      for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) gx[at(c)] = from_compute<D>(0.0);
       continue;
     }
     const D* base = x + n * L.C * L.D + i;
@@ -354,14 +323,14 @@ __global__ void ce_backward_kernel(const D* x, const D* gp, const D* tfp, const 
     if (tfp) {
       double swt = 0;
       for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x)
-        swt += wgt(a.w, c) * (static_cast<double>(to_c(tfp[at(c)])) * (1.0 - a.eps) + a.eps / Cd);
+        swt += wgt(a.w, c) * (static_cast<double>(to_compute(tfp[at(c)])) * (1.0 - a.eps) + a.eps / Cd);
       swt = block_sum_all(swt, dscratch);
       for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) {
-        double t = static_cast<double>(to_c(tfp[at(c)])) * (1.0 - a.eps) + a.eps / Cd;
-        C e = cexp<C>(to_c(base[c * L.D]) - mx);
+        double t = static_cast<double>(to_compute(tfp[at(c)])) * (1.0 - a.eps) + a.eps / Cd;
+        C e = cexp<C>(to_compute(base[c * L.D]) - mx);
         double p = static_cast<double>(e) * inv;
-        gx[at(c)] = from_c<D>(gs * (p * swt - wgt(a.w, c) * t));
-        gt[at(c)] = from_c<D>(-gs * (1.0 - a.eps) * wgt(a.w, c) * (static_cast<double>(to_c(x[at(c)])) - lse));
+        gx[at(c)] = from_compute<D>(gs * (p * swt - wgt(a.w, c) * t));
+        gt[at(c)] = from_compute<D>(-gs * (1.0 - a.eps) * wgt(a.w, c) * (static_cast<double>(to_compute(x[at(c)])) - lse));
       }
       continue;
     }
@@ -369,10 +338,10 @@ __global__ void ce_backward_kernel(const D* x, const D* gp, const D* tfp, const 
     double wtc = wgt(a.w, tc);
     double k1 = gs * ((1.0 - a.eps) * wtc + a.eps / Cd * a.wsum[0]) * inv, k2 = gs * a.eps / Cd;
     for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) {
-      double e = static_cast<double>(cexp<C>(to_c(base[c * L.D]) - mx));
+      double e = static_cast<double>(cexp<C>(to_compute(base[c * L.D]) - mx));
       double v = k1 * e - k2 * wgt(a.w, c);
       if (c == tc) v -= gs * (1.0 - a.eps) * wtc;
-      gx[at(c)] = from_c<D>(v);
+      gx[at(c)] = from_compute<D>(v);
     }
   }
 }
@@ -398,8 +367,8 @@ void cross_entropy_backward(const TensorList& in, const TensorList& out, const A
     denom = device_sum(dev, TargetWeightAt{ti.data<int64_t>(), a.w, a.ignore}, rows);
   }
   LUCID_DISPATCH_FLOATING(dt, "cross_entropy_backward", [&] {
-    using D = dev_t<scalar_t>;
-    ce_backward_kernel<<<row_grid(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), gr.data<D>(), prob ? tf.data<D>() : nullptr,
+    using D = device_t<scalar_t>;
+    ce_backward_kernel<<<row_blocks(rows), row_threads(a.L.C), 0, s>>>(x.data<D>(), gr.data<D>(), prob ? tf.data<D>() : nullptr,
                                                             prob ? nullptr : ti.data<int64_t>(), a, denom.data<double>(),
                                                             out[0].data<D>(), prob ? out[1].data<D>() : nullptr);
     check_launch("cross_entropy_backward");

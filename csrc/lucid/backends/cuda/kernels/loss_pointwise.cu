@@ -23,8 +23,8 @@ struct LossArgs {
   int64_t kind;
   double beta;
   __device__ double loss(int64_t i) const {
-    return nnutil::elem_loss(kind, to_c(x[i]), to_c(t[i]), w ? static_cast<double>(to_c(w[i])) : 1.0,
-                             pw ? static_cast<double>(to_c(pw[i])) : 1.0, beta);
+    return nnutil::elem_loss(kind, to_compute(x[i]), to_compute(t[i]), w ? static_cast<double>(to_compute(w[i])) : 1.0,
+                             pw ? static_cast<double>(to_compute(pw[i])) : 1.0, beta);
   }
 };
 
@@ -36,12 +36,12 @@ struct LossAt {
 
 template <class D>
 __global__ void loss_none_kernel(LossArgs<D> a, D* y, int64_t n) {
-  for (int64_t i = global_index(); i < n; i += global_stride()) y[i] = from_c<D>(a.loss(i));
+  for (int64_t i = global_index(); i < n; i += global_stride()) y[i] = from_compute<D>(a.loss(i));
 }
 
 template <class D>
 __global__ void store_reduced_kernel(D* y, const double* sum, double div) {
-  y[0] = from_c<D>(div == 1.0 ? sum[0] : sum[0] / div);
+  y[0] = from_compute<D>(div == 1.0 ? sum[0] : sum[0] / div);
 }
 
 // g: the loss output's gradient (n values for 'none', one otherwise); gt may be null.
@@ -49,25 +49,25 @@ template <class D>
 __global__ void loss_backward_kernel(LossArgs<D> a, const D* g, bool per_elem, double scale, int64_t order, D* gx, D* gt,
                                      int64_t n) {
   for (int64_t i = global_index(); i < n; i += global_stride()) {
-    double gv = static_cast<double>(to_c(per_elem ? g[i] : g[0])) * scale;
+    double gv = static_cast<double>(to_compute(per_elem ? g[i] : g[0])) * scale;
     double dx, dt;
-    double xv = to_c(a.x[i]), tv = to_c(a.t[i]);
+    double xv = to_compute(a.x[i]), tv = to_compute(a.t[i]);
     if (order == 2) {
       dx = nnutil::elem_grad2(a.kind, xv, tv, a.beta);
       dt = dx;
     } else {
-      nnutil::elem_grad(a.kind, xv, tv, a.w ? static_cast<double>(to_c(a.w[i])) : 1.0,
-                        a.pw ? static_cast<double>(to_c(a.pw[i])) : 1.0, a.beta, dx, dt);
+      nnutil::elem_grad(a.kind, xv, tv, a.w ? static_cast<double>(to_compute(a.w[i])) : 1.0,
+                        a.pw ? static_cast<double>(to_compute(a.pw[i])) : 1.0, a.beta, dx, dt);
     }
-    gx[i] = from_c<D>(gv * dx);
-    if (gt) gt[i] = from_c<D>(gv * dt);
+    gx[i] = from_compute<D>(gv * dx);
+    if (gt) gt[i] = from_compute<D>(gv * dt);
   }
 }
 
 template <class D>
 __global__ void check_unit_range_kernel(const D* x, int64_t n, int64_t* bad) {
   for (int64_t i = global_index(); i < n; i += global_stride()) {
-    float v = static_cast<float>(to_c(x[i]));
+    float v = static_cast<float>(to_compute(x[i]));
     if (!(v >= 0.f && v <= 1.f)) record_bad_index(bad, i);
   }
 }
@@ -87,8 +87,8 @@ Operands load(const TensorList& in, size_t first) {
 }
 
 template <class T>
-LossArgs<dev_t<T>> args_of(const Operands& o, int64_t kind, double beta) {
-  using D = dev_t<T>;
+LossArgs<device_t<T>> args_of(const Operands& o, int64_t kind, double beta) {
+  using D = device_t<T>;
   return {o.x.data<D>(), o.t.data<D>(), o.w.defined() ? o.w.data<D>() : nullptr, o.pw.defined() ? o.pw.data<D>() : nullptr,
           kind, beta};
 }
@@ -101,7 +101,7 @@ void loss(const TensorList& in, const TensorList& out, const Attrs& a) {
   Operands o = load(in, 0);
   int64_t n = o.x.numel(), red = a.i("reduction");
   LUCID_DISPATCH_FLOATING(o.x.dtype(), nnutil::pointwise_loss_name(Kind), [&] {
-    using D = dev_t<scalar_t>;
+    using D = device_t<scalar_t>;
     if constexpr (Kind == kBce) {
       if (n > 0) {
         Tensor bad = bad_index_slot(dev);
@@ -135,7 +135,7 @@ void pointwise_loss_backward(const TensorList& in, const TensorList& out, const 
   if (n == 0) return;
   double scale = red == nnutil::kMean ? 1.0 / static_cast<double>(n) : 1.0;
   LUCID_DISPATCH_FLOATING(o.x.dtype(), nnutil::pointwise_loss_name(kind), [&] {
-    using D = dev_t<scalar_t>;
+    using D = device_t<scalar_t>;
     D* gt = out.size() > 1 && out[1].defined() ? out[1].data<D>() : nullptr;
     loss_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(args_of<scalar_t>(o, kind, a.f("beta", 1.0)), gr.data<D>(),
                                                            red == nnutil::kNone, scale, a.i("order", 1), out[0].data<D>(), gt, n);

@@ -17,16 +17,6 @@ namespace lucid::cuda {
 
 namespace {
 
-template <class F>
-void by_width(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(uint8_t{}); break;
-    case 2: f(uint16_t{}); break;
-    case 4: f(uint32_t{}); break;
-    default: f(uint64_t{}); break;
-  }
-}
-
 // ---- Cat ----------------------------------------------------------------------------------
 // Up to kCatBatch dense inputs of the output's dtype per launch (blockIdx.y picks the input): the
 // output seen as [outer, out_row] and input k as [outer, row_k] placed at column col_k.
@@ -68,7 +58,7 @@ void cat_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
     if (nb == 0) return;
     by_width(o.dtype(), [&](auto tag) {
       using U = decltype(tag);
-      dim3 grid(launch_grid(max_n), nb);
+      dim3 grid(grid_for(max_n), nb);
       cat_batch_kernel<U><<<grid, kThreads, 0, current_stream(o.device())>>>(static_cast<U*>(o.data_ptr()), batch, outer, out_row);
     });
     check_launch("cat_batch_kernel");
@@ -163,9 +153,9 @@ void tri_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
     using U = decltype(tag);
     U* p = static_cast<U*>(o.data_ptr());
     if (fits_int32(m, n))
-      tri_zero_kernel<<<launch_grid(n), kThreads, 0, s>>>(p, make_indexer<1, int32_t>(m), static_cast<int32_t>(n), R, C, k, Lower);
+      tri_zero_kernel<<<grid_for(n), kThreads, 0, s>>>(p, make_indexer<1, int32_t>(m), static_cast<int32_t>(n), R, C, k, Lower);
     else
-      tri_zero_kernel<<<launch_grid(n), kThreads, 0, s>>>(p, make_indexer<1, int64_t>(m), n, R, C, k, Lower);
+      tri_zero_kernel<<<grid_for(n), kThreads, 0, s>>>(p, make_indexer<1, int64_t>(m), n, R, C, k, Lower);
   });
   check_launch("tri_zero_kernel");
 }

@@ -1,22 +1,18 @@
 // Shared pieces of the CUDA kernels of the nn family (random ops, dropout, losses, attention in
 // backends/cuda/kernels/{random,dropout,loss_pointwise,loss_nll,attention}.cu):
-//   - device loads/stores of lucid's storage types: Half/BFloat16 are read and written from their
-//     bits with cuda_fp16/cuda_bf16 intrinsics (core/half.h converts with x86 intrinsics, host
-//     only), computed in float like the CPU's compute_t; round to nearest even as core/half.h;
-//   - launch geometry (grid-stride loops over int64 indices, so sizes above 2^31 work);
+//   - row kernels' block size (the grid-stride geometry is launch_geometry.cuh's);
 //   - a deterministic block sum of doubles (fixed shape, so sums do not change run to run);
 //   - host helpers: a contiguous copy of an operand in a given dtype, a contiguous stand-in for a
 //     strided in-place destination, and the device-side "first bad element" check that lets a
 //     kernel raise the CPU kernel's error (one small device-to-host read, which synchronises).
-// A minimal stand-in for the ELEMENTWISE lane's cuda_dtype.cuh until that is on main.
+// Element types and conversions are cuda_dtype.cuh's (device_t, to_compute, from_compute).
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <type_traits>
 
+#include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/tensor.h"
@@ -24,57 +20,13 @@
 
 namespace lucid::cuda {
 
-// ---- storage types ----------------------------------------------------------------------------
-// dev_t<T>: the device type stored for lucid's T (same size and bits).
-template <class T> struct dev_type { using type = T; };
-template <> struct dev_type<Half> { using type = __half; };
-template <> struct dev_type<BFloat16> { using type = __nv_bfloat16; };
-template <class T> using dev_t = typename dev_type<T>::type;
-
-// The compute type of a device storage type: float for the 16-bit floats.
-template <class D> struct dev_compute { using type = D; };
-template <> struct dev_compute<__half> { using type = float; };
-template <> struct dev_compute<__nv_bfloat16> { using type = float; };
-template <class D> using dcomp_t = typename dev_compute<D>::type;
-
-template <class D>
-__device__ __forceinline__ dcomp_t<D> to_c(D v) {
-  if constexpr (std::is_same_v<D, __half>) return __half2float(v);
-  else if constexpr (std::is_same_v<D, __nv_bfloat16>) return __bfloat162float(v);
-  else return v;
-}
-
-// static_cast<T>(static_cast<compute_t<T>>(v)) as the CPU kernels store: v is first converted to
-// the compute type (double -> float for 16-bit), then rounded to the storage type.
-template <class D, class V>
-__device__ __forceinline__ D from_c(V v) {
-  using C = dcomp_t<D>;
-  C c = static_cast<C>(v);
-  if constexpr (std::is_same_v<D, __half>) return __float2half_rn(c);
-  else if constexpr (std::is_same_v<D, __nv_bfloat16>) return __float2bfloat16_rn(c);
-  else return c;
-}
-
 // ---- launch geometry ----------------------------------------------------------------------------
-constexpr int kThreads = 256;
-
-// Blocks for a grid-stride loop over n items (capped: each thread loops over the rest).
-inline unsigned grid_for(int64_t n, int threads = kThreads) {
-  int64_t b = (n + threads - 1) / threads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
-}
-
 // Threads of a one-block-per-row kernel over rows of `width` elements: a multiple of 32 (the
 // block reductions' warps), at most kThreads, so short rows do not idle most of a block.
 inline int row_threads(int64_t width) {
   int64_t t = (width + 31) / 32 * 32;
   return static_cast<int>(t < 32 ? 32 : (t > kThreads ? kThreads : t));
 }
-
-__device__ __forceinline__ int64_t global_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t global_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // Sum of v over the block (blockDim.x a multiple of 32, at most 1024), in a fixed order; the
 // result is valid in thread 0. `scratch` holds 32 doubles of shared memory.
@@ -87,6 +39,37 @@ __device__ __forceinline__ double block_sum(double v, double* scratch) {
   v = (threadIdx.x < nw) ? scratch[threadIdx.x] : 0.0;
   if (warp == 0)
     for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  __syncthreads();
+  return v;
+}
+
+// Max of v over the block (blockDim.x a multiple of 32), the result in every thread; `scratch`
+// holds 32 values of shared memory.
+template <class C>
+__device__ __forceinline__ C block_max(C v, C* scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    C u = __shfl_down_sync(0xffffffffu, v, o);
+    v = u > v ? u : v;
+  }
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 1; i < (blockDim.x >> 5); ++i) v = scratch[i] > v ? scratch[i] : v;
+    scratch[0] = v;
+  }
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+// Sum over the block, the result in every thread.
+__device__ __forceinline__ double block_sum_all(double v, double* scratch) {
+  v = block_sum(v, scratch);
+  if (threadIdx.x == 0) scratch[0] = v;
+  __syncthreads();
+  v = scratch[0];
   __syncthreads();
   return v;
 }

@@ -253,13 +253,13 @@ void norm_backward_host(const TensorList& in, const TensorList& out, const Attrs
         const int64_t nsplit = std::min<int64_t>(std::max<int64_t>(1, (L.Q + 255) / 256), 128);
         const int64_t qchunk = std::max<int64_t>(1, (L.Q + nsplit - 1) / nsplit);
         Tensor pw = Tensor::empty({nsplit * L.S}, DType::Float64, dev), pb = Tensor::empty({nsplit * L.S}, DType::Float64, dev);
-        dim3 grid(grid_for(L.S, 256), static_cast<unsigned>(nsplit));
+        dim3 grid(blocks_covering(L.S, 256), static_cast<unsigned>(nsplit));
         norm_param_cols_kernel<scalar_t, SD><<<grid, 256, 0, stream>>>(g.data<scalar_t>(), x.data<scalar_t>(), mp, rp, geo,
                                                                         qchunk, pw.data<double>(), pb.data<double>());
         check_launch("norm_backward");
-        sum_parts_kernel<SD><<<grid_for(L.W, 256), 256, 0, stream>>>(pw.data<double>(), pb.data<double>(), nsplit, L.W, gwp, gbp);
+        sum_parts_kernel<SD><<<blocks_covering(L.W, 256), 256, 0, stream>>>(pw.data<double>(), pb.data<double>(), nsplit, L.W, gwp, gbp);
       } else {
-        sum_channels_kernel<SD><<<grid_for(L.W, 256), 256, 0, stream>>>(part_g.data<double>(), part_gx.data<double>(), geo, nch,
+        sum_channels_kernel<SD><<<blocks_covering(L.W, 256), 256, 0, stream>>>(part_g.data<double>(), part_gx.data<double>(), geo, nch,
                                                                         L.W, gwp, gbp);
       }
       check_launch("norm_backward");

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "lucid/backends/cuda/half_bits.cuh"
+#include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/ops/optim.h"
 
@@ -30,39 +30,37 @@ template <int Depth> struct Meta {
 };
 
 template <class T> struct DeviceRound {
-  using C = typename DeviceElem<T>::C;
-  __device__ C operator()(C v) const { return DeviceElem<T>::load(DeviceElem<T>::store(v)); }
+  using C = compute_t<T>;
+  __device__ C operator()(C v) const { return to_compute(from_compute<T>(v)); }
 };
 
 template <class T, int Depth> struct AdamOp {
   AdamCoeffs k;
   __device__ void operator()(const Meta<Depth>& m, int t, int64_t j) const {
-    using E = DeviceElem<T>;
-    using C = typename E::C;
+    using C = compute_t<T>;
     T* p = static_cast<T*>(m.ptrs[0][t]);
     const T* g = static_cast<const T*>(m.ptrs[1][t]);
     T* ea = static_cast<T*>(m.ptrs[2][t]);
     T* eq = static_cast<T*>(m.ptrs[3][t]);
-    C pc = E::load(p[j]), mc = E::load(ea[j]), vc = E::load(eq[j]), vm = C(0);
-    if constexpr (Depth == 5) vm = E::load(static_cast<T*>(m.ptrs[4][t])[j]);
-    adam_update<C>(pc, E::load(g[j]), mc, vc, vm, k, DeviceRound<T>{});
-    p[j] = E::store(pc), ea[j] = E::store(mc), eq[j] = E::store(vc);
-    if constexpr (Depth == 5) static_cast<T*>(m.ptrs[4][t])[j] = E::store(vm);
+    C pc = to_compute(p[j]), mc = to_compute(ea[j]), vc = to_compute(eq[j]), vm = C(0);
+    if constexpr (Depth == 5) vm = to_compute(static_cast<T*>(m.ptrs[4][t])[j]);
+    adam_update<C>(pc, to_compute(g[j]), mc, vc, vm, k, DeviceRound<T>{});
+    p[j] = from_compute<T>(pc), ea[j] = from_compute<T>(mc), eq[j] = from_compute<T>(vc);
+    if constexpr (Depth == 5) static_cast<T*>(m.ptrs[4][t])[j] = from_compute<T>(vm);
   }
 };
 
 template <class T, int Depth> struct SgdOp {
   SgdCoeffs k;
   __device__ void operator()(const Meta<Depth>& m, int t, int64_t j) const {
-    using E = DeviceElem<T>;
-    using C = typename E::C;
+    using C = compute_t<T>;
     T* p = static_cast<T*>(m.ptrs[0][t]);
     const T* g = static_cast<const T*>(m.ptrs[1][t]);
-    C pc = E::load(p[j]), bc = C(0);
-    if constexpr (Depth == 3) bc = E::load(static_cast<T*>(m.ptrs[2][t])[j]);
-    sgd_update<C>(pc, E::load(g[j]), bc, k, DeviceRound<T>{});
-    p[j] = E::store(pc);
-    if constexpr (Depth == 3) static_cast<T*>(m.ptrs[2][t])[j] = E::store(bc);
+    C pc = to_compute(p[j]), bc = C(0);
+    if constexpr (Depth == 3) bc = to_compute(static_cast<T*>(m.ptrs[2][t])[j]);
+    sgd_update<C>(pc, to_compute(g[j]), bc, k, DeviceRound<T>{});
+    p[j] = from_compute<T>(pc);
+    if constexpr (Depth == 3) static_cast<T*>(m.ptrs[2][t])[j] = from_compute<T>(bc);
   }
 };
 
@@ -124,8 +122,8 @@ template <template <class, int> class OpT, int Depth, class K> void by_dtype(con
   switch (in[0].dtype()) {
     case DType::Float32: multi_tensor_apply<Depth>(in, OpT<float, Depth>{k}); return;
     case DType::Float64: multi_tensor_apply<Depth>(in, OpT<double, Depth>{k}); return;
-    case DType::Float16: multi_tensor_apply<Depth>(in, OpT<F16Bits, Depth>{k}); return;
-    case DType::BFloat16: multi_tensor_apply<Depth>(in, OpT<BF16Bits, Depth>{k}); return;
+    case DType::Float16: multi_tensor_apply<Depth>(in, OpT<__half, Depth>{k}); return;
+    case DType::BFloat16: multi_tensor_apply<Depth>(in, OpT<__nv_bfloat16, Depth>{k}); return;
     default: throw TypeError(str("fused optimizer step: dtype ", dtype_name(in[0].dtype()), " is not supported"));
   }
 }

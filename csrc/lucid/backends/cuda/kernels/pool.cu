@@ -31,12 +31,6 @@ namespace lucid::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-#define LUCID_POOL_LOOP(i, n)                                                                   \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 // P planes of H x W in, OH x OW out (shapes of the input side and the output side).
 struct PoolGeo {
   int64_t P, H, W, OH, OW;
@@ -58,9 +52,9 @@ struct Window {
 
 template <class S>
 __global__ void max_pool_kernel(const S* x, S* out, int64_t* idx, PoolGeo g, Window k) {
-  using C = acc_t<S>;
+  using C = compute_t<S>;
   const int64_t n = g.P * g.OH * g.OW;
-  LUCID_POOL_LOOP(i, n) {
+  LUCID_GRID_LOOP(int64_t, i, n) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const S* xp = x + pl * g.H * g.W;
     int64_t h0 = oh * k.sh - k.ph, w0 = ow * k.sw - k.pw;
@@ -71,13 +65,13 @@ __global__ void max_pool_kernel(const S* x, S* out, int64_t* idx, PoolGeo g, Win
     C mv = -INFINITY;
     for (int64_t h = h0; h < h1; h += k.dh)
       for (int64_t w = w0; w < w1; w += k.dw) {
-        const C v = to_acc(xp[h * g.W + w]);
+        const C v = to_compute(xp[h * g.W + w]);
         if (v > mv || v != v) {  // NaN propagates, as in PyTorch
           mv = v;
           mi = h * g.W + w;
         }
       }
-    out[i] = from_acc<S>(mv);
+    out[i] = from_compute<S>(mv);
     idx[i] = mi;
   }
 }
@@ -85,23 +79,23 @@ __global__ void max_pool_kernel(const S* x, S* out, int64_t* idx, PoolGeo g, Win
 // acc[plane, idx[plane, j]] += g[plane, j]; A is S (float32, float64) or float (16-bit S).
 template <class S, class A>
 __global__ void scatter_kernel(const S* g, const int64_t* idx, A* acc, int64_t P, int64_t n_out, int64_t n_in) {
-  LUCID_POOL_LOOP(i, P * n_out) {
+  LUCID_GRID_LOOP(int64_t, i, P * n_out) {
     const int64_t t = idx[i];
     if (t < 0 || t >= n_in) continue;
-    atomicAdd(acc + (i / n_out) * n_in + t, static_cast<A>(to_acc(g[i])));
+    atomicAdd(acc + (i / n_out) * n_in + t, static_cast<A>(to_compute(g[i])));
   }
 }
 
 template <class S>
 __global__ void float_to_storage_kernel(const float* src, S* dst, int64_t n) {
-  LUCID_POOL_LOOP(i, n) dst[i] = from_acc<S>(src[i]);
+  LUCID_GRID_LOOP(int64_t, i, n) dst[i] = from_compute<S>(src[i]);
 }
 
 template <class S>
 __global__ void gather_kernel(const S* src, const int64_t* idx, S* out, int64_t P, int64_t n_out, int64_t n_in) {
-  LUCID_POOL_LOOP(i, P * n_out) {
+  LUCID_GRID_LOOP(int64_t, i, P * n_out) {
     const int64_t t = idx[i];
-    out[i] = (t >= 0 && t < n_in) ? src[(i / n_out) * n_in + t] : from_acc<S>(acc_t<S>(0));
+    out[i] = (t >= 0 && t < n_in) ? src[(i / n_out) * n_in + t] : from_compute<S>(compute_t<S>(0));
   }
 }
 
@@ -129,18 +123,18 @@ __device__ __forceinline__ AvgCell avg_cell(int64_t oh, int64_t ow, const PoolGe
 
 template <class S>
 __global__ void avg_pool_kernel(const S* x, S* out, PoolGeo g, AvgAttrs a) {
-  LUCID_POOL_LOOP(i, g.P * g.OH * g.OW) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const AvgCell c = avg_cell(oh, ow, g, a);
     if (c.h0 >= c.h1 || c.w0 >= c.w1) {
-      out[i] = from_acc<S>(acc_t<S>(0));
+      out[i] = from_compute<S>(compute_t<S>(0));
       continue;
     }
     const S* xp = x + pl * g.H * g.W;
     double acc = 0;
     for (int64_t h = c.h0; h < c.h1; ++h)
-      for (int64_t w = c.w0; w < c.w1; ++w) acc += static_cast<double>(to_acc(xp[h * g.W + w]));
-    out[i] = from_acc<S>(static_cast<acc_t<S>>(acc / static_cast<double>(c.div)));
+      for (int64_t w = c.w0; w < c.w1; ++w) acc += static_cast<double>(to_compute(xp[h * g.W + w]));
+    out[i] = from_compute<S>(static_cast<compute_t<S>>(acc / static_cast<double>(c.div)));
   }
 }
 
@@ -155,7 +149,7 @@ __device__ __forceinline__ void avg_candidates(int64_t h, int64_t k, int64_t s, 
 
 template <class S>
 __global__ void avg_pool_backward_kernel(const S* gy, S* gx, PoolGeo g, AvgAttrs a) {
-  LUCID_POOL_LOOP(i, g.P * g.H * g.W) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.H * g.W) {
     const int64_t w = i % g.W, h = (i / g.W) % g.H, pl = i / (g.W * g.H);
     const S* gp = gy + pl * g.OH * g.OW;
     int64_t oh0, oh1, ow0, ow1;
@@ -166,9 +160,9 @@ __global__ void avg_pool_backward_kernel(const S* gy, S* gx, PoolGeo g, AvgAttrs
       for (int64_t ow = ow0; ow <= ow1; ++ow) {
         const AvgCell c = avg_cell(oh, ow, g, a);
         if (h < c.h0 || h >= c.h1 || w < c.w0 || w >= c.w1) continue;
-        acc += static_cast<double>(to_acc(gp[oh * g.OW + ow])) / static_cast<double>(c.div);
+        acc += static_cast<double>(to_compute(gp[oh * g.OW + ow])) / static_cast<double>(c.div);
       }
-    gx[i] = from_acc<S>(static_cast<acc_t<S>>(acc));
+    gx[i] = from_compute<S>(static_cast<compute_t<S>>(acc));
   }
 }
 
@@ -178,22 +172,22 @@ __device__ __forceinline__ int64_t ad_end(int64_t o, int64_t in, int64_t out) { 
 
 template <class S>
 __global__ void adaptive_avg_kernel(const S* x, S* out, PoolGeo g) {
-  LUCID_POOL_LOOP(i, g.P * g.OH * g.OW) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const int64_t h0 = ad_start(oh, g.H, g.OH), h1 = ad_end(oh, g.H, g.OH);
     const int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
     const S* xp = x + pl * g.H * g.W;
     double acc = 0;
     for (int64_t h = h0; h < h1; ++h)
-      for (int64_t w = w0; w < w1; ++w) acc += static_cast<double>(to_acc(xp[h * g.W + w]));
-    out[i] = from_acc<S>(static_cast<acc_t<S>>(acc / static_cast<double>((h1 - h0) * (w1 - w0))));
+      for (int64_t w = w0; w < w1; ++w) acc += static_cast<double>(to_compute(xp[h * g.W + w]));
+    out[i] = from_compute<S>(static_cast<compute_t<S>>(acc / static_cast<double>((h1 - h0) * (w1 - w0))));
   }
 }
 
 template <class S>
 __global__ void adaptive_max_kernel(const S* x, S* out, int64_t* idx, PoolGeo g) {
-  using C = acc_t<S>;
-  LUCID_POOL_LOOP(i, g.P * g.OH * g.OW) {
+  using C = compute_t<S>;
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, pl = i / (g.OW * g.OH);
     const int64_t h0 = ad_start(oh, g.H, g.OH), h1 = ad_end(oh, g.H, g.OH);
     const int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
@@ -202,13 +196,13 @@ __global__ void adaptive_max_kernel(const S* x, S* out, int64_t* idx, PoolGeo g)
     C mv = -INFINITY;
     for (int64_t h = h0; h < h1; ++h)
       for (int64_t w = w0; w < w1; ++w) {
-        const C v = to_acc(xp[h * g.W + w]);
+        const C v = to_compute(xp[h * g.W + w]);
         if (v > mv || v != v) {
           mv = v;
           mi = h * g.W + w;
         }
       }
-    out[i] = from_acc<S>(mv);
+    out[i] = from_compute<S>(mv);
     idx[i] = mi;
   }
 }
@@ -222,7 +216,7 @@ __device__ __forceinline__ void ad_candidates(int64_t h, int64_t in, int64_t out
 
 template <class S>
 __global__ void adaptive_avg_backward_kernel(const S* gy, S* gx, PoolGeo g) {
-  LUCID_POOL_LOOP(i, g.P * g.H * g.W) {
+  LUCID_GRID_LOOP(int64_t, i, g.P * g.H * g.W) {
     const int64_t w = i % g.W, h = (i / g.W) % g.H, pl = i / (g.W * g.H);
     const S* gp = gy + pl * g.OH * g.OW;
     int64_t oh0, oh1, ow0, ow1;
@@ -235,10 +229,10 @@ __global__ void adaptive_avg_backward_kernel(const S* gy, S* gx, PoolGeo g) {
       for (int64_t ow = ow0; ow <= ow1; ++ow) {
         const int64_t w0 = ad_start(ow, g.W, g.OW), w1 = ad_end(ow, g.W, g.OW);
         if (w < w0 || w >= w1) continue;
-        acc += static_cast<double>(to_acc(gp[oh * g.OW + ow])) / static_cast<double>((h1 - h0) * (w1 - w0));
+        acc += static_cast<double>(to_compute(gp[oh * g.OW + ow])) / static_cast<double>((h1 - h0) * (w1 - w0));
       }
     }
-    gx[i] = from_acc<S>(static_cast<acc_t<S>>(acc));
+    gx[i] = from_compute<S>(static_cast<compute_t<S>>(acc));
   }
 }
 

@@ -32,14 +32,14 @@ __host__ __device__ inline int64_t blocks_for(int64_t n, int k) { return (n * k 
 
 // ---- Uniform ---------------------------------------------------------------------------------
 template <class T>
-__global__ void uniform_kernel(dev_t<T>* p, int64_t n, double lo, double span, uint64_t seed, uint64_t c0) {
+__global__ void uniform_kernel(device_t<T>* p, int64_t n, double lo, double span, uint64_t seed, uint64_t c0) {
   constexpr int k = uniform_draws<T>(), per = 4 / k;
   int64_t nb = blocks_for(n, k);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
     PhiloxBlock w = philox4x32_10(c0 + static_cast<uint64_t>(b), seed);
     for (int q = 0; q < per; ++q) {
       int64_t i = b * per + q;
-      if (i < n) p[i] = from_c<dev_t<T>>(affine_draw(lo, span, unit_uniform<T>(&w.w[q * k])));
+      if (i < n) p[i] = from_compute<device_t<T>>(affine_draw(lo, span, unit_uniform<T>(&w.w[q * k])));
     }
   }
 }
@@ -52,7 +52,7 @@ void uniform(const TensorList&, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_FLOATING(o.dtype(), "uniform", [&] {
       int64_t n = o.numel();
       uniform_kernel<scalar_t><<<grid_for(blocks_for(n, uniform_draws<scalar_t>())), kThreads, 0, current_stream(o.device())>>>(
-          o.data<dev_t<scalar_t>>(), n, lo, span, attr_seed(a), attr_offset(a) / 4);
+          o.data<device_t<scalar_t>>(), n, lo, span, attr_seed(a), attr_offset(a) / 4);
       check_launch("uniform");
     });
   });
@@ -61,7 +61,7 @@ void uniform(const TensorList&, const TensorList& out, const Attrs& a) {
 // ---- Normal (Box-Muller on pairs of uniforms) ----------------------------------------------------
 // Pair j (elements 2j, 2j+1): draws 2j, 2j+1 (4j..4j+3 for float64), as the CPU's normal_fill.
 template <class T>
-__global__ void normal_kernel(dev_t<T>* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t c0) {
+__global__ void normal_kernel(device_t<T>* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t c0) {
   constexpr bool dbl = std::is_same_v<T, double>;
   constexpr int per = dbl ? 1 : 2;  // pairs per Philox block
   int64_t npairs = (n + 1) / 2, nb = (npairs + per - 1) / per;
@@ -89,8 +89,8 @@ __global__ void normal_kernel(dev_t<T>* p, int64_t n, double mu, double sd, uint
         zs = __fmul_rn(r, static_cast<float>(sd_));
         zc = __fmul_rn(r, static_cast<float>(cd_));
       }
-      if (2 * j < n) p[2 * j] = from_c<dev_t<T>>(affine_draw(mu, sd, zc));
-      if (2 * j + 1 < n) p[2 * j + 1] = from_c<dev_t<T>>(affine_draw(mu, sd, zs));
+      if (2 * j < n) p[2 * j] = from_compute<device_t<T>>(affine_draw(mu, sd, zc));
+      if (2 * j + 1 < n) p[2 * j + 1] = from_compute<device_t<T>>(affine_draw(mu, sd, zs));
     }
   }
 }
@@ -103,7 +103,7 @@ void normal(const TensorList&, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_FLOATING(o.dtype(), "normal", [&] {
       int64_t n = o.numel(), npairs = (n + 1) / 2;
       int64_t nb = std::is_same_v<scalar_t, double> ? npairs : (npairs + 1) / 2;
-      normal_kernel<scalar_t><<<grid_for(nb), kThreads, 0, current_stream(o.device())>>>(o.data<dev_t<scalar_t>>(), n, mu, sd,
+      normal_kernel<scalar_t><<<grid_for(nb), kThreads, 0, current_stream(o.device())>>>(o.data<device_t<scalar_t>>(), n, mu, sd,
                                                                                           attr_seed(a), attr_offset(a) / 4);
       check_launch("normal");
     });
@@ -121,7 +121,7 @@ __global__ void randint_kernel(D* p, int64_t n, int k, int64_t low, uint64_t ran
       int64_t i = b * per + q;
       if (i >= n) break;
       int64_t r = static_cast<int64_t>(static_cast<uint64_t>(low) + randint_offset(&w.w[q * k], k, range));
-      p[i] = from_c<D>(r);
+      p[i] = from_compute<D>(r);
     }
   }
 }
@@ -136,7 +136,7 @@ void randint(const TensorList&, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_ALL(o.dtype(), "randint", [&] {
       int64_t n = o.numel();
       randint_kernel<<<grid_for(blocks_for(n, k)), kThreads, 0, current_stream(o.device())>>>(
-          o.data<dev_t<scalar_t>>(), n, k, low, range, attr_seed(a), attr_offset(a) / 4);
+          o.data<device_t<scalar_t>>(), n, k, low, range, attr_seed(a), attr_offset(a) / 4);
       check_launch("randint");
     });
   });
@@ -153,7 +153,7 @@ __global__ void bernoulli_kernel(D* dst, const double* pp, double p, int64_t n, 
       int64_t i = b * 4 + q;
       if (i >= n) break;
       double pi = pp ? pp[i] : p;
-      dst[i] = from_c<D>(unit_uniform<float>(&w.w[q]) < pi ? 1 : 0);
+      dst[i] = from_compute<D>(unit_uniform<float>(&w.w[q]) < pi ? 1 : 0);
     }
   }
 }
@@ -185,7 +185,7 @@ void bernoulli(const TensorList& in, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_ALL(o.dtype(), "bernoulli", [&] {
       int64_t n = o.numel();
       bernoulli_kernel<<<grid_for(blocks_for(n, 1)), kThreads, 0, s>>>(
-          o.data<dev_t<scalar_t>>(), probs.defined() ? probs.data<double>() : nullptr, p, n, attr_seed(a), attr_offset(a) / 4);
+          o.data<device_t<scalar_t>>(), probs.defined() ? probs.data<double>() : nullptr, p, n, attr_seed(a), attr_offset(a) / 4);
       check_launch("bernoulli");
     });
   });
@@ -207,7 +207,7 @@ __global__ void randperm_keys_kernel(uint64_t* keys, int64_t* idx, int64_t n, ui
 
 template <class D>
 __global__ void store_indices_kernel(D* dst, const int64_t* idx, int64_t n) {
-  for (int64_t i = global_index(); i < n; i += global_stride()) dst[i] = from_c<D>(idx[i]);
+  for (int64_t i = global_index(); i < n; i += global_stride()) dst[i] = from_compute<D>(idx[i]);
 }
 
 // Sorts (keys, values) by key with CUB's stable radix sort into (keys_out, values_out); scratch on
@@ -241,7 +241,7 @@ void randperm(const TensorList&, const TensorList& out, const Attrs& a) {
                              idx_out.data<int64_t>(), n, false);
   with_contiguous_out(out[0], [&](const Tensor& o) {
     LUCID_DISPATCH_NUMERIC(o.dtype(), "randperm", [&] {
-      store_indices_kernel<<<grid_for(n), kThreads, 0, s>>>(o.data<dev_t<scalar_t>>(), idx_out.data<int64_t>(), n);
+      store_indices_kernel<<<grid_for(n), kThreads, 0, s>>>(o.data<device_t<scalar_t>>(), idx_out.data<int64_t>(), n);
       check_launch("randperm");
     });
   });

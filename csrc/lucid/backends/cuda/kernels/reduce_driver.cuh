@@ -10,19 +10,16 @@
 // per 32 columns; long rows with few outputs are split across blocks into partial states that a
 // second kernel merges. Floats accumulate in double and integers in int64, as on the CPU.
 //
-// Also the device loads and stores of every dtype (16-bit floats through cuda_fp16/cuda_bf16
-// from lucid::Half / lucid::BFloat16 bits; core/half.h's conversions are x86-only), and the
-// host helpers the kernels share: the device's Copy kernel for casts and strided copies.
-// (A backend-wide cuda_dtype.cuh is the ELEMENTWISE lane's; this header's loads are the reduce
-// family's own until it lands.)
+// Also loads and stores of host-typed elements in their compute type (cuda_dtype.cuh's
+// conversions), and the host helpers the kernels share: the device's Copy kernel for casts and
+// strided copies.
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/half.h"
@@ -33,18 +30,16 @@
 namespace lucid::cuda {
 
 // ---- device loads and stores -------------------------------------------------------------------
+// Elements of a host storage type T (lucid::Half / BFloat16 bits included) read and written in
+// their compute type, through cuda_dtype.cuh's device types and conversions.
 template <class T>
 __device__ inline compute_t<T> load(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, Half>) return __half2float(__ushort_as_half(p[i].bits));
-  else if constexpr (std::is_same_v<T, BFloat16>) return __bfloat162float(__ushort_as_bfloat16(p[i].bits));
-  else return p[i];
+  return to_compute(reinterpret_cast<const device_t<T>*>(p)[i]);
 }
 
 template <class T>
 __device__ inline void store(T* p, int64_t i, compute_t<T> v) {
-  if constexpr (std::is_same_v<T, Half>) p[i].bits = __half_as_ushort(__float2half_rn(v));
-  else if constexpr (std::is_same_v<T, BFloat16>) p[i].bits = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  else p[i] = v;
+  reinterpret_cast<device_t<T>*>(p)[i] = from_compute<device_t<T>>(v);
 }
 
 // Accumulator of sums and products: double for floats, int64 for integers and bool (the CPU's).
@@ -73,11 +68,6 @@ inline void unpermute_on_device(const Tensor& out, const Tensor& tmp, const IntL
   Strides st(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) st[perm[i]] = tmp.strides()[i];
   copy_on_device(out, Tensor::make_view(tmp, out.shape(), st, tmp.offset()));
-}
-
-// Blocks of `threads` covering n items (at least 1).
-inline unsigned grid_for(int64_t n, int threads) {
-  return static_cast<unsigned>(std::max<int64_t>(1, (n + threads - 1) / threads));
 }
 
 // ---- block-level merge of states ---------------------------------------------------------------
@@ -222,7 +212,7 @@ void launch_reduce(const RowLayout& L, const R& red, const Device& dev, const ch
   }
   check_launch(name);
   if (nsplit > 1) {
-    reduce_finish_kernel<R><<<grid_for(nout, 256), 256, 0, stream>>>(nout, nsplit, red, part);
+    reduce_finish_kernel<R><<<blocks_covering(nout, 256), 256, 0, stream>>>(nout, nsplit, red, part);
     check_launch(name);
   }
 }

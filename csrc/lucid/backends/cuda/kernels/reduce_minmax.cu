@@ -125,7 +125,7 @@ void reduce_eq_mask_kernel(const TensorList& in, const TensorList& out, const At
   LUCID_DISPATCH_ALL(x.dtype(), "reduce_eq_mask", [&] {
     using T = scalar_t;
     LUCID_DISPATCH_FLOATING(o.dtype(), "reduce_eq_mask", [&] {
-      eq_mask_kernel<T, scalar_t><<<grid_for(n, 256), 256, 0, stream>>>(x.data<T>(), r.data<T>(), dst.data<scalar_t>(), n);
+      eq_mask_kernel<T, scalar_t><<<blocks_covering(n, 256), 256, 0, stream>>>(x.data<T>(), r.data<T>(), dst.data<scalar_t>(), n);
       check_launch("reduce_eq_mask");
     });
   });
@@ -159,7 +159,7 @@ void index_mask_host(const TensorList& in, const TensorList& out, const Attrs& a
     else inner *= o.shape()[i];
   }
   LUCID_DISPATCH_FLOATING(o.dtype(), "index_mask", [&] {
-    index_mask_kernel<scalar_t><<<grid_for(outer * inner, 256), 256, 0, stream>>>(idx.data<int64_t>(), o.data<scalar_t>(),
+    index_mask_kernel<scalar_t><<<blocks_covering(outer * inner, 256), 256, 0, stream>>>(idx.data<int64_t>(), o.data<scalar_t>(),
                                                                                   outer, n, inner);
     check_launch("index_mask");
   });

@@ -86,7 +86,7 @@ void scan_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
     if (r.inner == 1 && r.n >= 1024) {
       scan_long_rows_kernel<scalar_t, IsProd><<<static_cast<unsigned>(r.outer), kScanThreads, 0, stream>>>(xp, yp, r.n, reverse);
     } else {
-      scan_rows_kernel<scalar_t, IsProd><<<grid_for(r.count(), 256), 256, 0, stream>>>(xp, yp, r.count(), r.n, r.inner, reverse);
+      scan_rows_kernel<scalar_t, IsProd><<<blocks_covering(r.count(), 256), 256, 0, stream>>>(xp, yp, r.count(), r.n, r.inner, reverse);
     }
     check_launch(name);
   });
@@ -181,7 +181,7 @@ void cumprod_backward_host(const TensorList& in, const TensorList& out, const At
       cumprod_backward_long_kernel<scalar_t><<<static_cast<unsigned>(r.outer), kScanThreads, 0, stream>>>(
           g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), o.data<scalar_t>(), r.n);
     else
-      cumprod_backward_kernel<scalar_t><<<grid_for(r.count(), 256), 256, 0, stream>>>(
+      cumprod_backward_kernel<scalar_t><<<blocks_covering(r.count(), 256), 256, 0, stream>>>(
           g.data<scalar_t>(), x.data<scalar_t>(), y.data<scalar_t>(), o.data<scalar_t>(), r.count(), r.n, r.inner);
     check_launch("cumprod_backward");
   });
@@ -250,7 +250,7 @@ void prod_others_host(const TensorList& in, const TensorList& out, const Attrs& 
       prod_others_long_kernel<scalar_t><<<static_cast<unsigned>(L.outer), kScanThreads, 0, stream>>>(
           L.data.data<scalar_t>(), dst.data<scalar_t>(), pre.data<A>(), L.r);
     else
-      prod_others_kernel<scalar_t><<<grid_for(rows, 256), 256, 0, stream>>>(L.data.data<scalar_t>(), dst.data<scalar_t>(),
+      prod_others_kernel<scalar_t><<<blocks_covering(rows, 256), 256, 0, stream>>>(L.data.data<scalar_t>(), dst.data<scalar_t>(),
                                                                              pre.data<A>(), rows, L.r, L.inner);
     check_launch("prod_others");
   });

@@ -93,7 +93,7 @@ void softmax_kernel(const TensorList& in, const TensorList& out, const Attrs& a)
     Tensor states = Tensor::empty({r.count() * static_cast<int64_t>(sizeof(S))}, DType::UInt8, o.device());
     S* sp = reinterpret_cast<S*>(states.data_ptr());
     launch_reduce<scalar_t>(L, OnlineR<scalar_t>{sp}, o.device(), name);
-    softmax_write_kernel<scalar_t, Log><<<grid_for(x.numel(), 256), 256, 0, stream>>>(x.data<scalar_t>(), o.data<scalar_t>(),
+    softmax_write_kernel<scalar_t, Log><<<blocks_covering(x.numel(), 256), 256, 0, stream>>>(x.data<scalar_t>(), o.data<scalar_t>(),
                                                                                      sp, x.numel(), r.n, r.inner);
     check_launch(name);
   });

@@ -117,10 +117,10 @@ SortedRows sort_rows(const Tensor& x, const DimRows& g, bool descending, const c
   Tensor off = Tensor::empty({rows + 1}, DType::Int64, dev);
   K* kin = static_cast<K*>(keys_in.data_ptr());
   K* kout = static_cast<K*>(out.keys.data_ptr());
-  gather_keys_kernel<T><<<grid_for(total, 256), 256, 0, stream>>>(x.data<T>(), kin, idx_in.data<int64_t>(), total, n,
+  gather_keys_kernel<T><<<blocks_covering(total, 256), 256, 0, stream>>>(x.data<T>(), kin, idx_in.data<int64_t>(), total, n,
                                                                    g.inner, descending);
   check_launch(name);
-  segment_offsets_kernel<<<grid_for(rows + 1, 256), 256, 0, stream>>>(off.data<int64_t>(), rows, n);
+  segment_offsets_kernel<<<blocks_covering(rows + 1, 256), 256, 0, stream>>>(off.data<int64_t>(), rows, n);
   check_launch(name);
   stable_sort_segments(kin, kout, idx_in.data<int64_t>(), out.idx.data<int64_t>(), total, rows, off.data<int64_t>(), dev,
                        name);
@@ -135,7 +135,7 @@ void sorted_into(const Tensor& x, int64_t dim, bool descending, int64_t n_out, c
   if (g.count() == 0 || g.n == 0 || n_out == 0) return;
   SortedRows s = sort_rows<T>(x, g, descending, name);
   const int64_t rows = g.count();
-  write_sorted_kernel<T><<<grid_for(rows * n_out, 256), 256, 0, current_stream(x.device())>>>(
+  write_sorted_kernel<T><<<blocks_covering(rows * n_out, 256), 256, 0, current_stream(x.device())>>>(
       x.data<T>(), s.idx.data<int64_t>(), vals.data<T>(), idx.data<int64_t>(), rows, g.n, n_out, g.inner);
   check_launch(name);
 }
@@ -166,7 +166,7 @@ template <class T>
 void median_into(const Tensor& x, const DimRows& g, bool ignore_nan, const Tensor& vals, int64_t* idx, const char* name) {
   SortedRows s = sort_rows<T>(x, g, false, name);
   const int64_t rows = g.count();
-  write_median_kernel<T><<<grid_for(rows, 256), 256, 0, current_stream(x.device())>>>(
+  write_median_kernel<T><<<blocks_covering(rows, 256), 256, 0, current_stream(x.device())>>>(
       x.data<T>(), static_cast<const key_t<T>*>(s.keys.data_ptr()), s.idx.data<int64_t>(), vals.data<T>(), idx, rows, g.n,
       g.inner, ignore_nan);
   check_launch(name);
