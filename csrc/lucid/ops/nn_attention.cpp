@@ -1,10 +1,14 @@
 // ScaledDotProductAttention: softmax(q k^T * scale + mask) v, the op record. Batch dims are
 // broadcast and flattened by the C++ wrapper, so the op sees q (B, L, E), k (B, S, E), v (B, S, Ev),
 // an optional mask (B, L, S) (bool: True keeps; float: added to the scores) and an optional dropout
-// keep-mask (B, L, S) drawn by the caller. Outputs (out, probabilities). SdpaBackward is the fused
-// backward (dq, dk, dv, dscores); the dscores output is the gradient of a float mask. The fused
-// kernels are in backends/cpu/kernels/attention.cpp; the create_graph VJP (sdpa_vjp_with_ops) uses
-// matmul and softmax ops.
+// keep-mask (B, L, S) drawn by the caller. Outputs (out, lse): lse (B, L) is the row statistic
+// log(sum_s exp(score)) in the statistics dtype (float64 for float64, float32 otherwise; +inf for a
+// fully masked row, so exp(score - lse) gives that row's zeros), all a flash-style kernel keeps:
+// the probabilities (B, L, S) are never stored. SdpaBackward (g, q, k, v, mask, dropout_mask, out,
+// lse) recomputes them from q, k and lse and gives (dq, dk, dv, dscores); dscores is the gradient of
+// a float mask, (B, L, S) when the attribute mask_grad asks for it, else empty (0,). The fused
+// kernels are in backends/<device>/kernels/attention*; the create_graph VJP (sdpa_vjp_with_ops)
+// uses matmul and softmax ops.
 #include <cmath>
 #include <vector>
 
@@ -88,30 +92,38 @@ LUCID_REGISTER_OP(ScaledDotProductAttention, "scale:float, is_causal:bool, dropo
     int64_t B = q.shape()[0], L = q.shape()[1], S = k.shape()[1];
     check_mask(in[3], q, B, L, S, "attn_mask");
     check_mask(in[4], q, B, L, S, "dropout_mask");
-    return std::vector<TensorMeta>{{{B, L, v.shape()[2]}, q.dtype()}, {{B, L, S}, q.dtype()}};
+    DType stat = q.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+    return std::vector<TensorMeta>{{{B, L, v.shape()[2]}, q.dtype()}, {{B, L}, stat}};
   };
   d.save = kSaveInputs | kSaveOutputs;
   d.vjp = [](const VjpContext& c) {
     TensorList r(5);
     if (!c.grads[0].defined()) return r;
     if (GradMode::is_enabled()) return sdpa_vjp_with_ops(c);
-    TensorList g = dispatch(OpId::SdpaBackward, {c.grads[0], c.inputs[0], c.inputs[1], c.inputs[2], c.outputs[1], c.inputs[4]},
-                            {{"scale", c.attrs.f("scale")}, {"dropout_p", c.attrs.f("dropout_p")}});
+    const bool mask_grad = c.needs_grad[3] && c.inputs[3].defined() && is_floating(c.inputs[3].dtype());
+    TensorList g = dispatch(OpId::SdpaBackward,
+                            {c.grads[0], c.inputs[0], c.inputs[1], c.inputs[2], c.inputs[3], c.inputs[4], c.outputs[0], c.outputs[1]},
+                            {{"scale", c.attrs.f("scale")},
+                             {"is_causal", c.attrs.b("is_causal")},
+                             {"dropout_p", c.attrs.f("dropout_p")},
+                             {"mask_grad", mask_grad}});
     for (int i = 0; i < 3; ++i)
       if (c.needs_grad[i]) r[i] = g[i];
-    if (c.needs_grad[3] && c.inputs[3].defined() && is_floating(c.inputs[3].dtype())) r[3] = g[3];
+    if (mask_grad) r[3] = g[3];
     return r;
   };
   return d;
 }());
 
-LUCID_REGISTER_OP(SdpaBackward, "scale:float, dropout_p:float", [] {
+// inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores)
+LUCID_REGISTER_OP(SdpaBackward, "scale:float, is_causal:bool, dropout_p:float, mask_grad:bool", [] {
   OpDef d;
-  d.num_inputs = 6;
+  d.num_inputs = 8;
   d.vjp = LUCID_NO_DOUBLE_BACKWARD("scaled_dot_product_attention backward");
-  d.infer = [](const TensorList& in, const Attrs&) {
-    const Tensor &q = in[1], &k = in[2], &v = in[3], &P = in[4];
-    return std::vector<TensorMeta>{{q.shape(), q.dtype()}, {k.shape(), q.dtype()}, {v.shape(), q.dtype()}, {P.shape(), q.dtype()}};
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    const Tensor &q = in[1], &k = in[2], &v = in[3];
+    Shape ds = a.b("mask_grad") ? Shape{q.shape()[0], q.shape()[1], k.shape()[1]} : Shape{0};
+    return std::vector<TensorMeta>{{q.shape(), q.dtype()}, {k.shape(), q.dtype()}, {v.shape(), q.dtype()}, {ds, q.dtype()}};
   };
   return d;
 }());

@@ -1,7 +1,7 @@
 // CPU kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp).
 // The forward is fused per block of 64 query rows: scores GEMM, masked stable softmax, dropout and
-// the P v GEMM; only the probabilities are written out, for backward. The backward gives (dq, dk,
-// dv, dscores) per batch. Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and
+// the P v GEMM; it writes out and the row statistics lse, never the probabilities. The backward
+// recomputes P = exp(scores - lse) per batch and gives (dq, dk, dv, dscores). Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and
 // compute 16-bit inputs in float.
 #include <algorithm>
 #include <cmath>
@@ -80,6 +80,30 @@ inline compute_t<T> drop_mult(const MaskView<T>& drop, int64_t idx, compute_t<T>
 
 constexpr int64_t kRowBlock = 64;
 
+// The masked scores of rows [l0, l0 + rb) of batch b into sc (row stride S): scale q k^T, then
+// causal (s > l) and bool-masked entries -inf, float-mask values added. Causal rows of the block
+// never look past column l0 + rb - 1, so the product stops there.
+template <class T>
+void masked_scores(const compute_t<T>* q, const compute_t<T>* kT, const MaskView<T>& mask, int64_t b, int64_t l0, int64_t rb,
+                   int64_t L, int64_t S, int64_t E, compute_t<T> scale, bool causal, compute_t<T>* sc) {
+  using C = compute_t<T>;
+  const C ninf = -std::numeric_limits<C>::infinity();
+  int64_t sl = causal ? std::min(S, l0 + rb) : S;
+  nnvec::gemm<C>(rb, sl, E, q + (b * L + l0) * E, E, kT + b * E * S, S, sc, S, scale, false);
+  for (int64_t r = 0; r < rb; ++r) {
+    int64_t l = l0 + r, row = b * L + l;
+    C* s_ = sc + r * S;
+    int64_t lim = causal ? std::min(S, l + 1) : S;
+    for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
+    if (mask.kind == 1) {
+      for (int64_t s = 0; s < lim; ++s)
+        if (!mask.b[row * S + s]) s_[s] = ninf;
+    } else if (mask.kind == 2) {
+      for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s]);
+    }
+  }
+}
+
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
@@ -93,39 +117,30 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
   CBuf<T> qc(q), kc(k), vc(v);
   std::vector<C> kT = transposed(kc.p, B, S, E);
-  T *op = out[0].data<T>(), *pp = out[1].data<T>();
+  T* op = out[0].data<T>();
+  C* lse = out[1].data<C>();
   const int64_t nblk = (L + kRowBlock - 1) / kRowBlock;
   const C ninf = -std::numeric_limits<C>::infinity();
   parallel_for(0, B * nblk, 1, [&](int64_t wb, int64_t we) {
     std::vector<C> sc(kRowBlock * S), ob(kRowBlock * Ev);
     for (int64_t w = wb; w < we; ++w) {
       int64_t b = w / nblk, l0 = (w % nblk) * kRowBlock, rb = std::min(kRowBlock, L - l0);
-      // Causal rows of this block never look past column l0 + rb - 1.
       int64_t sl = causal ? std::min(S, l0 + rb) : S;
-      nnvec::gemm<C>(rb, sl, E, qc.p + (b * L + l0) * E, E, kT.data() + b * E * S, S, sc.data(), S, scale, false);
+      masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, L, S, E, scale, causal, sc.data());
       for (int64_t r = 0; r < rb; ++r) {
-        int64_t l = l0 + r, row = b * L + l;
+        int64_t row = b * L + l0 + r;
         C* s_ = sc.data() + r * S;
-        int64_t lim = causal ? std::min(S, l + 1) : S;
-        for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
-        if (mask.kind == 1) {
-          for (int64_t s = 0; s < lim; ++s)
-            if (!mask.b[row * S + s]) s_[s] = ninf;
-        } else if (mask.kind == 2) {
-          for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s]);
-        }
         C mx = nnvec::vmax(s_, S);
-        T* prow = pp + row * S;
-        if (mx == ninf) {  // fully masked row: zeros, like PyTorch
-          for (int64_t s = 0; s < S; ++s) { s_[s] = C(0); prow[s] = static_cast<T>(C(0)); }
+        if (mx == ninf) {  // fully masked row: zeros, like PyTorch; lse +inf gives the backward's zeros
+          for (int64_t s = 0; s < S; ++s) s_[s] = C(0);
+          lse[row] = std::numeric_limits<C>::infinity();
           continue;
         }
         nnvec::vexp_sub(s_, S, mx);
-        C inv = C(1) / static_cast<C>(nnvec::vsum(s_, S));
-        for (int64_t s = 0; s < S; ++s) {
-          s_[s] *= inv;
-          prow[s] = static_cast<T>(s_[s]);
-        }
+        C sum = static_cast<C>(nnvec::vsum(s_, S));
+        lse[row] = mx + std::log(sum);
+        C inv = C(1) / sum;
+        for (int64_t s = 0; s < S; ++s) s_[s] *= inv;
         if (drop.kind)
           for (int64_t s = 0; s < S; ++s) s_[s] *= drop_mult(drop, row * S + s, dscale);
       }
@@ -136,49 +151,55 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   });
 }
 
-// inputs (g, q, k, v, probs, dropout_mask) -> (dq, dk, dv, dscores)
+// inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores). Per batch: P =
+// exp(masked scores - lse) recomputed, then dv = (P m)^T g, dS = P (dP m - rowsum(P dP m)) with
+// dP = g v^T, dq = scale dS k, dk = scale dS^T q; dscores = dS when it is asked for.
 template <class T>
 void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
   DType dt = in[1].dtype();
   Tensor g = nnutil::contig_as(in[0], dt), q = in[1].contiguous_data(), k = in[2].contiguous_data(),
-         v = in[3].contiguous_data(), P = nnutil::contig_as(in[4], dt);
-  Tensor dk_keep;
-  MaskView<T> drop = mask_view<T>(in[5], dk_keep);
+         v = in[3].contiguous_data(), lse_t = in[7].contiguous_data();
+  Tensor mk, dk_keep;
+  MaskView<T> mask = mask_view<T>(in[4], mk), drop = mask_view<T>(in[5], dk_keep);
   int64_t B = q.shape()[0], L = q.shape()[1], E = q.shape()[2], S = k.shape()[1], Ev = v.shape()[2];
   const C scale = static_cast<C>(a.f("scale"));
+  const bool causal = a.b("is_causal");
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
-  CBuf<T> gc(g), qc(q), kc(k), vc(v), Pc(P);
-  std::vector<C> vT = transposed(vc.p, B, S, Ev);
-  T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>(), *dsp = out[3].data<T>();
+  CBuf<T> gc(g), qc(q), kc(k), vc(v);
+  std::vector<C> kT = transposed(kc.p, B, S, E), vT = transposed(vc.p, B, S, Ev);
+  const C* lse = lse_t.data<C>();
+  T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>();
+  T* dsp = out[3].numel() ? out[3].data<T>() : nullptr;
   parallel_for(0, B, 1, [&](int64_t bb, int64_t be) {
-    std::vector<C> dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
+    std::vector<C> P(L * S), dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
     for (int64_t b = bb; b < be; ++b) {
       const C* gb = gc.p + b * L * Ev;
-      const C* Pb = Pc.p + b * L * S;
+      masked_scores<T>(qc.p, kT.data(), mask, b, 0, L, L, S, E, scale, causal, P.data());
+      for (int64_t l = 0; l < L; ++l) nnvec::vexp_sub(P.data() + l * S, S, lse[b * L + l]);
       // dP_dropped = g v^T
       nnvec::gemm<C>(L, S, Ev, gb, Ev, vT.data() + b * Ev * S, S, dP.data(), S, C(1), false);
       // dv = (P * m)^T g
-      for (int64_t i = 0; i < L * S; ++i) tmp[i] = Pb[i] * drop_mult(drop, b * L * S + i, dscale);
+      for (int64_t i = 0; i < L * S; ++i) tmp[i] = P[i] * drop_mult(drop, b * L * S + i, dscale);
       nnvec::transpose(L, S, tmp.data(), S, tT.data(), L);
       nnvec::gemm<C>(S, Ev, L, tT.data(), L, gb, Ev, dvb.data(), Ev, C(1), false);
       // dS = P * (dP * m - rowsum(P * dP * m))
       for (int64_t l = 0; l < L; ++l) {
         C* dpr = dP.data() + l * S;
-        const C* pr = Pb + l * S;
+        const C* pr = P.data() + l * S;
         C r = 0;
         for (int64_t s = 0; s < S; ++s) {
           dpr[s] *= drop_mult(drop, (b * L + l) * S + s, dscale);
           r += pr[s] * dpr[s];
         }
-        T* dsr = dsp + (b * L + l) * S;
-        for (int64_t s = 0; s < S; ++s) {
-          dpr[s] = pr[s] * (dpr[s] - r);
-          dsr[s] = static_cast<T>(dpr[s]);
+        for (int64_t s = 0; s < S; ++s) dpr[s] = pr[s] * (dpr[s] - r);
+        if (dsp) {
+          T* dsr = dsp + (b * L + l) * S;
+          for (int64_t s = 0; s < S; ++s) dsr[s] = static_cast<T>(dpr[s]);
         }
       }
-      // dq = scale * dS k ; dk = scale * dS^T q
+      // dq = scale dS k ; dk = scale dS^T q
       nnvec::gemm<C>(L, E, S, dP.data(), S, kc.p + b * S * E, E, dq.data(), E, scale, false);
       nnvec::transpose(L, S, dP.data(), S, tT.data(), L);
       nnvec::gemm<C>(S, E, L, tT.data(), L, qc.p + b * L * E, E, dkb.data(), E, scale, false);

@@ -84,9 +84,10 @@ __global__ void from_compute_kernel(D* o, const compute_t<D>* x, int64_t n) {
   for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = from_compute<D>(x[i]);
 }
 
-// The tensor's values in the compute type C (a fresh contiguous buffer).
+// The tensor's values in the compute type C, contiguous (a fresh buffer for 16-bit floats).
 template <class D>
 Tensor compute_copy(const Tensor& t, DType cdt, cudaStream_t s) {
+  if constexpr (std::is_same_v<D, compute_t<D>>) return t.contiguous_data();  // already the compute type
   Tensor c = t.contiguous_data(), o = Tensor::empty(t.shape(), cdt, t.device());
   if (t.numel() == 0) return o;
   to_compute_kernel<D><<<grid_for(t.numel()), kThreads, 0, s>>>(o.data<compute_t<D>>(), c.data<D>(), t.numel());
@@ -134,11 +135,22 @@ __device__ __forceinline__ compute_t<D> drop_mult(const MaskView<D>& drop, int64
   return C(1);
 }
 
-// One block per row (b, l) of the scores sc (in place): masked softmax; P (in D) to probs, and
-// P * dropout multiplier left in sc for the P v product.
+// The score of (row, s) after the masks: -inf past the causal limit lim or where a bool mask is
+// False, plus the float mask's value.
 template <class D>
-__global__ void softmax_rows_kernel(compute_t<D>* sc, D* probs, int64_t rows, int64_t L, int64_t S, bool causal, MaskView<D> mask,
-                                    MaskView<D> drop, compute_t<D> dscale) {
+__device__ __forceinline__ compute_t<D> masked_score(compute_t<D> v, int64_t row, int64_t s, int64_t S, int64_t lim,
+                                                     const MaskView<D>& mask) {
+  if (s >= lim || (mask.kind == 1 && !mask.b[row * S + s])) return -INFINITY;
+  if (mask.kind == 2) v += to_compute(mask.f[row * S + s]);
+  return v;
+}
+
+// One block per row (b, l) of the scores sc (in place): masked softmax; lse (log of the row's
+// sum of exp; +inf for a fully masked row, whose P is zeros) to the statistics output, and P *
+// dropout multiplier left in sc for the P v product.
+template <class D>
+__global__ void softmax_rows_kernel(compute_t<D>* sc, compute_t<D>* lse, int64_t rows, int64_t L, int64_t S, bool causal,
+                                    MaskView<D> mask, MaskView<D> drop, compute_t<D> dscale) {
   using C = compute_t<D>;
   __shared__ C cscratch[32];
   __shared__ double dscratch[32];
@@ -149,41 +161,47 @@ __global__ void softmax_rows_kernel(compute_t<D>* sc, D* probs, int64_t rows, in
     int64_t lim = causal ? (S < l + 1 ? S : l + 1) : S;
     C mx = ninf;
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
-      C v = s_[s];
-      if (s >= lim) v = ninf;
-      else if (mask.kind == 1 && !mask.b[row * S + s]) v = ninf;
-      else if (mask.kind == 2) v += to_compute(mask.f[row * S + s]);
+      C v = masked_score(s_[s], row, s, S, lim, mask);
       s_[s] = v;
       mx = v > mx ? v : mx;
     }
     mx = block_max(mx, cscratch);
-    D* prow = probs + row * S;
     if (mx == ninf) {  // fully masked row: zeros, like PyTorch
-      for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
-        s_[s] = C(0);
-        prow[s] = from_compute<D>(C(0));
-      }
+      for (int64_t s = threadIdx.x; s < S; s += blockDim.x) s_[s] = C(0);
+      if (threadIdx.x == 0) lse[row] = C(INFINITY);
       continue;
     }
     double sum = 0;
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
-      C e;
-      if constexpr (std::is_same_v<C, float>) e = expf(s_[s] - mx);
-      else e = exp(s_[s] - mx);
+      C e = exp(s_[s] - mx);
       s_[s] = e;
       sum += static_cast<double>(e);
     }
-    C inv = C(1) / static_cast<C>(block_sum_all(sum, dscratch));
+    C tot = static_cast<C>(block_sum_all(sum, dscratch)), inv = C(1) / tot;
+    if (threadIdx.x == 0) lse[row] = mx + log(tot);
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
       C p = s_[s] * inv;
-      prow[s] = from_compute<D>(p);
       s_[s] = drop.kind ? p * drop_mult(drop, row * S + s, dscale) : p;
     }
   }
 }
 
+// The probabilities recomputed from the scores sc (in place): P = exp(masked score - lse).
+template <class D>
+__global__ void probs_rows_kernel(compute_t<D>* sc, const compute_t<D>* lse, int64_t rows, int64_t L, int64_t S, bool causal,
+                                  MaskView<D> mask) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t l = row % L;
+    int64_t lim = causal ? (S < l + 1 ? S : l + 1) : S;
+    compute_t<D>* s_ = sc + row * S;
+    for (int64_t s = threadIdx.x; s < S; s += blockDim.x) s_[s] = exp(masked_score(s_[s], row, s, S, lim, mask) - lse[row]);
+  }
+}
+
+// The GEMM path of the forward (inputs (q, k, v, mask, dropout_mask) -> (out, lse)): float64 and
+// head dims past the flash kernel's (attention_flash.cu).
 template <class T>
-void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
+void sdpa_forward_gemm(const TensorList& in, const TensorList& out, const Attrs& a) {
   using D = device_t<T>;
   using C = compute_t<D>;
   const Device dev = out[0].device();
@@ -199,8 +217,8 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   Tensor sc = Tensor::empty({B, L, S}, cdt, dev), ob = Tensor::empty({B, L, Ev}, cdt, dev);
   // scores = scale q k^T
   gemm<C>(s, q.data<C>(), k.data<C>(), sc.data<C>(), B, L, S, E, E, E, S, L * E, S * E, L * S, false, true, scale);
-  if (B * L * S > 0) {
-    softmax_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(sc.data<C>(), out[1].data<D>(), B * L, L, S,
+  if (B * L > 0) {
+    softmax_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(sc.data<C>(), out[1].data<C>(), B * L, L, S,
                                                                   a.b("is_causal"), mask, drop, dscale);
     check_launch("scaled_dot_product_attention (softmax)");
   }
@@ -210,7 +228,7 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
 }
 
 // One block per row of dP (in place): dP * m, then dS = P (dP m - rowsum(P dP m)) into dP and
-// the dscores output.
+// the dscores output when there is one (ds non-null).
 template <class D>
 __global__ void dscores_rows_kernel(compute_t<D>* dP, const compute_t<D>* P, D* ds, int64_t rows, int64_t S, MaskView<D> drop,
                                     compute_t<D> dscale) {
@@ -229,7 +247,7 @@ __global__ void dscores_rows_kernel(compute_t<D>* dP, const compute_t<D>* P, D* 
     for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
       C v = pr[s] * (dpr[s] - rc);
       dpr[s] = v;
-      ds[row * S + s] = from_compute<D>(v);
+      if (ds) ds[row * S + s] = from_compute<D>(v);
     }
   }
 }
@@ -240,24 +258,32 @@ __global__ void dropped_probs_kernel(compute_t<D>* o, const compute_t<D>* P, int
   for (int64_t i = global_index(); i < n; i += global_stride()) o[i] = P[i] * drop_mult(drop, i, dscale);
 }
 
-// inputs (g, q, k, v, probs, dropout_mask) -> (dq, dk, dv, dscores)
+// The GEMM path of the backward (inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv,
+// dscores)): P recomputed from scale q k^T and lse, then the products above.
 template <class T>
-void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
+void sdpa_backward_gemm(const TensorList& in, const TensorList& out, const Attrs& a) {
   using D = device_t<T>;
   using C = compute_t<D>;
   const Device dev = out[0].device();
   cudaStream_t s = current_stream(dev);
   const DType dt = in[1].dtype(), cdt = std::is_same_v<C, double> ? DType::Float64 : DType::Float32;
   int64_t B = in[1].shape()[0], L = in[1].shape()[1], E = in[1].shape()[2], S = in[2].shape()[1], Ev = in[3].shape()[2];
-  Tensor dk_keep;
-  MaskView<D> drop = mask_view<D>(in[5], dt, dk_keep);
+  Tensor mk, dk_keep;
+  MaskView<D> mask = mask_view<D>(in[4], dt, mk), drop = mask_view<D>(in[5], dt, dk_keep);
   const C scale = static_cast<C>(a.f("scale"));
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
   Tensor g = compute_copy<D>(contig_as(in[0], dt), cdt, s), q = compute_copy<D>(in[1], cdt, s),
-         k = compute_copy<D>(in[2], cdt, s), v = compute_copy<D>(in[3], cdt, s), P = compute_copy<D>(contig_as(in[4], dt), cdt, s);
-  Tensor dP = Tensor::empty({B, L, S}, cdt, dev), Pd = Tensor::empty({B, L, S}, cdt, dev);
+         k = compute_copy<D>(in[2], cdt, s), v = compute_copy<D>(in[3], cdt, s), lse = in[7].contiguous_data();
+  Tensor P = Tensor::empty({B, L, S}, cdt, dev), dP = Tensor::empty({B, L, S}, cdt, dev), Pd = Tensor::empty({B, L, S}, cdt, dev);
   Tensor dq = Tensor::empty({B, L, E}, cdt, dev), dkb = Tensor::empty({B, S, E}, cdt, dev), dv = Tensor::empty({B, S, Ev}, cdt, dev);
+  // P = exp(masked scale q k^T - lse)
+  gemm<C>(s, q.data<C>(), k.data<C>(), P.data<C>(), B, L, S, E, E, E, S, L * E, S * E, L * S, false, true, scale);
+  if (B * L * S > 0) {
+    probs_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(P.data<C>(), lse.data<C>(), B * L, L, S, a.b("is_causal"),
+                                                                mask);
+    check_launch("scaled_dot_product_attention_backward (probabilities)");
+  }
   // dP = g v^T
   gemm<C>(s, g.data<C>(), v.data<C>(), dP.data<C>(), B, L, S, Ev, Ev, Ev, S, L * Ev, S * Ev, L * S, false, true, C(1));
   // dv = (P m)^T g
@@ -268,8 +294,8 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   gemm<C>(s, Pd.data<C>(), g.data<C>(), dv.data<C>(), B, S, Ev, L, S, Ev, Ev, L * S, L * Ev, S * Ev, true, false, C(1));
   // dS = P (dP m - rowsum(P dP m))
   if (B * L * S > 0) {
-    dscores_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(dP.data<C>(), P.data<C>(), out[3].data<D>(), B * L, S, drop,
-                                                                  dscale);
+    D* ds = out[3].numel() ? out[3].data<D>() : nullptr;
+    dscores_rows_kernel<D><<<row_blocks(B * L), row_threads(S), 0, s>>>(dP.data<C>(), P.data<C>(), ds, B * L, S, drop, dscale);
     check_launch("scaled_dot_product_attention_backward (dscores)");
   }
   // dq = scale dS k ; dk = scale dS^T q
@@ -283,12 +309,12 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
 void sdpa_forward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   DeviceGuard g(out[0].device());
   if (out[0].numel() == 0 && out[1].numel() == 0) return;
-  LUCID_DISPATCH_FLOATING(in[0].dtype(), "scaled_dot_product_attention", [&] { sdpa_forward<scalar_t>(in, out, a); });
+  LUCID_DISPATCH_FLOATING(in[0].dtype(), "scaled_dot_product_attention", [&] { sdpa_forward_gemm<scalar_t>(in, out, a); });
 }
 
 void sdpa_backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   DeviceGuard g(out[0].device());
-  LUCID_DISPATCH_FLOATING(in[1].dtype(), "scaled_dot_product_attention_backward", [&] { sdpa_backward<scalar_t>(in, out, a); });
+  LUCID_DISPATCH_FLOATING(in[1].dtype(), "scaled_dot_product_attention_backward", [&] { sdpa_backward_gemm<scalar_t>(in, out, a); });
 }
 
 }  // namespace
