@@ -1,19 +1,19 @@
-// CUDA kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp):
-// the CPU kernel's math (backends/cpu/kernels/attention.cpp) in the compute type (float for
-// 16-bit and float32, double for float64), built from batched cuBLASLt GEMMs (in the compute
-// type; float32 follows the float32 matmul precision, full FP32 by default) and row kernels:
+// CUDA kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp).
+// The registered kernels take the flash kernels of attention_flash.cu (float32/16-bit, head dims
+// up to 128: P is never stored) and otherwise this file's GEMM path, the CPU kernel's math
+// (backends/cpu/kernels/attention.cpp) in the compute type (float for 16-bit and float32, double
+// for float64), built from batched cuBLASLt GEMMs (float32 follows the float32 matmul precision,
+// full FP32 by default) and row kernels:
 //   forward:  scores = scale q k^T; masked stable softmax per row (causal: s > l masked; bool
-//             mask: False masked; float mask added; a fully masked row gives zeros) -> the
-//             probabilities output; out = (P * dropout multiplier) v;
-//   backward: dP = g v^T; dv = (P m)^T g; dS = P (dP m - rowsum(P dP m)) -> the dscores output;
-//             dq = scale dS k; dk = scale dS^T q.
-// This is the correct, not the fast, path: the op record returns the full probabilities (B, L, S)
-// and SdpaBackward reads them, so a flash kernel (cuDNN's SDPA, which keeps only row statistics)
-// does not fit the record as it stands; it needs the record to save statistics instead.
+//             mask: False masked; float mask added; a fully masked row gives zeros and lse +inf)
+//             -> the lse output; out = (P * dropout multiplier) v;
+//   backward: P = exp(masked scores - lse) recomputed; dP = g v^T; dv = (P m)^T g; dS = P (dP m -
+//             rowsum(P dP m)) -> the dscores output when asked; dq = scale dS k; dk = scale dS^T q.
+// The GEMM path materialises (B, L, S) scores; it serves float64 and the large head dims.
 #include <type_traits>
 
 #include "lucid/backends/cuda/cublaslt.h"
-#include "lucid/backends/cuda/kernels/nn_device.cuh"
+#include "lucid/backends/cuda/kernels/attention.cuh"
 #include "lucid/ops/op_def.h"
 
 namespace lucid::cuda {
@@ -102,49 +102,6 @@ void store_from_compute(const Tensor& out, const Tensor& c, cudaStream_t s) {
   check_launch("scaled_dot_product_attention (store)");
 }
 
-// A mask operand: kind 0 none, 1 bool (keep?), 2 values of the input's dtype.
-template <class D>
-struct MaskView {
-  int kind = 0;
-  const bool* b = nullptr;
-  const D* f = nullptr;
-};
-
-template <class D>
-MaskView<D> mask_view(const Tensor& m, DType dt, Tensor& keep) {
-  MaskView<D> v;
-  if (!m.defined()) return v;
-  if (m.dtype() == DType::Bool) {
-    keep = m.contiguous_data();
-    v.kind = 1;
-    v.b = keep.data<bool>();
-  } else {
-    keep = contig_as(m, dt);
-    v.kind = 2;
-    v.f = keep.data<D>();
-  }
-  return v;
-}
-
-// Dropout multiplier of flat index i: keep / (1 - p), or 1 without dropout.
-template <class D>
-__device__ __forceinline__ compute_t<D> drop_mult(const MaskView<D>& drop, int64_t i, compute_t<D> dscale) {
-  using C = compute_t<D>;
-  if (drop.kind == 1) return drop.b[i] ? dscale : C(0);
-  if (drop.kind == 2) return to_compute(drop.f[i]) * dscale;
-  return C(1);
-}
-
-// The score of (row, s) after the masks: -inf past the causal limit lim or where a bool mask is
-// False, plus the float mask's value.
-template <class D>
-__device__ __forceinline__ compute_t<D> masked_score(compute_t<D> v, int64_t row, int64_t s, int64_t S, int64_t lim,
-                                                     const MaskView<D>& mask) {
-  if (s >= lim || (mask.kind == 1 && !mask.b[row * S + s])) return -INFINITY;
-  if (mask.kind == 2) v += to_compute(mask.f[row * S + s]);
-  return v;
-}
-
 // One block per row (b, l) of the scores sc (in place): masked softmax; lse (log of the row's
 // sum of exp; +inf for a fully masked row, whose P is zeros) to the statistics output, and P *
 // dropout multiplier left in sc for the P v product.
@@ -212,7 +169,7 @@ void sdpa_forward_gemm(const TensorList& in, const TensorList& out, const Attrs&
   MaskView<D> mask = mask_view<D>(in[3], dt, mk), drop = mask_view<D>(in[4], dt, dk);
   const C scale = static_cast<C>(a.f("scale"));
   const double p = a.f("dropout_p");
-  const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
+  const C dscale = dropout_scale<C>(drop.kind, p);
   Tensor q = compute_copy<D>(in[0], cdt, s), k = compute_copy<D>(in[1], cdt, s), v = compute_copy<D>(in[2], cdt, s);
   Tensor sc = Tensor::empty({B, L, S}, cdt, dev), ob = Tensor::empty({B, L, Ev}, cdt, dev);
   // scores = scale q k^T
@@ -272,7 +229,7 @@ void sdpa_backward_gemm(const TensorList& in, const TensorList& out, const Attrs
   MaskView<D> mask = mask_view<D>(in[4], dt, mk), drop = mask_view<D>(in[5], dt, dk_keep);
   const C scale = static_cast<C>(a.f("scale"));
   const double p = a.f("dropout_p");
-  const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
+  const C dscale = dropout_scale<C>(drop.kind, p);
   Tensor g = compute_copy<D>(contig_as(in[0], dt), cdt, s), q = compute_copy<D>(in[1], cdt, s),
          k = compute_copy<D>(in[2], cdt, s), v = compute_copy<D>(in[3], cdt, s), lse = in[7].contiguous_data();
   Tensor P = Tensor::empty({B, L, S}, cdt, dev), dP = Tensor::empty({B, L, S}, cdt, dev), Pd = Tensor::empty({B, L, S}, cdt, dev);
@@ -309,11 +266,13 @@ void sdpa_backward_gemm(const TensorList& in, const TensorList& out, const Attrs
 void sdpa_forward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   DeviceGuard g(out[0].device());
   if (out[0].numel() == 0 && out[1].numel() == 0) return;
+  if (sdpa_flash_forward(in, out, a)) return;
   LUCID_DISPATCH_FLOATING(in[0].dtype(), "scaled_dot_product_attention", [&] { sdpa_forward_gemm<scalar_t>(in, out, a); });
 }
 
 void sdpa_backward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   DeviceGuard g(out[0].device());
+  if (sdpa_flash_backward(in, out, a)) return;
   LUCID_DISPATCH_FLOATING(in[1].dtype(), "scaled_dot_product_attention_backward", [&] { sdpa_backward_gemm<scalar_t>(in, out, a); });
 }
 
