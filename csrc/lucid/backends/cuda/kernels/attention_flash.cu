@@ -16,7 +16,8 @@
 // head-dim bound of the instantiation), so the float4 reads of 8 lanes hit 32 distinct banks; a
 // block is 16 x 16 threads, each computing a 4 x 4 micro-tile of a 64 x 64 score tile (rows ty +
 // 16 i, columns tx + 16 j) and 4 x (EB / 16) outputs (rows ty + 16 i, columns 4 tx + 64 jj + u)
-// with FFMA.
+// with FFMA. A tile that needs no masking (flash_interior) skips the per-element mask tests; the
+// exponentials are __expf (the same in the forward and the backward's recomputation).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -145,6 +146,13 @@ __device__ __forceinline__ float flash_score(const FlashArgs<D>& a, float dot, i
   return masked_score<D>(dot * a.scale, b * a.L + l, s, a.S, lim, a.mask);
 }
 
+// Whether the 64 x 64 tile of queries [q0, q0 + 64) and keys [s0, s0 + 64) needs no masking: no
+// mask, every row and column inside the problem, and (causal) every key at or left of every row.
+template <class D>
+__device__ __forceinline__ bool flash_interior(const FlashArgs<D>& a, int64_t q0, int64_t s0) {
+  return !a.mask.kind && q0 + kTile <= a.L && s0 + kTile <= a.S && (!a.causal || s0 + kTile - 1 <= q0);
+}
+
 // The dropout multiplier of (l, s) (1 without dropout or outside the problem).
 template <class D>
 __device__ __forceinline__ float flash_drop(const FlashArgs<D>& a, int64_t b, int64_t l, int64_t s) {
@@ -207,23 +215,24 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_forward
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
     tile_dot<LD>(acc, Qs, Ks, a.E4, ty, tx);
+    const bool interior = flash_interior(a, q0, s0);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int64_t l = q0 + ty + 16 * i;
       float mx = -INFINITY;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        acc[i][j] = flash_score(a, acc[i][j], b, l, s0 + tx + 16 * j);
+        acc[i][j] = interior ? acc[i][j] * a.scale : flash_score(a, acc[i][j], b, l, s0 + tx + 16 * j);
         mx = nan_max(mx, acc[i][j]);
       }
       const float mnew = nan_max(m[i], row_max16(mx));
       const float mu = mnew == -INFINITY ? 0.f : mnew;  // a row masked so far: its exps are all 0
-      const float alpha = expf(m[i] - mu);
+      const float alpha = __expf(m[i] - mu);
       float rs = 0.f;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int64_t s = s0 + tx + 16 * j;
-        const float p = expf(acc[i][j] - mu);
+        const float p = __expf(acc[i][j] - mu);
         rs += p;
         Ps[(ty + 16 * i) * kPLd + tx + 16 * j] = p * flash_drop(a, b, l, s);
       }
@@ -304,13 +313,15 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dkdv_ke
       for (int j = 0; j < 4; ++j) st[i][j] = dpt[i][j] = 0.f;
     tile_dot<LD>(st, Ks, Qs, a.E4, ty, tx);
     tile_dot<LD>(dpt, Vs, dOs, a.Ev4, ty, tx);
+    const bool interior = flash_interior(a, q0, s0);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int r = tx + 16 * j;
         const int64_t s = s0 + ty + 16 * i, l = q0 + r;
-        const float p = expf(flash_score(a, st[i][j], b, l, s) - lse_s[r]);
+        const float sc = interior ? st[i][j] * a.scale : flash_score(a, st[i][j], b, l, s);
+        const float p = __expf(sc - lse_s[r]);
         const float dm = flash_drop(a, b, l, s);
         PdT[(ty + 16 * i) * kPLd + r] = p * dm;
         dST[(ty + 16 * i) * kPLd + r] = p * (dpt[i][j] * dm - delta_s[r]);
@@ -319,8 +330,8 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dkdv_ke
     tile_pv<LD, NJ>(dv, PdT, dOs, ty, tx);
     tile_pv<LD, NJ>(dk, dST, Qs, ty, tx);
   }
-  const float one[4] = {1.f, 1.f, 1.f, 1.f}, sc[4] = {a.scale, a.scale, a.scale, a.scale};
-  store_rows<D, NJ>(a.dk + (b * a.S + s0) * a.E, dk, sc, kvv, a.E, ty, tx);
+  const float one[4] = {1.f, 1.f, 1.f, 1.f}, scl[4] = {a.scale, a.scale, a.scale, a.scale};
+  store_rows<D, NJ>(a.dk + (b * a.S + s0) * a.E, dk, scl, kvv, a.E, ty, tx);
   store_rows<D, NJ>(a.dv + (b * a.S + s0) * a.Ev, dv, one, kvv, a.Ev, ty, tx);
 }
 
@@ -366,12 +377,14 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dq_kern
       for (int j = 0; j < 4; ++j) st[i][j] = dp[i][j] = 0.f;
     tile_dot<LD>(st, Qs, Ks, a.E4, ty, tx);
     tile_dot<LD>(dp, dOs, Vs, a.Ev4, ty, tx);
+    const bool interior = flash_interior(a, q0, s0);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int64_t l = q0 + ty + 16 * i, s = s0 + tx + 16 * j;
-        const float p = expf(flash_score(a, st[i][j], b, l, s) - lse[i]);
+        const float sc = interior ? st[i][j] * a.scale : flash_score(a, st[i][j], b, l, s);
+        const float p = __expf(sc - lse[i]);
         const float dsv = p * (dp[i][j] * flash_drop(a, b, l, s) - delta[i]);
         dSs[(ty + 16 * i) * kPLd + tx + 16 * j] = dsv;
         if (a.ds && l < a.L && s < a.S) a.ds[(b * a.L + l) * a.S + s] = from_compute<D>(dsv);
@@ -379,8 +392,8 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dq_kern
     __syncthreads();
     tile_pv<LD, NJ>(dq, dSs, Ks, ty, tx);
   }
-  const float sc[4] = {a.scale, a.scale, a.scale, a.scale};
-  store_rows<D, NJ>(a.dq + (b * a.L + q0) * a.E, dq, sc, qv, a.E, ty, tx);
+  const float scl[4] = {a.scale, a.scale, a.scale, a.scale};
+  store_rows<D, NJ>(a.dq + (b * a.L + q0) * a.E, dq, scl, qv, a.E, ty, tx);
 }
 
 constexpr size_t fwd_smem(int eb) { return (3 * kTile * (eb + 4) + kTile * kPLd) * sizeof(float); }
