@@ -20,6 +20,7 @@
 // exponentials are __expf (the same in the forward and the backward's recomputation).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "lucid/backends/cuda/kernels/attention.cuh"
@@ -45,7 +46,7 @@ struct FlashArgs {
   int E, Ev, E4, Ev4;  // head dims and their multiples of 4 (the padded tile widths)
   float scale, dscale;
   bool causal;
-  bool vec;            // float rows load as float4 (E, Ev multiples of 4, 16-byte aligned bases)
+  bool vec;            // rows load 4 elements at a time (E, Ev multiples of 4, bases aligned to 4 elements)
 };
 
 __device__ __forceinline__ float comp(const float4& v, int k) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; }
@@ -60,14 +61,16 @@ __device__ __forceinline__ void load_tile(float* dst, const D* src, int valid, i
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
     if (r < valid) {
       const D* p = src + static_cast<int64_t>(r) * cols + c;
-      bool done = false;
-      if constexpr (std::is_same_v<D, float>) {
-        if (vec) {
+      if (vec) {
+        if constexpr (std::is_same_v<D, float>) {
           v = *reinterpret_cast<const float4*>(p);
-          done = true;
+        } else {  // four 16-bit floats in one 8-byte load
+          const uint2 raw = *reinterpret_cast<const uint2*>(p);
+          D h[4];
+          memcpy(h, &raw, sizeof raw);
+          v = make_float4(to_compute(h[0]), to_compute(h[1]), to_compute(h[2]), to_compute(h[3]));
         }
-      }
-      if (!done) {
+      } else {
         v.x = to_compute(p[0]);  // c < cols: cols4 rounds cols up to a multiple of 4
         v.y = c + 1 < cols ? to_compute(p[1]) : 0.f;
         v.z = c + 2 < cols ? to_compute(p[2]) : 0.f;
@@ -414,7 +417,8 @@ bool flash_covers(DType dt, int64_t E, int64_t Ev, int64_t B, int64_t L, int64_t
   return E <= 128 && Ev <= 128 && B * tiles < (int64_t{1} << 31);
 }
 
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+template <class D>
+bool aligned4(const D* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % (4 * sizeof(D)) == 0; }
 
 // The arguments shared by the kernels (contiguous q, k, v already in the tensors given).
 template <class D>
@@ -431,8 +435,7 @@ FlashArgs<D> flash_args(const Tensor& q, const Tensor& k, const Tensor& v, const
 
 template <class D>
 void set_vec(FlashArgs<D>& f) {
-  f.vec = std::is_same_v<D, float> && f.E % 4 == 0 && f.Ev % 4 == 0 && aligned16(f.q) && aligned16(f.k) && aligned16(f.v) &&
-          aligned16(f.g) && aligned16(f.o);
+  f.vec = f.E % 4 == 0 && f.Ev % 4 == 0 && aligned4(f.q) && aligned4(f.k) && aligned4(f.v) && aligned4(f.g) && aligned4(f.o);
 }
 
 template <class D>
