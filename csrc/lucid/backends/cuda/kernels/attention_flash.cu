@@ -163,6 +163,30 @@ __device__ __forceinline__ float flash_drop(const FlashArgs<D>& a, int64_t b, in
   return drop_mult(a.drop, (b * a.L + l) * a.S + s, a.dscale);
 }
 
+// The backward's two products of a tile: st = A B^T over n1 (the scores) and dp = C D^T over n2
+// (dP), rows ty + 16 i and columns tx + 16 j.
+template <int LD>
+__device__ __forceinline__ void score_and_dp(float (&st)[4][4], float (&dp)[4][4], const float* A, const float* B, int n1,
+                                             const float* C, const float* Dm, int n2, int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) st[i][j] = dp[i][j] = 0.f;
+  tile_dot<LD>(st, A, B, n1, ty, tx);
+  tile_dot<LD>(dp, C, Dm, n2, ty, tx);
+}
+
+// The backward's P * dropout multiplier (pd) and dS = P (dP m - delta) of query l and key s, from
+// the raw dot product st, dP = dp, and the row's lse and delta (P recomputed as exp(score - lse)).
+template <class D>
+__device__ __forceinline__ void recompute(const FlashArgs<D>& a, bool interior, int64_t b, int64_t l, int64_t s, float st, float dp,
+                                          float lse, float delta, float& pd, float& ds) {
+  const float p = __expf((interior ? st * a.scale : flash_score(a, st, b, l, s)) - lse);
+  const float dm = flash_drop(a, b, l, s);
+  pd = p * dm;
+  ds = p * (dp * dm - delta);
+}
+
 // Stores acc * mult of rows [r0, r0 + 64) (valid ones) and columns 4 tx + 64 jj + u (< cols) of dst
 // (rows of `cols` elements).
 template <class D, int NJ>
@@ -182,6 +206,16 @@ __device__ __forceinline__ void store_rows(D* dst, const float (&acc)[4][NJ][4],
   }
 }
 
+// The batch b and first row q0 of this block's query tile (the longest causal rows first: the
+// last tiles of every batch are the first blocks); returns the tile's rows inside the problem.
+template <class D>
+__device__ __forceinline__ int query_tile(const FlashArgs<D>& a, int64_t& b, int64_t& q0) {
+  const int64_t nq = (a.L + kTile - 1) / kTile, bid = blockIdx.x;
+  b = bid % a.B;
+  q0 = (nq - 1 - bid / a.B) * kTile;
+  return static_cast<int>(a.L - q0 < kTile ? a.L - q0 : kTile);
+}
+
 template <class D, int EB>
 __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_forward_kernel(FlashArgs<D> a) {
   constexpr int LD = EB + 4, NJ = EB / 64;
@@ -191,9 +225,8 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_forward
   float* Vs = Ks + kTile * LD;
   float* Ps = Vs + kTile * LD;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int64_t nq = (a.L + kTile - 1) / kTile, bid = blockIdx.x;
-  const int64_t b = bid % a.B, q0 = (nq - 1 - bid / a.B) * kTile;  // the longest causal rows first
-  const int qv = static_cast<int>(a.L - q0 < kTile ? a.L - q0 : kTile);
+  int64_t b, q0;
+  const int qv = query_tile(a, b, q0);
   load_tile<D, LD>(Qs, a.q + (b * a.L + q0) * a.E, qv, a.E, a.E4, a.vec);
   float m[4], lsum[4], o[4][NJ][4];
 #pragma unroll
@@ -310,24 +343,14 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dkdv_ke
     }
     __syncthreads();
     float st[4][4], dpt[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) st[i][j] = dpt[i][j] = 0.f;
-    tile_dot<LD>(st, Ks, Qs, a.E4, ty, tx);
-    tile_dot<LD>(dpt, Vs, dOs, a.Ev4, ty, tx);
+    score_and_dp<LD>(st, dpt, Ks, Qs, a.E4, Vs, dOs, a.Ev4, ty, tx);
     const bool interior = flash_interior(a, q0, s0);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const int r = tx + 16 * j;
-        const int64_t s = s0 + ty + 16 * i, l = q0 + r;
-        const float sc = interior ? st[i][j] * a.scale : flash_score(a, st[i][j], b, l, s);
-        const float p = __expf(sc - lse_s[r]);
-        const float dm = flash_drop(a, b, l, s);
-        PdT[(ty + 16 * i) * kPLd + r] = p * dm;
-        dST[(ty + 16 * i) * kPLd + r] = p * (dpt[i][j] * dm - delta_s[r]);
+        const int r = tx + 16 * j, t = (ty + 16 * i) * kPLd + r;
+        recompute(a, interior, b, q0 + r, s0 + ty + 16 * i, st[i][j], dpt[i][j], lse_s[r], delta_s[r], PdT[t], dST[t]);
       }
     __syncthreads();
     tile_pv<LD, NJ>(dv, PdT, dOs, ty, tx);
@@ -349,9 +372,8 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dq_kern
   float* Vs = Ks + kTile * LD;
   float* dSs = Vs + kTile * LD;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int64_t nq = (a.L + kTile - 1) / kTile, bid = blockIdx.x;
-  const int64_t b = bid % a.B, q0 = (nq - 1 - bid / a.B) * kTile;
-  const int qv = static_cast<int>(a.L - q0 < kTile ? a.L - q0 : kTile);
+  int64_t b, q0;
+  const int qv = query_tile(a, b, q0);
   load_tile<D, LD>(Qs, a.q + (b * a.L + q0) * a.E, qv, a.E, a.E4, a.vec);
   load_tile<D, LD>(dOs, a.g + (b * a.L + q0) * a.Ev, qv, a.Ev, a.Ev4, a.vec);
   float lse[4], delta[4], dq[4][NJ][4];
@@ -374,21 +396,15 @@ __global__ void __launch_bounds__(kFlashThreads, EB == 64 ? 2 : 1) flash_dq_kern
     load_tile<D, LD>(Vs, a.v + (b * a.S + s0) * a.Ev, kvv, a.Ev, a.Ev4, a.vec);
     __syncthreads();
     float st[4][4], dp[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) st[i][j] = dp[i][j] = 0.f;
-    tile_dot<LD>(st, Qs, Ks, a.E4, ty, tx);
-    tile_dot<LD>(dp, dOs, Vs, a.Ev4, ty, tx);
+    score_and_dp<LD>(st, dp, Qs, Ks, a.E4, dOs, Vs, a.Ev4, ty, tx);
     const bool interior = flash_interior(a, q0, s0);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int64_t l = q0 + ty + 16 * i, s = s0 + tx + 16 * j;
-        const float sc = interior ? st[i][j] * a.scale : flash_score(a, st[i][j], b, l, s);
-        const float p = __expf(sc - lse[i]);
-        const float dsv = p * (dp[i][j] * flash_drop(a, b, l, s) - delta[i]);
+        float pd, dsv;
+        recompute(a, interior, b, l, s, st[i][j], dp[i][j], lse[i], delta[i], pd, dsv);
         dSs[(ty + 16 * i) * kPLd + tx + 16 * j] = dsv;
         if (a.ds && l < a.L && s < a.S) a.ds[(b * a.L + l) * a.S + s] = from_compute<D>(dsv);
       }
@@ -488,28 +504,26 @@ void flash_backward(const TensorList& in, const TensorList& out, const Attrs& a)
   }
 }
 
-}  // namespace
-
-bool sdpa_flash_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
-  const Tensor &q = in[0], &k = in[1], &v = in[2];
+// fn(an element of the device type) for the dtypes and shapes the flash kernels cover; false otherwise.
+template <class Fn>
+bool flash_dispatch(const Tensor& q, const Tensor& k, const Tensor& v, Fn&& fn) {
   if (!flash_covers(q.dtype(), q.shape()[2], v.shape()[2], q.shape()[0], q.shape()[1], k.shape()[1])) return false;
   switch (q.dtype()) {
-    case DType::Float16: flash_forward<__half>(in, out, a); break;
-    case DType::BFloat16: flash_forward<__nv_bfloat16>(in, out, a); break;
-    default: flash_forward<float>(in, out, a); break;
+    case DType::Float16: fn(__half{}); break;
+    case DType::BFloat16: fn(__nv_bfloat16{}); break;
+    default: fn(float{}); break;
   }
   return true;
 }
 
+}  // namespace
+
+bool sdpa_flash_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
+  return flash_dispatch(in[0], in[1], in[2], [&](auto x) { flash_forward<decltype(x)>(in, out, a); });
+}
+
 bool sdpa_flash_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
-  const Tensor &q = in[1], &k = in[2], &v = in[3];
-  if (!flash_covers(q.dtype(), q.shape()[2], v.shape()[2], q.shape()[0], q.shape()[1], k.shape()[1])) return false;
-  switch (q.dtype()) {
-    case DType::Float16: flash_backward<__half>(in, out, a); break;
-    case DType::BFloat16: flash_backward<__nv_bfloat16>(in, out, a); break;
-    default: flash_backward<float>(in, out, a); break;
-  }
-  return true;
+  return flash_dispatch(in[1], in[2], in[3], [&](auto x) { flash_backward<decltype(x)>(in, out, a); });
 }
 
 }  // namespace lucid::cuda
