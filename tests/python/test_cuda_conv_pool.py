@@ -1,13 +1,15 @@
-"""CUDA kernels of the DNN family: convolutions (cuDNN through cudnn-frontend), pooling and batch
-norm (direct kernels), checked against torch (on its CUDA device when it has one, else its CPU) and
-against lucid's own CPU kernels on the same inputs; never against values taken from the CUDA output.
+"""CUDA kernels of the DNN family: convolutions (cuDNN through cudnn-frontend), pooling (direct
+kernels) and batch norm (cuDNN's batch-norm kernels in training, direct kernels otherwise),
+checked against torch (on its CUDA device when it has one, else its CPU) and against lucid's own
+CPU kernels on the same inputs; never against values taken from the CUDA output.
 
 What the op-spec table cannot show: the ResNet-18 layer shapes, groups/depthwise, dilation, stride,
 asymmetric ('same') padding, 1-D convolutions, transposed convolutions with output_padding,
 backward input/weight, ConvFused's NaN-preserving ReLU, TF32 on/off (lucid.backends.cudnn),
 benchmark and deterministic modes, pooling with ceil_mode/padding/dilation/NaN/ties and index
 outputs, batch norm training/eval with the running-stat update, 16-bit and float64 inputs, strided
-inputs and empty batches. Skips without a GPU ("no CUDA device")."""
+inputs, parameters of another dtype, empty batches and batches past cuDNN's bound. Skips without a
+GPU ("no CUDA device")."""
 import numpy as np
 import pytest
 import torch
@@ -326,7 +328,10 @@ def test_batch_norm_training_updates_running_stats_as_torch(shape, affine):
     crm, crv = lc(rm, device="cpu"), lc(rv, device="cpu")
     cy = F.batch_norm(lc(x, device="cpu"), crm, crv, lc(w, device="cpu") if affine else None,
                       lc(b, device="cpu") if affine else None, training=True, momentum=0.2, eps=1e-4)
-    close(ly, cy, 1e-6)
+    # cuDNN takes the statistics in float32, lucid's CPU in double: a float32 model of cuDNN's sums
+    # (rstd off by 2 ulps) puts the worst element of these shapes at 1.2e-6 of 1 + |y|; torch's own
+    # CUDA result is held to 1e-5 above
+    close(ly, cy, 5e-6)
     close(lrv, crv, 1e-6)
 
 

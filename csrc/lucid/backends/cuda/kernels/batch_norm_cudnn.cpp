@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 
 #include "lucid/backends/cuda/cudnn_handle.h"
