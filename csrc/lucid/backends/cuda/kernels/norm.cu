@@ -6,10 +6,11 @@
 // the affine gradients; the parameter gradients are then summed in a fixed order (a column pass
 // over q for layer/rms norm, whose parameter index is s; a pass over the q of each channel for
 // group/batch norm), so results do not depend on scheduling. Weights and biases are read as
-// float64 copies on the device. BatchNorm's forward is the DNN lane's (cuDNN); NormBackward here
-// serves all four kinds.
+// float64 copies on the device. BatchNorm's forward is batch_norm.cu's; BatchNorm's backward with
+// batch statistics runs on cuDNN (batch_norm_cudnn.cpp) where cuDNN takes the case, else here.
 #include <cub/block/block_reduce.cuh>
 
+#include "lucid/backends/cuda/kernels/batch_norm_cudnn.h"
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
 #include "lucid/ops/nn_layout.h"
 
@@ -224,6 +225,9 @@ __global__ void sum_channels_kernel(const double* part_g, const double* part_gx,
 }
 
 void norm_backward_host(const TensorList& in, const TensorList& out, const Attrs& a) {
+  if (a.i("kind") == nnutil::kBatch && a.b("batch_stats") &&
+      cudnn_batch_norm_backward(in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]))
+    return;
   NormLayout L = nnutil::make_norm_layout(a.i("kind"), in[1].shape(), a.i("k"));
   for (const Tensor& o : out) LUCID_CHECK(o.is_contiguous(), Error, "norm_backward: the outputs must be contiguous");
   const Device dev = out[0].device();
