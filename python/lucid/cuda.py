@@ -318,7 +318,9 @@ def stream(stream):
 def memory_stats(device=None):
     """The caching allocator's counters of a device: a dict with a subset of torch.cuda.memory_stats'
     keys (allocated_bytes.all.current/peak, reserved_bytes.all.current/peak, active.all.current,
-    segment.all.current, num_alloc_retries, num_ooms, num_device_alloc, num_device_free ...)."""
+    active_bytes.all.current, segment.all.current, num_alloc_retries, num_ooms, num_device_alloc,
+    num_device_free ...). As torch's, the active counts include freed blocks still waiting for a
+    stream recorded with Tensor.record_stream; the allocated bytes do not."""
     stats = _C._cuda_memory_stats(_device_index(device, "memory_stats"))
     return dict(sorted(stats.items()))
 
