@@ -1,6 +1,7 @@
 """Python-level Tensor methods attached to the C++ class: repr, tolist, backward, to(device/dtype),
-the device properties (Tensor.device is a lucid.device), cuda() and record_stream, .data and type_as, and the Python-protocol
-conversions (__format__, __index__, __bool__, __float__, __int__) with torch's rules and messages."""
+the device properties (Tensor.device is a lucid.device), cuda() and record_stream, .data and
+type_as, and the Python-protocol conversions (__format__, __index__, __bool__, __float__, __int__)
+with torch's rules and messages."""
 import numpy as np
 
 from lucid import _C

@@ -1,8 +1,8 @@
 // The CUDA caching allocator (backends/cuda/cuda_allocator.cu) on the GPU: size rounding, block
 // splitting and the merging of free neighbours, the separate small and large pools, blocks kept
 // per stream, blocks used on another stream (record_stream), the counters, empty_cache, recovery
-// from an out-of-memory request, and concurrent use. Skipped without a device. Each test starts from an emptied cache and reads counter deltas,
-// so the tests do not depend on their order.
+// from an out-of-memory request, and concurrent use. Skipped without a device. Each test starts
+// from an emptied cache and reads counter deltas, so the tests do not depend on their order.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>

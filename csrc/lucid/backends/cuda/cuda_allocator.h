@@ -1,8 +1,9 @@
 // The CUDA caching allocator's calls beyond core/allocator.h's interface: torch.cuda's
 // memory_stats (reserved bytes and their peak, cudaMalloc/cudaFree counts, retries, OOMs),
-// mem_get_info, and torch's Tensor.record_stream (record_stream below). The allocator itself (cuda_allocator.cu) is core/allocator.h's Allocator for
-// DeviceType::CUDA, installed from a static initialiser, so Storage::allocate, memory_allocated
-// and empty_cache reach it through allocator_for like the CPU's.
+// mem_get_info, and torch's Tensor.record_stream (record_stream below). The allocator itself
+// (cuda_allocator.cu) is core/allocator.h's Allocator for DeviceType::CUDA, installed from a
+// static initialiser, so Storage::allocate, memory_allocated and empty_cache reach it through
+// allocator_for like the CPU's.
 //
 // One interface, two definitions (as device_info.h): cuda_allocator.cu in a CUDA build,
 // ../no_cuda/cuda_allocator.cpp (raising "no CUDA backend") in a CPU-only one. No CUDA header is
