@@ -346,12 +346,13 @@ void run_row_backward(const Tensor& g, const Tensor& x, const Tensor& mean, cons
     const int64_t nsplit = std::clamp<int64_t>((L.Q + 31) / 32, 1, std::clamp<int64_t>(1024 / tiles, 1, 65535));
     const int64_t qchunk = std::max<int64_t>(1, (L.Q + nsplit - 1) / nsplit);
     const DType cd = nnutil::stat_dtype(x.dtype());
-    Tensor pw = Tensor::empty({nsplit * L.S}, cd, dev), pb = Tensor::empty({nsplit * L.S}, cd, dev);
+    Tensor parts = Tensor::empty({2 * nsplit * L.S}, cd, dev);  // the weight's partials, then the bias's
+    C* pw = parts.data<C>();
+    C* pb = pw + nsplit * L.S;
     row_param_kernel<scalar_t><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(nsplit)), kColTile * kColRows, 0, stream>>>(
-        g.data<scalar_t>(), x.data<scalar_t>(), mean.data<C>(), rstd.data<C>(), L.Q, L.S, qchunk, pw.data<C>(), pb.data<C>());
+        g.data<scalar_t>(), x.data<scalar_t>(), mean.data<C>(), rstd.data<C>(), L.Q, L.S, qchunk, pw, pb);
     check_launch("norm_backward");
-    sum_parts_kernel<C><<<blocks_covering(L.S, 256), 256, 0, stream>>>(pw.data<C>(), pb.data<C>(), nsplit, L.S,
-                                                                       out[1].data<C>(), out[2].data<C>());
+    sum_parts_kernel<C><<<blocks_covering(L.S, 256), 256, 0, stream>>>(pw, pb, nsplit, L.S, out[1].data<C>(), out[2].data<C>());
     check_launch("norm_backward");
   });
 }
