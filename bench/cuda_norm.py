@@ -14,11 +14,10 @@ float32 and bfloat16, with an affine weight and bias.
 Timing: CUDA events of each framework around each call after warm-up, the median of N calls
 (N = 100, 20 with --quick), as bench/cuda_eager.py.
 
-Usage (on the GPU machine): python bench/cuda_norm.py [--quick] [--json PATH]
-  Results: bench/results/cuda_norm.json (cuda_norm_quick.json with --quick) or PATH.
+Usage (on the GPU machine): python bench/cuda_norm.py [--quick]
+  Results: bench/results/cuda_norm.json (cuda_norm_quick.json with --quick).
 """
 import argparse
-import json
 import os
 import sys
 
@@ -28,7 +27,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 from cuda_eager import DEVICE, gpu_time, lucid_cuda, torch_cuda  # noqa: E402  (puts python/ on the path)
 import lucid  # noqa: E402
-from _common import environment, print_table  # noqa: E402
+from _common import print_table, write_json  # noqa: E402
 
 SHAPES = [(4096, 768), (4096, 4096), (65536, 128), (64, 8192)]
 DTYPES = ["float32", "bfloat16"]
@@ -68,7 +67,6 @@ def row(shape, dtype, iters, warmup):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer timed iterations")
-    ap.add_argument("--json", help="where to write the results (default bench/results/cuda_norm[_quick].json)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench/cuda_norm.py needs an NVIDIA GPU with torch's CUDA build: torch.cuda.is_available() is False")
@@ -94,14 +92,9 @@ def main():
                   f"bwd lucid {r['lucid_bwd_s'] * 1e6:.1f} us / torch {r['torch_bwd_s'] * 1e6:.1f} us", flush=True)
     print_table(f"layer_norm, lucid vs torch on {torch.cuda.get_device_name()} (us; speed = torch / lucid)",
                 ["case", "fwd lucid", "fwd torch", "fwd speed", "bwd lucid", "bwd torch", "bwd speed", "note"], table)
-    payload = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "quick": args.quick, "iters": iters,
-               "rows": results, "environment": environment()}
-    path = args.json or os.path.join(os.path.dirname(__file__), "results",
-                                     "cuda_norm_quick.json" if args.quick else "cuda_norm.json")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(payload, f, indent=2)
-    print(f"\nwrote {path}")
+    write_json("cuda_norm_quick" if args.quick else "cuda_norm",
+               {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "quick": args.quick, "iters": iters,
+                "rows": results})
 
 
 if __name__ == "__main__":

@@ -112,6 +112,33 @@ __device__ __forceinline__ void load_param(const P* p, int64_t i0, C dflt, C (&v
   }
 }
 
+// The backward's operands at [i0, i0 + VEC) of a row: g, x and the weight (1 when missing).
+template <int VEC, class T, class P, class C>
+__device__ __forceinline__ void load_gxw(const T* g, const T* x, const P* w, int64_t i0, C (&gv)[VEC], C (&xv)[VEC],
+                                         C (&wv)[VEC]) {
+  load_pack<VEC>(g, i0, gv);
+  load_pack<VEC>(x, i0, xv);
+  load_param<VEC, T>(w, i0, C(1), wv);
+}
+
+// This thread's part of the sum over its row of x - m (square false; m is 0 for the mean) or of
+// (x - m)^2.
+template <int VEC, class T, class C>
+__device__ __forceinline__ C thread_sum(const T* xr, int64_t nv, const RowThreads& t, bool square, C m) {
+  C acc = 0;
+#pragma unroll 4
+  for (int64_t i = t.tid; i < nv; i += t.nthreads) {
+    C v[VEC];
+    load_pack<VEC>(xr, i * VEC, v);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const C d = v[j] - m;
+      acc += square ? d * d : d;
+    }
+  }
+  return acc;
+}
+
 template <class T, class P, int VEC>
 __global__ void __launch_bounds__(1024) row_forward_kernel(const T* x, T* y, compute_t<T>* mean_out, compute_t<T>* rstd_out,
                                                            int64_t Q, int64_t S, bool centered, bool warp_rows, const P* w,
@@ -124,30 +151,9 @@ __global__ void __launch_bounds__(1024) row_forward_kernel(const T* x, T* y, com
   T* yr = y + t.row * S;
   const int64_t nv = S / VEC;
   const C n = static_cast<C>(S);
-  C m = 0;
-  if (centered) {
-    C acc = 0;
-#pragma unroll 4
-    for (int64_t i = t.tid; i < nv; i += t.nthreads) {
-      C v[VEC];
-      load_pack<VEC>(xr, i * VEC, v);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) acc += v[j];
-    }
-    m = row_sum(acc, warp_rows, scratch) / n;
-  }
-  C acc = 0;
-#pragma unroll 4
-  for (int64_t i = t.tid; i < nv; i += t.nthreads) {
-    C v[VEC];
-    load_pack<VEC>(xr, i * VEC, v);
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      const C d = v[j] - m;
-      acc += d * d;
-    }
-  }
-  const C r = static_cast<C>(1.0 / sqrt(static_cast<double>(row_sum(acc, warp_rows, scratch) / n) + eps));
+  const C m = centered ? row_sum(thread_sum<VEC>(xr, nv, t, false, C(0)), warp_rows, scratch) / n : C(0);
+  const C ss = row_sum(thread_sum<VEC>(xr, nv, t, true, m), warp_rows, scratch);
+  const C r = static_cast<C>(1.0 / sqrt(static_cast<double>(ss / n) + eps));
   if (t.tid == 0) {
     mean_out[t.row] = m;
     rstd_out[t.row] = r;
@@ -185,9 +191,7 @@ __global__ void __launch_bounds__(1024) row_backward_kernel(const T* g, const T*
 #pragma unroll 2
     for (int64_t i = t.tid; i < nv; i += t.nthreads) {
       C gv[VEC], xv[VEC], wv[VEC];
-      load_pack<VEC>(gr, i * VEC, gv);
-      load_pack<VEC>(xr, i * VEC, xv);
-      load_param<VEC, T>(w, i * VEC, C(1), wv);
+      load_gxw<VEC, T>(gr, xr, w, i * VEC, gv, xv, wv);
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {
         const C gw = gv[j] * wv[j];
@@ -202,9 +206,7 @@ __global__ void __launch_bounds__(1024) row_backward_kernel(const T* g, const T*
 #pragma unroll 2
   for (int64_t i = t.tid; i < nv; i += t.nthreads) {
     C gv[VEC], xv[VEC], wv[VEC];
-    load_pack<VEC>(gr, i * VEC, gv);
-    load_pack<VEC>(xr, i * VEC, xv);
-    load_param<VEC, T>(w, i * VEC, C(1), wv);
+    load_gxw<VEC, T>(gr, xr, w, i * VEC, gv, xv, wv);
 #pragma unroll
     for (int j = 0; j < VEC; ++j) gv[j] = r * (gv[j] * wv[j] - ac - (xv[j] - m) * r * bco);
     store_pack<VEC>(gxr, i * VEC, gv);
