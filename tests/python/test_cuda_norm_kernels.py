@@ -1,8 +1,8 @@
 """The row kernels of CUDA layer_norm / rms_norm and their backward (backends/cuda/kernels/norm.cu)
 against torch in float64 on the same (dtype-rounded) inputs: row widths on both sides of the
-warp-per-row / block-per-row switch (1024), widths that are not a multiple of the 16-byte pack
-(so the scalar path runs), width 1, wide rows (8192, 12289), many rows (the parameter gradients'
-column split), float16 / bfloat16 / float32 / float64, strided and misaligned inputs, weights
+warp-per-row / block-per-row switch and of the rows held in registers / re-read switch, widths
+that are not a multiple of the 16-byte pack (so the scalar path runs), width 1, wide rows, many
+rows (the parameter gradients' column split), float16 / bfloat16 / float32 / float64, strided and misaligned inputs, weights
 of another dtype than x, and run-to-run determinism. Skipped without a CUDA device."""
 import numpy as np
 import pytest
@@ -80,7 +80,11 @@ def run_case(kind, rows, width, dtype, affine=True, wdtype=None, eps=1e-5, leaf=
             close(b.grad, bt.grad, pt, scale=np.sqrt(rows))
 
 
-WIDTHS = [1, 3, 7, 8, 31, 32, 127, 128, 255, 768, 1000, 1023, 1024, 1025, 1026, 2050, 4096, 8192, 12289]
+# Around the kernels' switches: warp rows up to 1024 elements (512 for float64 and widths that
+# are not a multiple of the pack), block rows held in registers up to 8192 (4096), wider rows
+# re-read.
+WIDTHS = [1, 3, 7, 8, 31, 32, 127, 128, 255, 512, 513, 768, 1000, 1023, 1024, 1025, 1026, 2050, 4096, 4097, 8192,
+          8196, 12289]
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -3,11 +3,11 @@
 // Two families, by layout:
 //   - rows (layer and rms norm: q is one contiguous row of S elements, a parameter per element):
 //     a warp per row up to 1024 elements, a block per row above, 16-byte packed loads where the
-//     width and alignment allow; statistics in the compute type (float for float32 and 16-bit
-//     inputs, as torch's CUDA kernels; double for float64), exact two-pass (mean, then squared
-//     deviations), the later passes re-reading the row from cache. The backward's input gradient is the same shape
-//     of kernel; the parameter gradients are a column reduction: tiles of 32 columns x a chunk of
-//     rows into partials, then a second kernel sums the partials in order.
+//     width and alignment allow, the row held in registers up to 8192 elements; statistics in
+//     the compute type (float for float32 and 16-bit inputs, as torch's CUDA kernels; double for
+//     float64), exact two-pass (mean, then squared deviations). The backward's input gradient is
+//     the same shape of kernel; the parameter gradients are a column reduction: tiles of 32
+//     columns x a chunk of rows into partials, then a second kernel sums the partials in order.
 //   - blocks (group norm; batch norm's backward): a block per q, statistics over (p, s) in double,
 //     two passes; the backward's per-channel sums are then summed over q in a fixed order.
 // Every sum has a fixed shape that depends only on the tensor's shape, so results do not change
@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <type_traits>
 
 #include "lucid/backends/cuda/elementwise_launch.cuh"
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
@@ -33,15 +34,18 @@ Tensor params_f64(const Tensor& t) { return t.defined() ? contiguous_as(t, DType
 const double* ptr(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
 
 // ---- rows: layer/rms norm (and any per-element layout of one row per q, P == 1) -----------------
-// Row q is x[q * S, (q + 1) * S). Rows of at most kWarpRowMax elements take a warp each (8 rows
-// per block), longer rows a block each (row_grid). A thread reads its elements in packs of VEC
-// (16 bytes: float4 for float32) when the row width and every pointer allow it, else one by one.
-// Statistics accumulate in the compute type (float for float32 and 16-bit, double for float64)
-// in two passes over the row (mean, then squared deviations), the later passes re-reading it
-// from cache. Sums are butterfly shuffles within a warp, then the warps' sums in order: every
-// thread gets the same bits, and the result depends only on the shape.
-constexpr int64_t kWarpRowMax = 1024;
+// Row q is x[q * S, (q + 1) * S), read in packs of VEC elements (16 bytes: float4 for float32)
+// when the row width and every pointer allow it, else one by one (VEC 1). A thread takes packs
+// tid, tid + nthreads, ... of its row. Up to K packs per thread (cache_packs: 32 elements of each
+// operand; 16 for float64 and unpacked rows) the row is read once into registers (RowPacks): a
+// warp per row while 32 threads hold it (1024 elements; 512 for float64 or unpacked), else a
+// block of up to kCachedThreads per row (8192; 4096); wider rows take a block of up to 1024
+// threads that re-reads the row (from cache) at each pass. Statistics accumulate in the compute
+// type (float for float32 and 16-bit, double for float64), exactly in two passes (mean, then
+// squared deviations). Sums are butterfly shuffles within a warp, then the warps' sums in order:
+// every thread gets the same bits, and the result depends only on the shape.
 constexpr int kWarpRowThreads = 256;  // 8 warps, 8 rows per block
+constexpr int kCachedThreads = 256;   // most threads of a block row held in registers
 
 using launch_detail::AlignedVec;
 
@@ -112,105 +116,140 @@ __device__ __forceinline__ void load_param(const P* p, int64_t i0, C dflt, C (&v
   }
 }
 
-// The backward's operands at [i0, i0 + VEC) of a row: g, x and the weight (1 when missing).
-template <int VEC, class T, class P, class C>
-__device__ __forceinline__ void load_gxw(const T* g, const T* x, const P* w, int64_t i0, C (&gv)[VEC], C (&xv)[VEC],
-                                         C (&wv)[VEC]) {
-  load_pack<VEC>(g, i0, gv);
-  load_pack<VEC>(x, i0, xv);
-  load_param<VEC, T>(w, i0, C(1), wv);
+// Packs per thread held in registers by a cached row kernel: 32 elements per operand, 16 for
+// float64 and for unpacked (VEC 1) rows, whose per-element addresses cost registers too.
+template <class C, int VEC>
+constexpr int cache_packs() {
+  return VEC == 1 ? 16 : (sizeof(C) == 8 ? 16 : 32) / VEC;
 }
 
-// This thread's part of the sum over its row of x - m (square false; m is 0 for the mean) or of
-// (x - m)^2.
-template <int VEC, class T, class C>
-__device__ __forceinline__ C thread_sum(const T* xr, int64_t nv, const RowThreads& t, bool square, C m) {
-  C acc = 0;
-#pragma unroll 4
-  for (int64_t i = t.tid; i < nv; i += t.nthreads) {
-    C v[VEC];
-    load_pack<VEC>(xr, i * VEC, v);
+// This thread's packs of N operand rows (pointers p[0..N), the same offsets): with K > 0 at most
+// K packs, read once into registers when constructed; with K == 0 read from memory at each pass.
+// each(f) calls f(i0, u) for each pack, i0 its first element and u[n][j] element i0 + j of
+// operand n, in a fixed order.
+template <int N, int VEC, int K, class T, class C>
+struct RowPacks {
+  const T* p[N];
+  int64_t nv;
+  int tid, nt;
+  C v[K > 0 ? K : 1][N][VEC];
+
+  template <class... Ptr>
+  __device__ __forceinline__ RowPacks(const RowThreads& t, int64_t nvec, Ptr... ptrs)
+      : p{ptrs...}, nv(nvec), tid(t.tid), nt(t.nthreads) {
+    if constexpr (K > 0) {
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      const C d = v[j] - m;
-      acc += square ? d * d : d;
+      for (int k = 0; k < K; ++k) {
+        const int i = tid + k * nt;  // int: a cached row has at most K * kCachedThreads packs
+        if (i < nv) read(i, v[k]);
+      }
     }
   }
-  return acc;
-}
 
-template <class T, class P, int VEC>
-__global__ void __launch_bounds__(1024) row_forward_kernel(const T* x, T* y, compute_t<T>* mean_out, compute_t<T>* rstd_out,
-                                                           int64_t Q, int64_t S, bool centered, bool warp_rows, const P* w,
-                                                           const P* b, double eps) {
+  __device__ __forceinline__ void read(int64_t i, C (&u)[N][VEC]) const {
+#pragma unroll
+    for (int n = 0; n < N; ++n) load_pack<VEC>(p[n], i * VEC, u[n]);
+  }
+
+  template <class F>
+  __device__ __forceinline__ void each(const F& f) const {
+    if constexpr (K > 0) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int i = tid + k * nt;
+        if (i < nv) f(static_cast<int64_t>(i) * VEC, v[k]);
+      }
+    } else {
+#pragma unroll 2
+      for (int64_t i = tid; i < nv; i += nt) {
+        C u[N][VEC];
+        read(i, u);
+        f(i * VEC, u);
+      }
+    }
+  }
+};
+
+template <class T, class P, int VEC, int K>
+__global__ void __launch_bounds__(K > 0 ? kCachedThreads : 1024)
+    row_forward_kernel(const T* x, T* y, compute_t<T>* mean_out, compute_t<T>* rstd_out, int64_t Q, int64_t S, bool centered,
+                       bool warp_rows, const P* w, const P* b, double eps) {
   using C = compute_t<T>;
   __shared__ C scratch[32];
   const RowThreads t(warp_rows);
   if (t.row >= Q) return;  // only warp rows: a block row is always < Q
-  const T* xr = x + t.row * S;
-  T* yr = y + t.row * S;
-  const int64_t nv = S / VEC;
   const C n = static_cast<C>(S);
-  const C m = centered ? row_sum(thread_sum<VEC>(xr, nv, t, false, C(0)), warp_rows, scratch) / n : C(0);
-  const C ss = row_sum(thread_sum<VEC>(xr, nv, t, true, m), warp_rows, scratch);
-  const C r = static_cast<C>(1.0 / sqrt(static_cast<double>(ss / n) + eps));
+  const RowPacks<1, VEC, K, T, C> xs(t, S / VEC, x + t.row * S);
+  C m = 0;
+  if (centered) {
+    C acc = 0;
+    xs.each([&](int64_t, const C (&u)[1][VEC]) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) acc += u[0][j];
+    });
+    m = row_sum(acc, warp_rows, scratch) / n;
+  }
+  C acc = 0;
+  xs.each([&](int64_t, const C (&u)[1][VEC]) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const C d = u[0][j] - m;
+      acc += d * d;
+    }
+  });
+  const C r = static_cast<C>(1.0 / sqrt(static_cast<double>(row_sum(acc, warp_rows, scratch) / n) + eps));
   if (t.tid == 0) {
     mean_out[t.row] = m;
     rstd_out[t.row] = r;
   }
-#pragma unroll 2
-  for (int64_t i = t.tid; i < nv; i += t.nthreads) {
-    C v[VEC], wv[VEC], bv[VEC];
-    load_pack<VEC>(xr, i * VEC, v);
-    load_param<VEC, T>(w, i * VEC, C(1), wv);
-    load_param<VEC, T>(b, i * VEC, C(0), bv);
+  T* yr = y + t.row * S;
+  xs.each([&](int64_t i0, const C (&u)[1][VEC]) {
+    C wv[VEC], bv[VEC], o[VEC];
+    load_param<VEC, T>(w, i0, C(1), wv);
+    load_param<VEC, T>(b, i0, C(0), bv);
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) v[j] = (v[j] - m) * r * wv[j] + bv[j];
-    store_pack<VEC>(yr, i * VEC, v);
-  }
+    for (int j = 0; j < VEC; ++j) o[j] = (u[0][j] - m) * r * wv[j] + bv[j];
+    store_pack<VEC>(yr, i0, o);
+  });
 }
 
 // The input gradient of row q: gx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) (without
 // the two means when the statistics are given, batch_stats false; without mean(g*w) for rms).
-template <class T, class P, int VEC>
-__global__ void __launch_bounds__(1024) row_backward_kernel(const T* g, const T* x, const compute_t<T>* mean,
-                                                            const compute_t<T>* rstd, const P* w, int64_t Q, int64_t S,
-                                                            bool centered, bool batch_stats, bool warp_rows, T* gx) {
+template <class T, class P, int VEC, int K>
+__global__ void __launch_bounds__(K > 0 ? kCachedThreads : 1024)
+    row_backward_kernel(const T* g, const T* x, const compute_t<T>* mean, const compute_t<T>* rstd, const P* w, int64_t Q,
+                        int64_t S, bool centered, bool batch_stats, bool warp_rows, T* gx) {
   using C = compute_t<T>;
   __shared__ C scratch[32];
   const RowThreads t(warp_rows);
   if (t.row >= Q) return;
-  const T* gr = g + t.row * S;
-  const T* xr = x + t.row * S;
-  T* gxr = gx + t.row * S;
-  const int64_t nv = S / VEC;
   const C n = static_cast<C>(S), m = mean[t.row], r = rstd[t.row];
+  const RowPacks<2, VEC, K, T, C> gxs(t, S / VEC, g + t.row * S, x + t.row * S);  // u[0]: g, u[1]: x
   C ac = 0, bco = 0;
   if (batch_stats) {
     C a0 = 0, a1 = 0;
-#pragma unroll 2
-    for (int64_t i = t.tid; i < nv; i += t.nthreads) {
-      C gv[VEC], xv[VEC], wv[VEC];
-      load_gxw<VEC, T>(gr, xr, w, i * VEC, gv, xv, wv);
+    gxs.each([&](int64_t i0, const C (&u)[2][VEC]) {
+      C wv[VEC];
+      load_param<VEC, T>(w, i0, C(1), wv);
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {
-        const C gw = gv[j] * wv[j];
+        const C gw = u[0][j] * wv[j];
         a0 += gw;
-        a1 += gw * ((xv[j] - m) * r);
+        a1 += gw * ((u[1][j] - m) * r);
       }
-    }
+    });
     const C sum_gw = row_sum(a0, warp_rows, scratch), sum_gwxh = row_sum(a1, warp_rows, scratch);
     ac = centered ? sum_gw / n : C(0);
     bco = sum_gwxh / n;
   }
-#pragma unroll 2
-  for (int64_t i = t.tid; i < nv; i += t.nthreads) {
-    C gv[VEC], xv[VEC], wv[VEC];
-    load_gxw<VEC, T>(gr, xr, w, i * VEC, gv, xv, wv);
+  T* gxr = gx + t.row * S;
+  gxs.each([&](int64_t i0, const C (&u)[2][VEC]) {
+    C wv[VEC], o[VEC];
+    load_param<VEC, T>(w, i0, C(1), wv);
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) gv[j] = r * (gv[j] * wv[j] - ac - (xv[j] - m) * r * bco);
-    store_pack<VEC>(gxr, i * VEC, gv);
-  }
+    for (int j = 0; j < VEC; ++j) o[j] = r * (u[0][j] * wv[j] - ac - (u[1][j] - m) * r * bco);
+    store_pack<VEC>(gxr, i0, o);
+  });
 }
 
 // The parameter gradients of rows, a column reduction: gw[s] = sum over q of g * xhat and gb[s] =
@@ -268,15 +307,33 @@ __global__ void sum_parts_kernel(const C* part_w, const C* part_b, int64_t nspli
 struct RowGrid {
   unsigned blocks;
   int threads;
-  bool warp_rows;
+  bool warp_rows, cached;
 };
 
-// A warp per row up to kWarpRowMax elements; above, a block per row of about 4 packs per thread.
-RowGrid row_grid(int64_t Q, int64_t S, int vec) {
+// Rows of nv packs, k of them per thread when cached: a warp per row when 32 threads hold it, a
+// block of fewer than kCachedThreads when those do, else an uncached block of about 4 packs per
+// thread.
+RowGrid row_grid(int64_t Q, int64_t nv, int k) {
   LUCID_CHECK(Q < (int64_t{1} << 31), NotImplementedError, "norm: more than 2^31 rows on CUDA");
-  if (S <= kWarpRowMax) return {blocks_covering(Q, kWarpRowThreads / 32), kWarpRowThreads, true};
-  const int64_t nv = (S + vec - 1) / vec, t = (nv + 3) / 4;
-  return {static_cast<unsigned>(Q), static_cast<int>(std::clamp<int64_t>((t + 31) / 32 * 32, 128, 1024)), false};
+  auto warps = [](int64_t t, int64_t lo, int64_t hi) { return static_cast<int>(std::clamp<int64_t>((t + 31) / 32 * 32, lo, hi)); };
+  if (nv <= 32 * k) return {blocks_covering(Q, kWarpRowThreads / 32), kWarpRowThreads, true, true};
+  if (nv <= int64_t{kCachedThreads} * k) return {static_cast<unsigned>(Q), warps((nv + k - 1) / k, 64, kCachedThreads), false, true};
+  return {static_cast<unsigned>(Q), warps((nv + 3) / 4, 128, 1024), false, false};
+}
+
+// Launches kernel<VEC, K> (VEC: V or 1 as vec says; K: cache_packs<C, VEC> or 0 as row_grid says)
+// over the rows: launch(kernel pointer, grid).
+template <class C, int V, class Pick, class Launch>
+void launch_rows(int64_t Q, int64_t S, int vec, const Pick& pick, const Launch& launch) {
+  auto go = [&](auto vc) {
+    constexpr int VV = decltype(vc)::value, KC = cache_packs<C, VV>();
+    const RowGrid rg = row_grid(Q, S / VV, KC);
+    launch(rg.cached ? pick(std::integral_constant<int, VV>{}, std::integral_constant<int, KC>{})
+                     : pick(std::integral_constant<int, VV>{}, std::integral_constant<int, 0>{}),
+           rg);
+  };
+  if (vec == V) go(std::integral_constant<int, V>{});
+  else go(std::integral_constant<int, 1>{});
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -314,11 +371,12 @@ void run_row_forward(const Tensor& x, const TensorList& out, const NormLayout& L
       using P = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
       const bool pvec = std::is_same_v<P, scalar_t>;
       const int vec = pick_vec<V>(L.S, {x.data<scalar_t>(), out[0].data<scalar_t>(), pvec ? wp : nullptr, pvec ? bp : nullptr});
-      const RowGrid rg = row_grid(L.Q, L.S, vec);
-      auto k = vec == V ? row_forward_kernel<scalar_t, P, V> : row_forward_kernel<scalar_t, P, 1>;
-      k<<<rg.blocks, rg.threads, 0, stream>>>(x.data<scalar_t>(), out[0].data<scalar_t>(), out[1].data<C>(), out[2].data<C>(),
-                                              L.Q, L.S, L.centered, rg.warp_rows, wp, bp, eps);
-      check_launch(op);
+      auto pick = [](auto vc, auto kc) { return row_forward_kernel<scalar_t, P, decltype(vc)::value, decltype(kc)::value>; };
+      launch_rows<C, V>(L.Q, L.S, vec, pick, [&](auto k, const RowGrid& rg) {
+        k<<<rg.blocks, rg.threads, 0, stream>>>(x.data<scalar_t>(), out[0].data<scalar_t>(), out[1].data<C>(), out[2].data<C>(),
+                                                L.Q, L.S, L.centered, rg.warp_rows, wp, bp, eps);
+        check_launch(op);
+      });
     });
   });
 }
@@ -335,11 +393,12 @@ void run_row_backward(const Tensor& g, const Tensor& x, const Tensor& mean, cons
         using P = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
         const bool pvec = std::is_same_v<P, scalar_t>;
         const int vec = pick_vec<V>(L.S, {g.data<scalar_t>(), x.data<scalar_t>(), out[0].data<scalar_t>(), pvec ? wp : nullptr});
-        const RowGrid rg = row_grid(L.Q, L.S, vec);
-        auto k = vec == V ? row_backward_kernel<scalar_t, P, V> : row_backward_kernel<scalar_t, P, 1>;
-        k<<<rg.blocks, rg.threads, 0, stream>>>(g.data<scalar_t>(), x.data<scalar_t>(), mean.data<C>(), rstd.data<C>(), wp,
-                                                L.Q, L.S, L.centered, batch_stats, rg.warp_rows, out[0].data<scalar_t>());
-        check_launch("norm_backward");
+        auto pick = [](auto vc, auto kc) { return row_backward_kernel<scalar_t, P, decltype(vc)::value, decltype(kc)::value>; };
+        launch_rows<C, V>(L.Q, L.S, vec, pick, [&](auto k, const RowGrid& rg) {
+          k<<<rg.blocks, rg.threads, 0, stream>>>(g.data<scalar_t>(), x.data<scalar_t>(), mean.data<C>(), rstd.data<C>(), wp,
+                                                  L.Q, L.S, L.centered, batch_stats, rg.warp_rows, out[0].data<scalar_t>());
+          check_launch("norm_backward");
+        });
       });
     }
     if (L.S == 0) return;
