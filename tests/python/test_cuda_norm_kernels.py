@@ -158,16 +158,21 @@ def test_deterministic(shape):
         np.testing.assert_array_equal(u, v)
 
 
-def test_batch_norm_of_one_channel_backward():
-    # (N, 1): a per-element layout with P > 1, which the block kernels serve.
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_of_one_channel_backward(training):
+    # (N, 1): a per-element layout with P > 1, which the block kernels serve (in eval; training's
+    # batch-statistics backward goes to cuDNN where it takes the case).
     rng = np.random.default_rng(9)
     a = rng.standard_normal((16, 1))
     x, xv = lucid_in(a, "float64")
     w, wv = lucid_in(np.array([1.5]), "float64")
     b, bv = lucid_in(np.array([0.25]), "float64")
-    F.batch_norm(x, None, None, w, b, training=True).backward(lucid.tensor(np.arange(16.0).reshape(16, 1)).to("cuda"))
+    rm, rv = np.array([0.1]), np.array([2.0])
+    dy = np.arange(16.0).reshape(16, 1)
+    F.batch_norm(x, lucid_in(rm, "float64", grad=False)[0], lucid_in(rv, "float64", grad=False)[0], w, b,
+                 training=training).backward(lucid_in(dy, "float64", grad=False)[0])
     xt, wt, bt = torch64(xv), torch64(wv), torch64(bv)
-    torch.nn.functional.batch_norm(xt, None, None, wt, bt, training=True).backward(
-        torch.arange(16.0, dtype=torch.float64, device=TORCH_DEV).reshape(16, 1))
+    torch.nn.functional.batch_norm(xt, torch64(rm, grad=False), torch64(rv, grad=False), wt, bt,
+                                   training=training).backward(torch64(dy, grad=False))
     for g, t in ((x.grad, xt.grad), (w.grad, wt.grad), (b.grad, bt.grad)):
         close(g, t, 1e-10)

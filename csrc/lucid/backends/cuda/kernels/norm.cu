@@ -8,11 +8,13 @@
 //     float64), exact two-pass (mean, then squared deviations). The backward's input gradient is
 //     the same shape of kernel; the parameter gradients are a column reduction: tiles of 32
 //     columns x a chunk of rows into partials, then a second kernel sums the partials in order.
-//   - blocks (group norm; batch norm's backward): a block per q, statistics over (p, s) in double,
-//     two passes; the backward's per-channel sums are then summed over q in a fixed order.
+//   - blocks (group norm; batch norm's backward where cuDNN does not take it): a block per q,
+//     statistics over (p, s) in double, two passes; the backward's per-channel sums are then
+//     summed over q in a fixed order.
 // Every sum has a fixed shape that depends only on the tensor's shape, so results do not change
 // from run to run. Weights and biases of x's dtype are read as they are; other dtypes (and the
-// block family) read float64 copies. BatchNorm's forward is the DNN lane's (cuDNN).
+// block family) read float64 copies. BatchNorm's forward is batch_norm.cu's; BatchNorm's backward
+// with batch statistics runs on cuDNN (batch_norm_cudnn.cpp) where cuDNN takes the case, else here.
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <type_traits>
 
 #include "lucid/backends/cuda/elementwise_launch.cuh"
+#include "lucid/backends/cuda/kernels/batch_norm_cudnn.h"
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
 #include "lucid/ops/nn_layout.h"
 
@@ -574,6 +577,9 @@ __global__ void sum_channels_kernel(const double* part_g, const double* part_gx,
 }
 
 void norm_backward_host(const TensorList& in, const TensorList& out, const Attrs& a) {
+  if (a.i("kind") == nnutil::kBatch && a.b("batch_stats") &&
+      cudnn_batch_norm_backward(in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2]))
+    return;
   NormLayout L = nnutil::make_norm_layout(a.i("kind"), in[1].shape(), a.i("k"));
   for (const Tensor& o : out) LUCID_CHECK(o.is_contiguous(), Error, "norm_backward: the outputs must be contiguous");
   const Device dev = out[0].device();
