@@ -5,7 +5,7 @@ parameter gradients (backends/cuda/kernels/norm.cu) should be at or below torch'
 shapes a model meets: (4096, 768) (GPT-2 small, batch 8 x 512 tokens), (4096, 4096) (wide
 rows: a block per row), (65536, 128) (many short rows), (64, 8192) (few wide rows), each in
 float32 and bfloat16, with an affine weight and bias.
-  - forward: y = layer_norm(x, (K,), w, b).
+  - forward: y = layer_norm(x, (K,), w, b), without recording a graph (no_grad in both).
   - backward: the gradients of x, w and b given dy, through each framework's autograd
     (torch.autograd.grad / lucid's y.backward), forward excluded: the graph is built once and
     kept (retain_graph), and the timed call is the backward pass alone.
@@ -43,7 +43,8 @@ def row(shape, dtype, iters, warmup):
     res = {}
 
     tx, tw, tb, tdy = (torch_cuda(a, tdt).requires_grad_(i < 3) for i, a in enumerate((x, w, b, dy)))
-    res["torch_fwd_s"] = gpu_time(torch, lambda: torch.nn.functional.layer_norm(tx, (k,), tw, tb), iters, warmup)
+    with torch.no_grad():  # the forward alone, in both: no graph recorded
+        res["torch_fwd_s"] = gpu_time(torch, lambda: torch.nn.functional.layer_norm(tx, (k,), tw, tb), iters, warmup)
     ty = torch.nn.functional.layer_norm(tx, (k,), tw, tb)
     res["torch_bwd_s"] = gpu_time(torch, lambda: torch.autograd.grad(ty, (tx, tw, tb), tdy, retain_graph=True),
                                   iters, warmup)
