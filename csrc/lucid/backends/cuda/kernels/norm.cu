@@ -11,10 +11,11 @@
 //   - blocks (group norm; batch norm's backward where cuDNN does not take it): a block per q,
 //     statistics over (p, s) in double, two passes; the backward's per-channel sums are then
 //     summed over q in a fixed order.
-// Every sum has a fixed shape that depends only on the tensor's shape, so results do not change
-// from run to run. Weights and biases of x's dtype are read as they are; other dtypes (and the
-// block family) read float64 copies. BatchNorm's forward is batch_norm.cu's; BatchNorm's backward
-// with batch statistics runs on cuDNN (batch_norm_cudnn.cpp) where cuDNN takes the case, else here.
+// Every sum has a fixed shape that depends only on the tensors' shapes (and, for the rows, whether
+// they are 16-byte aligned), so results do not change from run to run. Weights and biases of x's
+// dtype are read as they are; other dtypes (and the block family) read float64 copies.
+// BatchNorm's forward is batch_norm.cu's; BatchNorm's backward with batch statistics runs on cuDNN
+// (batch_norm_cudnn.cpp) where cuDNN takes the case, else here.
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
@@ -46,7 +47,7 @@ const double* ptr(const Tensor& t) { return t.defined() ? t.data<double>() : nul
 // threads that re-reads the row (from cache) at each pass. Statistics accumulate in the compute
 // type (float for float32 and 16-bit, double for float64), exactly in two passes (mean, then
 // squared deviations). Sums are butterfly shuffles within a warp, then the warps' sums in order:
-// every thread gets the same bits, and the result depends only on the shape.
+// every thread gets the same bits, and the result depends only on the shape and the packing.
 constexpr int kWarpRowThreads = 256;  // 8 warps, 8 rows per block
 constexpr int kCachedThreads = 256;   // most threads of a block row held in registers
 
