@@ -35,6 +35,7 @@ STEPS = 5
 
 
 def _short(name, width=90):
+    name = name.replace("(anonymous namespace)", "anon")
     name = re.sub(r"\(.*", "", name) if not name.startswith("void ") else re.sub(r"^void ", "", name)
     name = re.sub(r"<.*", "<...>", name)
     return name[:width]

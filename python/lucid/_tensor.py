@@ -1,6 +1,7 @@
 """Python-level Tensor methods attached to the C++ class: repr, tolist, backward, to(device/dtype),
-the device properties (Tensor.device is a lucid.device), .data and type_as, and the Python-protocol
-conversions (__format__, __index__, __bool__, __float__, __int__) with torch's rules and messages."""
+the device properties (Tensor.device is a lucid.device), cuda() and record_stream, .data and
+type_as, and the Python-protocol conversions (__format__, __index__, __bool__, __float__, __int__)
+with torch's rules and messages."""
 import numpy as np
 
 from lucid import _C
@@ -106,6 +107,26 @@ def _cuda(self, device=None, non_blocking=False):
     return _to(self, device, non_blocking=non_blocking)
 
 
+def _record_stream(self, stream):
+    """torch's Tensor.record_stream: marks this CUDA tensor's memory as used by work queued on
+    `stream` (a lucid.cuda.Stream of the tensor's device), so when the memory is freed it is not
+    reused before the work queued on `stream` until then has finished (the caching allocator holds
+    the block back until an event recorded on `stream` at the free completes;
+    csrc/lucid/backends/cuda/cuda_allocator.h). Nothing for the stream the memory was allocated on,
+    or memory lucid did not allocate (a DLPack import)."""
+    from lucid import cuda
+    if not isinstance(stream, cuda.Stream):
+        raise TypeError(f"record_stream(): argument 'stream' must be lucid.cuda.Stream, not {type(stream).__name__}")
+    if self._device == "cpu":
+        raise NotImplementedError("record_stream: expected a CUDA tensor, got a tensor on cpu (torch: "
+                                  "\"Could not run 'aten::record_stream' with arguments from the 'CPU' backend\")")
+    index = _device.device(self._device).index
+    if stream.device_index != index:
+        raise RuntimeError(f"record_stream: the stream is on cuda:{stream.device_index}, but the tensor is on "
+                           f"cuda:{index}")
+    _C._cuda_record_stream(self, stream.cuda_stream)
+
+
 def _device_of(self):
     d = self._device
     return _device.CPU if d == "cpu" else _device.device(d)
@@ -200,6 +221,7 @@ Tensor.is_cuda = property(lambda self: self._device != "cpu")
 Tensor.is_cpu = property(lambda self: self._device == "cpu")
 Tensor.get_device = lambda self: -1 if self._device == "cpu" else _device.device(self._device).index  # torch's answers
 Tensor.cuda = _cuda
+Tensor.record_stream = _record_stream
 Tensor.data = property(_data_get, _data_set)
 Tensor.type_as = _type_as
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))

@@ -25,8 +25,11 @@ Every kernel runs on the current stream of its device, per thread: the legacy de
 stream made elsewhere. `Event(enable_timing=)` records, waits, queries and times. A tensor's memory
 belongs to the stream it was allocated on (A), and returns to A's free memory as soon as the
 tensor is freed. Using it on another stream B needs B ordered after A's writes
-(`B.wait_stream(A)`), and, before the tensor is freed, A ordered after B's work on it
-(`A.wait_stream(B)`) or that work finished; torch's `Tensor.record_stream` is not provided.
+(`B.wait_stream(A)`), and, before the tensor is freed, either A ordered after B's work on it
+(`A.wait_stream(B)`) or `x.record_stream(B)` (torch's Tensor.record_stream): then the freed memory
+is not reused before the work queued on B until the free has finished. Meanwhile it counts in
+`memory_reserved()` and `memory_stats()['active_bytes.all.current']`, not in `memory_allocated()`,
+as torch.
 
 The allocator is chosen by LUCID_CUDA_ALLOCATOR: unset or "native" (the caching allocator) or
 "cudaMallocAsync" (the driver's stream-ordered pool).
@@ -315,7 +318,9 @@ def stream(stream):
 def memory_stats(device=None):
     """The caching allocator's counters of a device: a dict with a subset of torch.cuda.memory_stats'
     keys (allocated_bytes.all.current/peak, reserved_bytes.all.current/peak, active.all.current,
-    segment.all.current, num_alloc_retries, num_ooms, num_device_alloc, num_device_free ...)."""
+    active_bytes.all.current, segment.all.current, num_alloc_retries, num_ooms, num_device_alloc,
+    num_device_free ...). As torch's, the active counts include freed blocks still waiting for a
+    stream recorded with Tensor.record_stream; the allocated bytes do not."""
     stats = _C._cuda_memory_stats(_device_index(device, "memory_stats"))
     return dict(sorted(stats.items()))
 

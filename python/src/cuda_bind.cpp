@@ -1,7 +1,8 @@
 // lucid.cuda's engine calls (python/lucid/cuda.py): device discovery (device_info.h), library
-// versions (libraries.h), the caching allocator's statistics (cuda_allocator.h), streams and
-// events (stream_objects.h), synchronize (core/device.h's DeviceHooks), and pinned memory
-// (pinned_memory.h, bound as the Tensor methods pin_memory and is_pinned), bound as is: a stream
+// versions (libraries.h), the caching allocator's statistics and record_stream (cuda_allocator.h;
+// Tensor.record_stream is python/lucid/_tensor.py), streams and events (stream_objects.h),
+// synchronize (core/device.h's DeviceHooks), and pinned memory (pinned_memory.h, bound as the
+// Tensor methods pin_memory and is_pinned), bound as is: a stream
 // crosses as (device index, cudaStream_t as an int), and the Python classes hold those. The same
 // bindings serve the CUDA build and the CPU-only one; the build chooses which definition answers.
 #include "bind.h"
@@ -57,7 +58,7 @@ LUCID_BINDER(cuda) {
     const cuda::AllocatorStats s = cuda::allocator_stats(index);
     nb::dict d;
     d["active.all.current"] = s.active_blocks;
-    d["active_bytes.all.current"] = s.allocated;
+    d["active_bytes.all.current"] = s.active_bytes;
     d["allocated_bytes.all.current"] = s.allocated;
     d["allocated_bytes.all.peak"] = s.peak_allocated;
     d["allocation.all.allocated"] = s.num_allocs;
@@ -74,6 +75,10 @@ LUCID_BINDER(cuda) {
         "Caps the bytes the caching allocator of device `index` may reserve at `fraction` of its memory.");
   m.def("_cuda_allocator_backend", &cuda::allocator_backend,
         "The CUDA allocator in use: 'native' or 'cudaMallocAsync' (LUCID_CUDA_ALLOCATOR).");
+  m.def("_cuda_record_stream", [](const Tensor& t, uintptr_t stream) {
+    cuda::record_stream(t.impl()->storage->data, t.device().index, stream);
+  }, nb::arg("tensor"), nb::arg("stream"),
+     "Tensor.record_stream's engine call: `stream` (a cudaStream_t of the CUDA tensor's device) uses its storage.");
   m.def("_cuda_mem_get_info", [](int index) {
     const cuda::DeviceMemoryInfo i = cuda::mem_get_info(index);
     return nb::make_tuple(i.free, i.total);

@@ -351,8 +351,7 @@ LUCID_BINDER(elementwise) {
   }, nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
 
   redef(m, "copy_", [](H self, const Tensor& src, bool non_blocking) {
-    (void)non_blocking;
-    copy_(nb::cast<Tensor>(self), src);
+    copy_(nb::cast<Tensor>(self), src, non_blocking);
     return nb::borrow<nb::object>(self);
   }, nb::arg("src"), nb::arg("non_blocking") = false);
 

@@ -4,7 +4,7 @@ float64 inputs through both and compare outputs and the gradients of inputs and 
 On CUDA (`device="cuda"`) both twins move there (Module.to) with their inputs: lucid on the GPU
 against torch on the same GPU.
 
-Module reprs are compared only against the reference torch (REFERENCE_TORCH, the version CI
+Module reprs are compared only against the reference torch (harness.REFERENCE_TORCH, the version CI
 installs): reprs change between torch releases (2.13 added `bias=` to InstanceNorm's), and the
 GPU machine's torch (2.11) is older. Outputs and gradients are compared on every version."""
 import numpy as np
@@ -12,11 +12,9 @@ import torch
 
 import lucid
 from devices import to_device, to_numpy
-from harness import assert_close
+from harness import TORCH_IS_REFERENCE, assert_close
 
 RNG = np.random.default_rng(11)
-REFERENCE_TORCH = (2, 13)
-_TORCH_IS_REFERENCE = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) == REFERENCE_TORCH
 
 
 def rand(*shape, lo=-1.0, hi=1.0):
@@ -69,7 +67,7 @@ def twins(build, device="cpu"):
 
 def check(build, inputs, train=False, rtol=1e-7, atol=1e-9, kwargs=None, check_repr=True, device="cpu"):
     lm, tm = twins(build, device)
-    if check_repr and _TORCH_IS_REFERENCE:
+    if check_repr and TORCH_IS_REFERENCE:
         assert repr(lm) == repr(tm)
     lm.train(train)
     tm.train(train)

@@ -60,7 +60,7 @@ class OpSpec:
 # Rows checking float32 whose 16-bit forms CUDA does not check either (so cuda_dtypes = dtypes):
 NO_16BIT_ON_CUDA = frozenset("""
     linalg_solve linalg_solve_triangular linalg_inv linalg_det linalg_slogdet linalg_cholesky linalg_qr
-    linalg_svd linalg_svdvals linalg_eigh linalg_eigvalsh linalg_pinv linalg_lstsq linalg_matrix_norm tensor_norm
+    linalg_svd linalg_svdvals linalg_eigh linalg_eigvalsh linalg_pinv linalg_lstsq linalg_lstsq_gels linalg_matrix_norm tensor_norm
     norm_function linalg_matrix_rank linalg_matrix_power tensor_matrix_power det_alias slogdet_alias logdet
     logdet_grad inverse_alias pinverse
 """.split()  # lucid's decompositions take float32 and float64 only, as torch's

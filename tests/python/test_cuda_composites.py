@@ -257,3 +257,18 @@ def test_save_load_and_pickle_cuda_tensors():
     p = pickle.loads(pickle.dumps(sd["w"]))
     assert p.device.type == "cuda"
     _same(p, sd["w"].cpu(), 0)
+
+
+def test_lstsq_cuda_driver_is_gels_as_torch():
+    """torch's CUDA lstsq has one driver, 'gels', the default there: residuals are filled for a
+    tall A, rank and singular values are empty; another driver raises."""
+    import torch
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    got = lucid.linalg.lstsq(lucid.tensor(a, device=DEV), lucid.tensor(b, device=DEV))
+    want = torch.linalg.lstsq(torch.tensor(a, device="cuda"), torch.tensor(b, device="cuda"))
+    for g, w in zip(got, want):
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(_host(g), w.cpu().double().numpy(), rtol=1e-9, atol=1e-9)
+    with pytest.raises(RuntimeError, match="driver"):
+        lucid.linalg.lstsq(lucid.tensor(a, device=DEV), lucid.tensor(b, device=DEV), driver="gelsd")

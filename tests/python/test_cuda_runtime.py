@@ -1,5 +1,6 @@
 """lucid.cuda's runtime API against torch.cuda's: streams, events, synchronize, the caching
-allocator's statistics, out-of-memory errors, pinned memory and DLPack exchange with torch.
+allocator's statistics, out-of-memory errors, Tensor.record_stream, pinned memory and DLPack
+exchange with torch.
 
 The GPU tests skip without a CUDA device; the "no GPU" tests run only where there is none (this
 development machine), checking that every call raises a clear RuntimeError instead of crashing.
@@ -264,6 +265,151 @@ def test_events_record_query_wait_and_time():
         lucid.cuda.Event(interprocess=True)
     lucid.cuda.synchronize()
     lucid.cuda.synchronize(0)
+
+
+# --- Tensor.record_stream ----------------------------------------------------------------------
+
+RS_SHAPE = (2304, 2048)  # 18 MiB of float32: a large-pool block that is a whole segment
+RS_BYTES = 18 * MiB
+
+
+def _side_work_reading(x, s):
+    """Queues on side stream s long matmuls on tensors of its own (tens of milliseconds on an
+    H200), then x * 2 + 1, which reads x only after them; returns that result (on s)."""
+    s.wait_stream(lucid.cuda.current_stream())  # x was written on the default stream
+    with lucid.cuda.stream(s):
+        b = lucid.randn(4096, 4096, device="cuda")
+        w = lucid.randn(4096, 4096, device="cuda") * (1.0 / 64)
+        for _ in range(24):
+            b = b @ w
+        return x * 2 + 1
+
+
+def test_record_stream_of_a_cpu_tensor_raises_as_torch():
+    with pytest.raises(NotImplementedError, match="record_stream"):
+        lucid.ones(3).record_stream(lucid.cuda.Stream._wrap(0, 0))
+    with pytest.raises(TypeError, match="Stream"):
+        lucid.ones(3).record_stream(0)
+
+
+@gpu
+def test_record_stream_keeps_a_freed_block_from_reuse_until_the_side_stream_is_done():
+    lucid.cuda.synchronize()
+    lucid.cuda.empty_cache()
+    s = lucid.cuda.Stream()
+    a = lucid.randn(*RS_SHAPE)
+    expect = (a * 2 + 1).numpy()
+    # Without record_stream the default stream reuses the freed block at once (the hazard).
+    x = a.cuda()
+    r = _side_work_reading(x, s)
+    ptr = x.data_ptr()
+    del x
+    y = lucid.empty(RS_SHAPE, device="cuda")
+    assert y.data_ptr() == ptr
+    lucid.cuda.synchronize()
+    del y, r
+    # With it, the block waits until the side stream has read it; the new tensor gets other memory.
+    x = a.cuda()
+    r = _side_work_reading(x, s)
+    x.record_stream(s)
+    ptr = x.data_ptr()
+    del x
+    assert not s.query(), "the side stream's work finished too early for this test"
+    y = lucid.empty(RS_SHAPE, device="cuda")
+    y.fill_(1e6)
+    assert y.data_ptr() != ptr
+    lucid.cuda.current_stream().wait_stream(s)
+    np.testing.assert_allclose(r.cpu().numpy(), expect, rtol=1e-6)
+    # Once the side stream is done, the next allocation finds the block free again.
+    lucid.cuda.synchronize()
+    reserved = lucid.cuda.memory_reserved()
+    z = lucid.empty(RS_SHAPE, device="cuda")
+    assert z.data_ptr() == ptr and lucid.cuda.memory_reserved() == reserved
+    del y, z, r
+
+
+@gpu
+def test_a_block_waiting_for_a_recorded_stream_is_active_and_reserved_not_allocated():
+    lucid.cuda.synchronize()
+    lucid.cuda.empty_cache()
+    s = lucid.cuda.Stream()
+    before = lucid.cuda.memory_stats()
+    assert before["active_bytes.all.current"] == before["allocated_bytes.all.current"]
+    x = lucid.zeros(RS_SHAPE, device="cuda")
+    r = _side_work_reading(x, s)  # r: another 18 MiB, allocated on s
+    x[5:].record_stream(s)  # through a view: the block is the storage's
+    del x
+    assert not s.query(), "the side stream's work finished too early for this test"
+    mid = lucid.cuda.memory_stats()
+    assert mid["allocated_bytes.all.current"] == before["allocated_bytes.all.current"] + RS_BYTES  # r only
+    assert lucid.cuda.memory_allocated() == mid["allocated_bytes.all.current"]
+    assert mid["active_bytes.all.current"] == mid["allocated_bytes.all.current"] + RS_BYTES  # and x, pending
+    assert mid["active.all.current"] == before["active.all.current"] + 2
+    assert lucid.cuda.memory_reserved() >= mid["active_bytes.all.current"]
+    del r
+    lucid.cuda.synchronize()
+    lucid.cuda.empty_cache()
+    after = lucid.cuda.memory_stats()
+    for key in ("allocated_bytes.all.current", "active_bytes.all.current", "active.all.current",
+                "reserved_bytes.all.current", "segment.all.current"):
+        assert after[key] == before[key], key
+    assert after["num_device_free"] > before["num_device_free"]
+
+
+@gpu
+def test_record_stream_errors_and_no_ops():
+    x = lucid.zeros(RS_SHAPE, device="cuda")
+    with pytest.raises(TypeError, match="Stream"):
+        x.record_stream(lucid.cuda.current_stream().cuda_stream)
+    other = lucid.cuda.Stream._wrap(lucid.cuda.device_count(), 0)  # a stream of another device
+    with pytest.raises(RuntimeError, match="cuda:"):
+        x.record_stream(other)
+    # The tensor's own stream is no use to track: the block is reused at once.
+    x.record_stream(lucid.cuda.current_stream())
+    ptr = x.data_ptr()
+    del x
+    y = lucid.empty(RS_SHAPE, device="cuda")
+    assert y.data_ptr() == ptr
+    if TORCH_GPU:  # memory lucid did not allocate (a DLPack import) is not tracked, as torch
+        t = torch.ones(1000, device="cuda")
+        lucid.from_dlpack(t).record_stream(lucid.cuda.Stream())
+        assert t.sum().item() == 1000.0
+
+
+@gpu
+def test_record_stream_with_the_cuda_malloc_async_backend_orders_the_free():
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import numpy as np
+        import lucid
+        c = lucid.cuda
+        assert c.get_allocator_backend() == 'cudaMallocAsync'
+        s = c.Stream()
+        a = lucid.randn(2304, 2048)
+        x = a.cuda()
+        s.wait_stream(c.current_stream())
+        with c.stream(s):
+            b = lucid.randn(4096, 4096, device='cuda')
+            w = lucid.randn(4096, 4096, device='cuda') * (1.0 / 64)
+            for _ in range(24):
+                b = b @ w
+            r = x * 2 + 1
+        x.record_stream(s)
+        del x
+        assert not s.query(), 'the side stream finished too early'
+        y = lucid.empty((2304, 2048), device='cuda')
+        y.fill_(1e6)
+        c.current_stream().wait_stream(s)
+        np.testing.assert_allclose(r.cpu().numpy(), (a * 2 + 1).numpy(), rtol=1e-6)
+        c.synchronize()
+        print('ok')
+    """)
+    env = dict(os.environ, LUCID_CUDA_ALLOCATOR="cudaMallocAsync")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
 
 # --- pinned memory -----------------------------------------------------------------------------

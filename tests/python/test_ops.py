@@ -11,7 +11,7 @@ import torch
 
 import lucid
 from devices import factory_scope, requires_cuda, to_device
-from harness import as_numpy, assert_close, assert_same_values, flat, to_lucid, to_torch
+from harness import TORCH_IS_REFERENCE, as_numpy, assert_close, assert_same_values, flat, to_lucid, to_torch
 from op_specs import all_specs
 
 SPECS = all_specs()
@@ -39,7 +39,8 @@ def _grad_cases():
     for s in SPECS:
         if s.grad:
             yield pytest.param(s, "cpu", id=s.name)
-            yield pytest.param(s, "cuda", id=f"{s.name}-cuda", marks=requires_cuda)
+            if s.cuda_dtypes:  # a row with no CUDA dtypes is not a CUDA row (e.g. CPU-only drivers)
+                yield pytest.param(s, "cuda", id=f"{s.name}-cuda", marks=requires_cuda)
 
 
 def _grad_indices(sample):
@@ -153,7 +154,14 @@ def test_grad_vs_torch(spec, device):
                     to_device(lucid.tensor(0.0, dtype=ldt), device))
         tloss = sum(((o * torch.from_numpy(w)).sum() for o, w in zip(to, ws)), torch.tensor(0.0, dtype=torch.float64))
         lg = lucid.autograd.grad([lloss], [la[i] for i in idx], allow_unused=True)
-        tg = torch.autograd.grad([tloss], [ta[i] for i in idx], allow_unused=True)
+        try:
+            tg = torch.autograd.grad([tloss], [ta[i] for i in idx], allow_unused=True)
+        except RuntimeError as e:
+            # A torch older than the reference (the GPU machine's) may lack this derivative: then
+            # lucid's CPU gradient stands in, itself checked against the reference torch in CI.
+            if TORCH_IS_REFERENCE or device == "cpu" or "not implemented" not in str(e):
+                raise
+            tg = _lucid_cpu_grads(spec, sample, idx, ws)
         for k, (a, b) in enumerate(zip(lg, tg)):
             if b is None:
                 assert a is None or np.allclose(as_numpy(a), 0)
@@ -161,6 +169,15 @@ def test_grad_vs_torch(spec, device):
             assert a is not None, f"{spec.name}: lucid gave no gradient for input {idx[k]}"
             assert a.device.type == device, f"{spec.name}: the gradient of input {idx[k]} is on {a.device}"
             assert_close(a, b, GRAD_TOL[dt], GRAD_TOL[dt], f"{spec.name} grad of input {idx[k]}")
+
+
+def _lucid_cpu_grads(spec, sample, idx, ws):
+    """test_grad_vs_torch's gradients computed by lucid on the CPU in float64, as numpy arrays."""
+    la = [to_lucid(a, "float64", i in idx) for i, a in enumerate(sample.args)]
+    lo = [o for o in flat(spec.lucid_fn(lucid, *la, **sample.kwargs)) if o.dtype.is_floating_point]
+    loss = sum(((o * to_lucid(w, "float64")).sum() for o, w in zip(lo, ws)), lucid.tensor(0.0, dtype=lucid.float64))
+    return [None if g is None else torch.from_numpy(as_numpy(g))
+            for g in lucid.autograd.grad([loss], [la[i] for i in idx], allow_unused=True)]
 
 
 @pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in SPECS if s.grad and s.fd])

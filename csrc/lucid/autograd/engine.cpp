@@ -3,6 +3,7 @@
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
@@ -141,7 +142,8 @@ struct Runner {
       for (size_t i = 0; i < n->next_edges.size(); ++i) {
         const Edge& e = n->next_edges[i];
         if (!e.valid()) continue;
-        Tensor g = i < in_grads.size() ? in_grads[i] : Tensor();
+        // Moved out, so a leaf's gradient that nothing else holds is stored without a copy (owned).
+        Tensor g = i < in_grads.size() ? std::move(in_grads[i]) : Tensor();
         if (g.defined()) g = fit_to_input(g, n->input_meta[i]);
         if (e.leaf) {
           if (g.defined()) deliver_leaf(e.leaf, g);

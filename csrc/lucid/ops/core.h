@@ -15,8 +15,9 @@ Tensor to_device(const Tensor& x, const Device& device, DType dtype, bool non_bl
 Tensor host_copy(const Tensor& x);
 Tensor on_device(const Tensor& t, const Device& d);
 // dst.copy_(src): src broadcast to dst's shape and cast to its dtype, with PyTorch's overlap
-// errors (see dispatch_inplace).
-const Tensor& copy_(const Tensor& dst, const Tensor& src);
+// errors (see dispatch_inplace). non_blocking: a host<->device copy may return before it has
+// finished where the host memory is pinned (the Copy op's attribute).
+const Tensor& copy_(const Tensor& dst, const Tensor& src, bool non_blocking = false);
 Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -70,7 +70,7 @@ Tensor on_device(const Tensor& t, const Device& d) {
   return r;
 }
 
-const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+const Tensor& copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (src.same_storage(dst)) {
     // Same data (as PyTorch, which then returns before any check): nothing to write.
     if (src.offset() == dst.offset() && src.shape() == dst.shape() && src.strides() == dst.strides() &&
@@ -84,7 +84,9 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
     // (dispatch_inplace then copies an aliasing broadcast src first).
     assert_no_partial_overlap(dst, src, "copy_");
   }
-  return dispatch_inplace(OpId::Copy, dst, {expand(src, dst.shape())}, {{"dtype", dst.dtype()}});
+  Attrs attrs{{"dtype", dst.dtype()}};
+  if (non_blocking) attrs.set("non_blocking", true);  // only then: a CPU copy's attributes stay as they were
+  return dispatch_inplace(OpId::Copy, dst, {expand(src, dst.shape())}, attrs);
 }
 
 // ---- Expand -------------------------------------------------------------------------------

@@ -103,7 +103,13 @@ def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of A @ X = B: (solution, residuals, rank, singular_values) as torch
     fills them per driver (default 'gelsy'; rank for every driver but 'gels', singular values for
     'gelsd'/'gelss', residuals when m > n and the driver is not 'gelsy'). gelsy is served by
-    gelsd, which gives the same minimum-norm solution."""
+    gelsd, which gives the same minimum-norm solution. On CUDA, as torch, the only driver is
+    'gels' (full-rank A), and it is the default there."""
+    if A.device.type == "cuda":
+        if driver not in (None, "gels"):
+            raise RuntimeError(f"linalg.lstsq: argument 'driver' on CUDA must be 'gels' (the only CUDA driver, as in "
+                               f"torch), got {driver!r}")
+        driver = "gels"
     driver = "gelsy" if driver is None else driver
     X, rank, sv = _C._linalg_lstsq(A, B, rcond, driver)
     m, n = A.shape[-2], A.shape[-1]

@@ -1,8 +1,8 @@
 // The CUDA caching allocator (backends/cuda/cuda_allocator.cu) on the GPU: size rounding, block
 // splitting and the merging of free neighbours, the separate small and large pools, blocks kept
-// per stream, the counters, empty_cache, recovery from an out-of-memory request, and concurrent
-// use. Skipped without a device. Each test starts from an emptied cache and reads counter deltas,
-// so the tests do not depend on their order.
+// per stream, blocks used on another stream (record_stream), the counters, empty_cache, recovery
+// from an out-of-memory request, and concurrent use. Skipped without a device. Each test starts
+// from an emptied cache and reads counter deltas, so the tests do not depend on their order.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -16,6 +16,7 @@
 #include "lucid/backends/cuda/stream_objects.h"
 #include "lucid/core/allocator.h"
 #include "lucid/core/memory_error.h"
+#include "held_stream.h"
 
 using namespace lucid;
 
@@ -130,6 +131,52 @@ TEST_F(CudaAllocator, BlocksAreReusedOnlyOnTheirOwnStream) {
   Allocation d = alloc_->allocate(8192, 0);  // the default stream again: its own block
   EXPECT_EQ(d.data, first);
   EXPECT_EQ(delta().num_device_alloc, 2);
+}
+
+TEST_F(CudaAllocator, ABlockUsedOnAnotherStreamWaitsForThatStreamBeforeReuse) {
+  cudaStream_t side = pooled();
+  Allocation a = alloc_->allocate(4096, 0);  // on the legacy default stream
+  void* const pa = a.data;
+  const int64_t segments_made = cuda::allocator_stats(0).num_device_alloc;
+  {
+    test::HeldStream held(side);  // side's work queued from here on stays pending
+    cuda::record_stream(pa, 0, reinterpret_cast<uintptr_t>(side));
+    cuda::record_stream(pa, 0, 0);  // the block's own stream: nothing to track
+    a = {};                         // freed while side has not passed the free: pending
+    cuda::AllocatorStats s = cuda::allocator_stats(0);
+    EXPECT_EQ(s.allocated - base_.allocated, 0);  // no tensor holds it
+    EXPECT_EQ(s.active_bytes - base_.active_bytes, 4096);
+    EXPECT_EQ(s.active_blocks - base_.active_blocks, 1);
+    Allocation b = alloc_->allocate(4096, 0);
+    EXPECT_NE(b.data, pa);
+    EXPECT_EQ(cuda::allocator_stats(0).num_device_alloc, segments_made);  // b: the rest of a's segment
+    held.release();
+    ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
+    Allocation c = alloc_->allocate(4096, 0);  // the pending block is free again
+    EXPECT_EQ(c.data, pa);
+  }
+  cuda::AllocatorStats s = cuda::allocator_stats(0);
+  EXPECT_EQ(s.active_bytes, s.allocated);
+  EXPECT_EQ(s.active_blocks, base_.active_blocks);
+  // An address the allocator did not hand out is not tracked (nor an error).
+  int host = 0;
+  cuda::record_stream(&host, 0, reinterpret_cast<uintptr_t>(side));
+}
+
+TEST_F(CudaAllocator, EmptyCacheReleasesASegmentWhoseBlockWasPending) {
+  cudaStream_t side = pooled();
+  Allocation a = alloc_->allocate(12 * kMiB, 0);  // a segment of its own (cudaMalloc before the hold)
+  {
+    test::HeldStream held(side);
+    cuda::record_stream(a.data, 0, reinterpret_cast<uintptr_t>(side));
+    a = {};
+    EXPECT_EQ(delta().segments, 1);
+    EXPECT_EQ(delta().allocated, 0);
+  }  // side released and synchronised
+  alloc_->empty_cache(0);
+  EXPECT_EQ(delta().segments, 0);
+  EXPECT_EQ(delta().reserved, 0);
+  EXPECT_EQ(cuda::allocator_stats(0).active_bytes, cuda::allocator_stats(0).allocated);
 }
 
 TEST_F(CudaAllocator, ResetPeakRestartsFromTheCurrentValue) {

@@ -1,13 +1,16 @@
 // The cudaMallocAsync backend (backends/cuda/cuda_malloc_async.cu), used directly (the process's
 // allocator table holds the default one unless LUCID_CUDA_ALLOCATOR=cudaMallocAsync): counters,
-// memory kept in the pool until empty_cache, and out-of-memory recovery. Skipped without a device.
+// memory kept in the pool until empty_cache, record_stream's ordering of the free, and
+// out-of-memory recovery. Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 
 #include "lucid/backends/cuda/cuda_malloc_async.h"
 #include "lucid/backends/cuda/device_info.h"
+#include "lucid/backends/cuda/stream_objects.h"
 #include "lucid/core/memory_error.h"
+#include "held_stream.h"
 
 using namespace lucid;
 
@@ -32,6 +35,29 @@ TEST(CudaMallocAsync, CountsRequestedBytesAndKeepsFreedMemoryUntilEmptyCache) {
   EXPECT_GE(a.empty_cache(0), 0);
   a.reset_peak(0);
   EXPECT_EQ(a.stats(0).peak, a.stats(0).allocated);
+}
+
+TEST(CudaMallocAsync, RecordStreamOrdersTheFreeAfterTheUsingStream) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  Allocator& a = cuda::malloc_async_allocator();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t side = reinterpret_cast<cudaStream_t>(cuda::pooled_stream(0, 0).handle);
+  Allocation x = a.allocate(1 << 20, 0);  // on the legacy default stream
+  {
+    test::HeldStream held(side);
+    cuda::malloc_async_record_stream(x.data, 0, reinterpret_cast<uintptr_t>(side));
+    x = {};  // cudaFreeAsync on the default stream, after an event of the held side stream
+    EXPECT_EQ(cudaStreamQuery(nullptr), cudaErrorNotReady);  // the default stream now waits for side
+    cudaGetLastError();
+    held.release();
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const cuda::AllocatorStats s = cuda::malloc_async_stats(0);
+  EXPECT_EQ(s.active_bytes, s.allocated);
+  Allocation y = a.allocate(1 << 20, 0);  // without uses: the free is one cudaFreeAsync
+  y = {};
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(nullptr), cudaSuccess);
 }
 
 TEST(CudaMallocAsync, OutOfMemoryRaisesAndTheDeviceStaysUsable) {

@@ -124,6 +124,14 @@ def _lstsq_samples(rng, dt):
             Sample([arr(rng, (2, 4, 3), dt), arr(rng, (1, 4, 2), dt)])]  # broadcast batches
 
 
+def _lstsq_gels_samples(rng, dt):
+    # torch's CUDA lstsq has the one driver 'gels' (full-rank A, m >= n), the default there
+    return [Sample([arr(rng, (5, 3), dt), arr(rng, (5, 2), dt)], {"driver": "gels"}),
+            Sample([arr(rng, (2, 4, 3), dt), arr(rng, (2, 4, 1), dt)], {"driver": "gels"}),
+            Sample([arr(rng, (3, 3), dt), arr(rng, (3,), dt)], {"driver": "gels"}),
+            Sample([arr(rng, (2, 4, 3), dt), arr(rng, (1, 4, 2), dt)], {"driver": "gels"})]
+
+
 def _lstsq(m, a, b, driver=None):
     r = m.linalg.lstsq(a, b, driver=driver)
     return r.solution, r.residuals, r.singular_values, r.rank
@@ -247,7 +255,9 @@ SPECS = [
            lambda t, a, **k: t.linalg.eigvalsh(_sym(a), **k), _eigh_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("linalg_pinv", ["LinalgSvd"], lambda l, a: l.linalg.pinv(a), lambda t, a: t.linalg.pinv(a), _rect_samples,
            dtypes=F, atol=1e-4, rtol=1e-4),
-    OpSpec("linalg_lstsq", ["LinalgLstsq"], _lstsq, _lstsq, _lstsq_samples, dtypes=F, atol=1e-4, rtol=1e-4),
+    OpSpec("linalg_lstsq", ["LinalgLstsq"], _lstsq, _lstsq, _lstsq_samples, dtypes=F, atol=1e-4, rtol=1e-4,
+           cuda_dtypes=()),  # the CPU drivers; CUDA has 'gels' only: the next row
+    OpSpec("linalg_lstsq_gels", ["LinalgLstsq"], _lstsq, _lstsq, _lstsq_gels_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     OpSpec("linalg_vector_norm", [], lambda l, a, **k: l.linalg.vector_norm(a, **k),
            lambda t, a, **k: t.linalg.vector_norm(a, **k), _vnorm_samples, dtypes=F, atol=1e-4, rtol=1e-4),
     # ord=0 counts non-zeros: a step function (lucid's result has no gradient; torch's is zero)

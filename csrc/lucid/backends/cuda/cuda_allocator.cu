@@ -14,9 +14,17 @@
 //   current stream of that device, stream.h). Freeing returns the block to that stream's free
 //   blocks at once, without waiting: work already queued on the stream that reads the block runs
 //   before any later work on the same stream that reuses it. A block is reused only by
-//   allocations on its own stream. Tracking uses on other streams (torch's record_stream) is not
-//   supported: a caller that uses a block on stream B must, before freeing it, order the block's
-//   stream after B's work on it (cudaStreamWaitEvent) or wait for that work to finish.
+//   allocations on its own stream.
+// - Uses on other streams (torch's record_stream, cuda_allocator.h): the handed-out blocks are
+//   found by address (LiveBuffers, live_buffers.h), and record_stream adds a stream other than the
+//   block's own to the block's uses. Freeing a block with uses records one event per use stream
+//   (cudaEventDisableTiming, from a per-device pool) and puts the block on a pending list instead
+//   of its pool; allocate (first thing), the out-of-memory retry and empty_cache (after their
+//   synchronisation) return the pending blocks whose events have all completed to their pools. A
+//   pending block is no longer counted in memory_allocated (as torch: it belongs to no tensor) but
+//   is still active (active_blocks, active_bytes) and reserved, so memory_reserved -
+//   memory_allocated includes it. If an event cannot be recorded (a freed block's deleter cannot
+//   raise), the device is synchronised instead and the block freed at once.
 // - cudaMalloc failing with cudaErrorMemoryAllocation: the device is synchronised, every cached
 //   segment with no block in use is freed, and cudaMalloc is tried once more; failing again raises
 //   lucid::OutOfMemoryError with the request, the device, the allocator's allocated and reserved
@@ -24,8 +32,9 @@
 //   usable. set_memory_fraction caps the bytes reserved (torch's
 //   set_per_process_memory_fraction): past it a cudaMalloc is treated as failed.
 // - empty_cache synchronises the device, then frees every segment with no block in use.
-// One mutex per device guards its pools and counters. The allocator is never destroyed (tensors
-// may be freed during static destruction), and freeing a block makes no CUDA call.
+// One mutex per device guards its pools, live blocks and counters. The allocator is never
+// destroyed (tensors may be freed during static destruction), and freeing a block without uses
+// on other streams makes no CUDA call.
 // LUCID_CUDA_ALLOCATOR=cudaMallocAsync installs the driver's stream-ordered pool instead
 // (cuda_malloc_async.cu), read once when the allocator is installed.
 #include <cuda_runtime_api.h>
@@ -43,6 +52,7 @@
 #include "lucid/backends/cuda/cuda_allocator.h"
 #include "lucid/backends/cuda/cuda_malloc_async.h"
 #include "lucid/backends/cuda/device_info.h"
+#include "lucid/backends/cuda/live_buffers.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/allocator.h"
 #include "lucid/core/device.h"
@@ -71,6 +81,8 @@ struct Block {
   bool small = false;       // which pool it belongs to
   Block* prev = nullptr;    // neighbours within the segment (null at its ends)
   Block* next = nullptr;
+  std::vector<cudaStream_t> uses;    // other streams it was used on (record_stream), while handed out
+  std::vector<cudaEvent_t> events;   // while pending: one per use, recorded when it was freed
 };
 
 struct BlockOrder {
@@ -98,6 +110,7 @@ class DeviceCache {
     const size_t size = nbytes < kMinBlock ? kMinBlock : round_up(nbytes, kMinBlock);
     const bool small = size <= kSmallSize;
     std::lock_guard<std::mutex> lk(mu_);
+    if (!pending_.empty()) process_pending();
     Pool& pool = small ? small_ : large_;
     Block key;
     key.stream = stream;
@@ -125,17 +138,62 @@ class DeviceCache {
       pool.insert(r);
     }
     b->allocated = true;
+    live_.add(b->ptr, b);
     s_.allocated += static_cast<int64_t>(b->size);
     if (s_.allocated > s_.peak_allocated) s_.peak_allocated = s_.allocated;
+    s_.active_bytes += static_cast<int64_t>(b->size);
     ++s_.active_blocks;
     ++s_.num_allocs;
     return b;
   }
 
+  // The storage's deleter: back to the pool, or to the pending list when other streams used it.
   void free(Block* b) {
     std::lock_guard<std::mutex> lk(mu_);
-    b->allocated = false;
+    live_.take(b->ptr);
     s_.allocated -= static_cast<int64_t>(b->size);
+    if (!b->uses.empty() && record_uses(b)) {
+      pending_.push_back(b);
+      return;
+    }
+    free_block(b);
+  }
+
+  // torch's recordStream: `stream` uses the live block at ptr. Nothing for the block's own stream
+  // or an address this allocator did not hand out (a DLPack import: torch skips those too).
+  void record_stream(const void* ptr, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lk(mu_);
+    Block** found = live_.find(ptr);
+    if (!found) return;
+    Block* b = *found;
+    if (stream == b->stream || std::find(b->uses.begin(), b->uses.end(), stream) != b->uses.end()) return;
+    b->uses.push_back(stream);
+  }
+
+  int64_t empty_cache() {
+    std::lock_guard<std::mutex> lk(mu_);
+    process_pending();
+    return release_cached();
+  }
+
+  AllocatorStats stats() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return s_;
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lk(mu_);
+    s_.peak_allocated = s_.allocated;
+    s_.peak_reserved = s_.reserved;
+  }
+
+ private:
+  // Returns a block that no tensor holds and no other stream still reads to its pool, merged with
+  // its free neighbours (caller holds mu_).
+  void free_block(Block* b) {
+    b->allocated = false;
+    b->uses.clear();
+    s_.active_bytes -= static_cast<int64_t>(b->size);
     --s_.active_blocks;
     Pool& pool = b->small ? small_ : large_;
     if (b->prev && !b->prev->allocated) {  // absorb the free block before this one
@@ -158,23 +216,67 @@ class DeviceCache {
     pool.insert(b);
   }
 
-  int64_t empty_cache() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return release_cached();
+  // Records an event on each of b's use streams (b->uses moves to b->events); false, with the
+  // events given back and the device synchronised, when that fails (a deleter cannot raise: at
+  // exit the runtime may be gone, or a foreign stream destroyed), so b can be freed at once.
+  bool record_uses(Block* b) {
+    cudaError_t st = cudaSuccess;
+    try {
+      DeviceGuard g(device_);
+      for (cudaStream_t u : b->uses) {
+        cudaEvent_t e = nullptr;
+        if (free_events_.empty()) {
+          st = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+          if (st != cudaSuccess) break;
+        } else {
+          e = free_events_.back();
+          free_events_.pop_back();
+        }
+        b->events.push_back(e);
+        st = cudaEventRecord(e, u);
+        if (st != cudaSuccess) break;
+      }
+      if (st != cudaSuccess) {
+        cudaGetLastError();
+        if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+      }
+    } catch (const Error&) {  // DeviceGuard's cudaGetDevice / cudaSetDevice failed
+      st = cudaErrorUnknown;
+    }
+    if (st == cudaSuccess) {
+      b->uses.clear();
+      return true;
+    }
+    free_events_.insert(free_events_.end(), b->events.begin(), b->events.end());
+    b->events.clear();
+    return false;
   }
 
-  AllocatorStats stats() const {
-    std::lock_guard<std::mutex> lk(mu_);
-    return s_;
+  // Frees the pending blocks whose events have all completed into their pools (caller holds mu_).
+  // A failed query (a fault on a use stream) raises, leaving the block pending.
+  void process_pending() {
+    for (size_t i = 0; i < pending_.size();) {
+      Block* b = pending_[i];
+      while (!b->events.empty()) {
+        const cudaError_t st = cudaEventQuery(b->events.back());
+        if (st == cudaErrorNotReady) {
+          cudaGetLastError();
+          break;
+        }
+        check_cuda(st, "cudaEventQuery (a block used on another stream: record_stream)");
+        free_events_.push_back(b->events.back());
+        b->events.pop_back();
+      }
+      if (!b->events.empty()) {
+        ++i;
+        continue;
+      }
+      pending_[i] = pending_.back();
+      pending_.pop_back();
+      free_block(b);
+    }
   }
 
-  void reset_peak() {
-    std::lock_guard<std::mutex> lk(mu_);
-    s_.peak_allocated = s_.allocated;
-    s_.peak_reserved = s_.reserved;
-  }
-
- private:
   // A fresh segment for a request of `size` (rounded) bytes; `nbytes` as asked, for the message.
   Block* new_segment(size_t nbytes, size_t size, bool small, cudaStream_t stream) {
     const size_t seg = small ? kSmallSegment : size < kMinLargeAlloc ? kLargeSegment : round_up(size, kRoundLarge);
@@ -184,6 +286,7 @@ class DeviceCache {
     if (st == cudaErrorMemoryAllocation) {
       ++s_.num_alloc_retries;
       check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before freeing the CUDA allocator's cache)");
+      process_pending();
       release_cached();
       st = device_malloc(&p, seg);
       if (st == cudaErrorMemoryAllocation) {
@@ -273,6 +376,9 @@ class DeviceCache {
   mutable std::mutex mu_;
   Pool small_, large_;
   std::vector<Block*> spare_;  // Block records kept for reuse (no heap allocation per split)
+  LiveBuffers<Block*> live_;   // the blocks handed out, by address (record_stream finds them)
+  std::vector<Block*> pending_;         // freed, waiting for their events (uses on other streams)
+  std::vector<cudaEvent_t> free_events_;  // events for pending blocks, kept for reuse
   AllocatorStats s_;
   int64_t limit_ = 0;  // most bytes reserved (set_memory_fraction); 0: no limit
 };
@@ -362,6 +468,11 @@ void set_memory_fraction(double fraction, int index) {
 }
 
 const char* allocator_backend() { return use_malloc_async() ? "cudaMallocAsync" : "native"; }
+
+void record_stream(const void* ptr, int index, uintptr_t stream) {
+  if (use_malloc_async()) return malloc_async_record_stream(ptr, index, stream);
+  caching_allocator().cache(index).record_stream(ptr, reinterpret_cast<cudaStream_t>(stream));
+}
 
 AllocatorStats allocator_stats(int index) {
   return use_malloc_async() ? malloc_async_stats(index) : caching_allocator().cache(index).stats();

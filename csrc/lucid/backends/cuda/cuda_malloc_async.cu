@@ -6,16 +6,26 @@
 // trims the pool. Out of memory: the device is synchronised (finishing the queued frees), the
 // pool trimmed, and the allocation tried once more before lucid::OutOfMemoryError.
 //
+// record_stream (torch's, cuda_allocator.h): the live buffers are found by address (LiveBuffers,
+// live_buffers.h) with the streams other than their own that used them; at the free, an event is
+// recorded on each such stream and the buffer's stream waits on it (cudaStreamWaitEvent) before
+// its cudaFreeAsync, so the driver reuses the memory only after that work. A buffer without such
+// uses is freed as before (one cudaFreeAsync).
+//
 // Counters: allocated bytes and their peak are the requested sizes (the driver's rounding is not
-// visible); reserved bytes and their peak are the pool's own (cudaMemPoolAttrReservedMem*).
+// visible), and active bytes are the allocated ones (a freed buffer goes back to the driver at
+// once); reserved bytes and their peak are the pool's own (cudaMemPoolAttrReservedMem*).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "lucid/backends/cuda/cuda_malloc_async.h"
+#include "lucid/backends/cuda/live_buffers.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/device.h"
 #include "lucid/core/error.h"
@@ -27,11 +37,33 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 
+struct LiveBuffer {
+  cudaStream_t stream = nullptr;     // the stream it was allocated on, and is freed on
+  std::vector<cudaStream_t> uses;    // other streams that used it (record_stream)
+};
+
 struct DevicePool {
   std::mutex mu;
   cudaMemPool_t pool = nullptr;
   AllocatorStats s;  // allocated, peak_allocated and the call counts; reserved is asked of the pool
+  LiveBuffers<LiveBuffer> live;  // the buffers handed out, by address
 };
+
+// Orders `stream` after the work queued so far on each of `uses` (an event recorded on each,
+// waited on by stream). A deleter cannot raise: when that fails the device is synchronised.
+void order_after_uses(cudaStream_t stream, const std::vector<cudaStream_t>& uses) {
+  cudaEvent_t e = nullptr;
+  cudaError_t st = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+  for (size_t i = 0; st == cudaSuccess && i < uses.size(); ++i) {
+    st = cudaEventRecord(e, uses[i]);  // a wait captures the event's state when it is queued, so
+    if (st == cudaSuccess) st = cudaStreamWaitEvent(stream, e, 0);  // the event can be recorded again
+  }
+  if (e) cudaEventDestroy(e);  // released once its recorded work has completed
+  if (st != cudaSuccess) {
+    cudaGetLastError();
+    if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+  }
+}
 
 uint64_t pool_attr(cudaMemPool_t pool, cudaMemPoolAttr attr) {
   uint64_t v = 0;
@@ -65,8 +97,10 @@ class MallocAsyncAllocator final : public Allocator {
     check_cuda(st, "cudaMallocAsync");
     {
       std::lock_guard<std::mutex> lk(d.mu);
+      d.live.add(p, LiveBuffer{stream, {}});
       d.s.allocated += static_cast<int64_t>(size);
       if (d.s.allocated > d.s.peak_allocated) d.s.peak_allocated = d.s.allocated;
+      d.s.active_bytes += static_cast<int64_t>(size);
       ++d.s.active_blocks;
       ++d.s.num_allocs;
       ++d.s.num_device_alloc;
@@ -74,16 +108,22 @@ class MallocAsyncAllocator final : public Allocator {
     Allocation a;
     a.data = p;
     a.owner = std::shared_ptr<void>(p, [&d, device_index, stream, size](void* q) {
+      std::vector<cudaStream_t> uses;
+      {
+        std::lock_guard<std::mutex> lk(d.mu);  // off the live list before the driver may hand q out again
+        uses = d.live.take(q).uses;
+        d.s.allocated -= static_cast<int64_t>(size);
+        d.s.active_bytes -= static_cast<int64_t>(size);
+        --d.s.active_blocks;
+        ++d.s.num_device_free;
+      }
       try {  // a deleter must not throw; at process exit the runtime may be gone
         DeviceGuard g(device_index);
+        if (!uses.empty()) order_after_uses(stream, uses);
         cudaError_t e = cudaFreeAsync(q, stream);
         if (e != cudaSuccess) cudaGetLastError();
       } catch (const Error&) {
       }
-      std::lock_guard<std::mutex> lk(d.mu);
-      d.s.allocated -= static_cast<int64_t>(size);
-      --d.s.active_blocks;
-      ++d.s.num_device_free;
     });
     return a;
   }
@@ -112,6 +152,14 @@ class MallocAsyncAllocator final : public Allocator {
     const int64_t before = static_cast<int64_t>(pool_attr(d.pool, cudaMemPoolAttrReservedMemCurrent));
     check_cuda(cudaMemPoolTrimTo(d.pool, 0), "cudaMemPoolTrimTo");
     return before - static_cast<int64_t>(pool_attr(d.pool, cudaMemPoolAttrReservedMemCurrent));
+  }
+
+  void record_stream(const void* ptr, int device_index, cudaStream_t stream) {
+    DevicePool& d = pool(device_index);
+    std::lock_guard<std::mutex> lk(d.mu);
+    LiveBuffer* b = d.live.find(ptr);
+    if (!b || stream == b->stream || std::find(b->uses.begin(), b->uses.end(), stream) != b->uses.end()) return;
+    b->uses.push_back(stream);
   }
 
   AllocatorStats detailed(int device_index) const {
@@ -179,5 +227,9 @@ MallocAsyncAllocator& instance() {
 Allocator& malloc_async_allocator() { return instance(); }
 
 AllocatorStats malloc_async_stats(int index) { return instance().detailed(index); }
+
+void malloc_async_record_stream(const void* ptr, int index, uintptr_t stream) {
+  instance().record_stream(ptr, index, reinterpret_cast<cudaStream_t>(stream));
+}
 
 }  // namespace lucid::cuda

@@ -23,4 +23,8 @@ DeviceMemoryInfo mem_get_info(int) {
   throw Error(str("cuda mem_get_info: no CUDA device is available: ", unavailable_reason()));
 }
 
+void record_stream(const void*, int, uintptr_t) {
+  throw Error(str("cuda record_stream: no CUDA device is available: ", unavailable_reason()));
+}
+
 }  // namespace lucid::cuda

@@ -2,24 +2,28 @@
 // the CPU's norm kernels (backends/cpu/kernels/norm.cpp) compute over the [P, Q, S] = [N, C,
 // spatial] view (ops/nn_layout.h):
 //   BatchNorm -> (y, mean, rstd)   training: per channel, mean = sum(x) / n, then
-//                                  var = sum((x - mean)^2) / n (two passes, in double), rstd =
-//                                  1 / sqrt(var + eps); eval: mean = running_mean, rstd =
-//                                  1 / sqrt(running_var + eps). y = (x - mean) * (rstd * w) + b in
-//                                  float (double for float64); mean/rstd are float32 (float64
+//                                  var = sum((x - mean)^2) / n, rstd = 1 / sqrt(var + eps); eval:
+//                                  mean = running_mean, rstd = 1 / sqrt(running_var + eps).
+//                                  y = (x - mean) * (rstd * w) + b; mean/rstd are float32 (float64
 //                                  for float64 input); weight/bias/running stats of any floating
 //                                  dtype.
 //   BatchNormUpdateStats           running = (1 - momentum) * running + momentum * stat in double,
 //                                  stat the batch mean or the unbiased batch variance recovered
 //                                  from rstd: (1/rstd^2 - eps) * n/(n-1); in place on a strided
 //                                  1-D running stat.
-// Hand-written rather than cuDNN's batch-norm graph: lucid's op splits the running-stat update
-// into its own op (a tracer sees it as an in-place write), saves rstd, takes float64, and allows
-// parameters of another dtype than x; the reductions here are deterministic (fixed partition,
-// fixed order), each channel's elements split over enough blocks to fill the GPU.
+// Training runs on cuDNN's batch-norm kernels (batch_norm_cudnn.cpp), as PyTorch's does, except
+// the cases cuDNN does not take (an empty x, 2^31 - 1 or more elements, N > 880801, eps below
+// CUDNN_BN_MIN_EPSILON), which run the kernels here: per channel, two passes (sums, then squared
+// deviations from the mean) in double, each channel's elements split over enough blocks to fill
+// the GPU, deterministic (fixed partition, fixed order), then the statistics and the normalisation
+// in float (double for float64). Eval, which has no reduction, always runs the kernels here
+// (statistics from the running stats, then the normalisation). The running-stat update stays
+// lucid's own op (a tracer sees it as an in-place write) rather than cuDNN's fused update.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 
+#include "lucid/backends/cuda/kernels/batch_norm_cudnn.h"
 #include "lucid/backends/cuda/kernels/dnn_scalar.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/ops/nn_layout.h"
@@ -150,9 +154,10 @@ void batch_norm_kernel(const TensorList& in, const TensorList& out, const Attrs&
   const nnutil::NormLayout L = nnutil::make_norm_layout(nnutil::kBatch, in[0].shape(), 0);
   if (L.Q == 0) return;
   DeviceGuard guard(y.device());
-  cudaStream_t st = current_stream(y.device());
   const bool training = a.b("training");
   const double eps = a.f("eps");
+  if (training && cudnn_batch_norm_train(in[0], in[3], in[4], eps, y, mean, rstd)) return;
+  cudaStream_t st = current_stream(y.device());
   const Tensor x = in[0].contiguous_data();
   const Tensor rm = training ? Tensor() : contig(in[1]), rv = training ? Tensor() : contig(in[2]);
   // Running stats share one dtype in every caller; read each as its own anyway.

@@ -3,7 +3,7 @@
 // tensors are cut into chunks of kChunk elements, and one launch covers up to kMaxBlocks chunks
 // of up to MaxTensors<Depth> tensors, their pointers and sizes passed in the kernel's parameter
 // block (under 4 KiB); a list longer than that takes a few launches. Each block updates one chunk
-// with optim_update.h's per-element math, the CPU kernel's. This file is compiled with
+// with optim_update.h's per-element math, the CPU kernel's, kIlp elements per thread at a time. This file is compiled with
 // -fmad=false (CMakeLists.txt): no multiply-add contraction, so the bits equal the CPU's.
 #include <algorithm>
 #include <vector>
@@ -34,33 +34,69 @@ template <class T> struct DeviceRound {
   __device__ C operator()(C v) const { return to_compute(from_compute<T>(v)); }
 };
 
+// Elements per thread per step of the kernel's loop: each op loads kIlp elements of every list
+// into registers before computing and storing any, so that many loads are in flight per thread
+// (the lists' stores could alias the next loads as far as the compiler knows).
+constexpr int kIlp = 4;
+
+// Element i of the step at j0 is j0 + i * step; those at or past `end` are skipped.
 template <class T, int Depth> struct AdamOp {
   AdamCoeffs k;
-  __device__ void operator()(const Meta<Depth>& m, int t, int64_t j) const {
+  __device__ void operator()(const Meta<Depth>& m, int t, int64_t j0, int64_t step, int64_t end) const {
     using C = compute_t<T>;
     T* p = static_cast<T*>(m.ptrs[0][t]);
     const T* g = static_cast<const T*>(m.ptrs[1][t]);
     T* ea = static_cast<T*>(m.ptrs[2][t]);
     T* eq = static_cast<T*>(m.ptrs[3][t]);
-    C pc = to_compute(p[j]), mc = to_compute(ea[j]), vc = to_compute(eq[j]), vm = C(0);
-    if constexpr (Depth == 5) vm = to_compute(static_cast<T*>(m.ptrs[4][t])[j]);
-    adam_update<C>(pc, to_compute(g[j]), mc, vc, vm, k, DeviceRound<T>{});
-    p[j] = from_compute<T>(pc), ea[j] = from_compute<T>(mc), eq[j] = from_compute<T>(vc);
-    if constexpr (Depth == 5) static_cast<T*>(m.ptrs[4][t])[j] = from_compute<T>(vm);
+    T* vmax = Depth == 5 ? static_cast<T*>(m.ptrs[Depth - 1][t]) : nullptr;
+    C pc[kIlp], gc[kIlp], mc[kIlp], vc[kIlp], vm[kIlp];
+#pragma unroll
+    for (int i = 0; i < kIlp; ++i) {
+      const int64_t j = j0 + i * step;
+      pc[i] = gc[i] = mc[i] = vc[i] = vm[i] = C(0);
+      if (j < end) {
+        pc[i] = to_compute(p[j]), gc[i] = to_compute(g[j]), mc[i] = to_compute(ea[j]), vc[i] = to_compute(eq[j]);
+        if constexpr (Depth == 5) vm[i] = to_compute(vmax[j]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kIlp; ++i) adam_update<C>(pc[i], gc[i], mc[i], vc[i], vm[i], k, DeviceRound<T>{});
+#pragma unroll
+    for (int i = 0; i < kIlp; ++i) {
+      const int64_t j = j0 + i * step;
+      if (j >= end) continue;
+      p[j] = from_compute<T>(pc[i]), ea[j] = from_compute<T>(mc[i]), eq[j] = from_compute<T>(vc[i]);
+      if constexpr (Depth == 5) vmax[j] = from_compute<T>(vm[i]);
+    }
   }
 };
 
 template <class T, int Depth> struct SgdOp {
   SgdCoeffs k;
-  __device__ void operator()(const Meta<Depth>& m, int t, int64_t j) const {
+  __device__ void operator()(const Meta<Depth>& m, int t, int64_t j0, int64_t step, int64_t end) const {
     using C = compute_t<T>;
     T* p = static_cast<T*>(m.ptrs[0][t]);
     const T* g = static_cast<const T*>(m.ptrs[1][t]);
-    C pc = to_compute(p[j]), bc = C(0);
-    if constexpr (Depth == 3) bc = to_compute(static_cast<T*>(m.ptrs[2][t])[j]);
-    sgd_update<C>(pc, to_compute(g[j]), bc, k, DeviceRound<T>{});
-    p[j] = from_compute<T>(pc);
-    if constexpr (Depth == 3) static_cast<T*>(m.ptrs[2][t])[j] = from_compute<T>(bc);
+    T* buf = Depth == 3 ? static_cast<T*>(m.ptrs[Depth - 1][t]) : nullptr;
+    C pc[kIlp], gc[kIlp], bc[kIlp];
+#pragma unroll
+    for (int i = 0; i < kIlp; ++i) {
+      const int64_t j = j0 + i * step;
+      pc[i] = gc[i] = bc[i] = C(0);
+      if (j < end) {
+        pc[i] = to_compute(p[j]), gc[i] = to_compute(g[j]);
+        if constexpr (Depth == 3) bc[i] = to_compute(buf[j]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kIlp; ++i) sgd_update<C>(pc[i], gc[i], bc[i], k, DeviceRound<T>{});
+#pragma unroll
+    for (int i = 0; i < kIlp; ++i) {
+      const int64_t j = j0 + i * step;
+      if (j >= end) continue;
+      p[j] = from_compute<T>(pc[i]);
+      if constexpr (Depth == 3) buf[j] = from_compute<T>(bc[i]);
+    }
   }
 };
 
@@ -68,7 +104,8 @@ template <int Depth, class Op> __global__ void multi_tensor_kernel(Meta<Depth> m
   const int t = meta.block_tensor[blockIdx.x];
   const int64_t begin = static_cast<int64_t>(meta.block_chunk[blockIdx.x]) * kChunk;
   const int64_t end = meta.sizes[t] < begin + kChunk ? meta.sizes[t] : begin + kChunk;
-  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) op(meta, t, j);
+  const int64_t step = blockDim.x;
+  for (int64_t j = begin + threadIdx.x; j < end; j += step * kIlp) op(meta, t, j, step, end);
 }
 
 // Runs op over the lists in `in` (Depth lists of n tensors, list 0 the params) in as few
