@@ -1,7 +1,8 @@
 // Strided data movement on CUDA tensors, the device counterpart of backends/cpu/strided_copy.h: the
 // movement, indexing and embedding kernels build views (shape, strides, offset; the same geometry
-// as the CPU kernels, from ops/movement_util.h) and move data between them with these. All run on
-// the current stream of the tensors' device; nothing synchronises.
+// as the CPU kernels, from ops/movement_util.h) and move data between them with these; CudaMoves
+// hands them to the backend-neutral movement kernels (ops/movement_plan.h). All run on the current
+// stream of the tensors' device; nothing synchronises.
 #pragma once
 #include "lucid/core/tensor.h"
 
@@ -24,5 +25,13 @@ void zero(const Tensor& dst);
 
 // t itself when contiguous, else a contiguous copy on its device (same dtype).
 Tensor contiguous(const Tensor& t);
+
+// The CUDA backend's primitives of ops/movement_plan.h.
+struct CudaMoves {
+  static void copy(const Tensor& dst, const Tensor& src) { strided_copy(dst, src); }
+  static void add(const Tensor& dst, const Tensor& src) { add_into(dst, src); }
+  static void fill(const Tensor& dst, double value) { cuda::fill(dst, value); }
+  static void zero(const Tensor& dst) { cuda::zero(dst); }
+};
 
 }  // namespace lucid::cuda
