@@ -12,8 +12,9 @@
 // (cpu::CpuMoves in backends/cpu/strided_copy.h, cuda::CudaMoves in backends/cuda/strided_move.h).
 // Scratch tensors are made on the output's device. The accumulations (PadBackward,
 // UnfoldBackward) add one slice or window at a time in a fixed order, so every backend gives the
-// CPU's bits. Cat and Tril/Triu have backend-specific fast paths and stay in the backends.
-// Host-only; nvcc compiles it as part of backends/cuda/kernels/movement.cu.
+// CPU's bits. A backend registers them all with LUCID_REGISTER_MOVEMENT_PLAN(device, M) in its
+// movement kernels' file. Cat and Tril/Triu have backend-specific fast paths and stay in the
+// backends. Host-only; nvcc compiles it as part of backends/cuda/kernels/movement.cu.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -215,3 +216,15 @@ void as_strided_scatter(const TensorList& in, const TensorList& out, const Attrs
 }
 
 }  // namespace lucid::movement_plan
+
+// The kernels above as `device`'s kernels of their ops, on the primitives M.
+#define LUCID_REGISTER_MOVEMENT_PLAN(device, M)                                                    \
+  LUCID_REGISTER_KERNEL(Flip, device, ::lucid::movement_plan::flip<M>);                             \
+  LUCID_REGISTER_KERNEL(Roll, device, ::lucid::movement_plan::roll<M>);                             \
+  LUCID_REGISTER_KERNEL(Repeat, device, ::lucid::movement_plan::repeat<M>);                         \
+  LUCID_REGISTER_KERNEL(Pad, device, ::lucid::movement_plan::pad<M>);                               \
+  LUCID_REGISTER_KERNEL(PadBackward, device, ::lucid::movement_plan::pad_backward<M>);              \
+  LUCID_REGISTER_KERNEL(SliceScatter, device, ::lucid::movement_plan::slice_scatter<M>);            \
+  LUCID_REGISTER_KERNEL(DiagonalBackward, device, ::lucid::movement_plan::diagonal_backward<M>);    \
+  LUCID_REGISTER_KERNEL(UnfoldBackward, device, ::lucid::movement_plan::unfold_backward<M>);        \
+  LUCID_REGISTER_KERNEL(AsStridedScatter, device, ::lucid::movement_plan::as_strided_scatter<M>)

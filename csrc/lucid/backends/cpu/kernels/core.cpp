@@ -1,11 +1,10 @@
 // CPU kernels of the core ops (records in ops/core_*.cpp): Copy (the converting strided copy
-// behind cast, clone and copy_), Fill, AsStridedScatter (ops/movement_plan.h's, on CpuMoves), and
-// the core reductions Sum and SumTo, which run the reduce family's row-reduction driver
-// (reduce_sum_into).
+// behind cast, clone and copy_), Fill, and the core reductions Sum and SumTo, which run the reduce
+// family's row-reduction driver (reduce_sum_into). AsStridedScatter's is ops/movement_plan.h's,
+// registered with the movement kernels (movement.cpp).
 #include "lucid/backends/cpu/reduce_loops.h"
 #include "lucid/backends/cpu/strided_copy.h"
 #include "lucid/ops/core.h"
-#include "lucid/ops/movement_plan.h"
 
 namespace lucid::cpu {
 
@@ -36,7 +35,6 @@ void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
 LUCID_REGISTER_KERNEL(Copy, CPU, copy_kernel);
 LUCID_REGISTER_KERNEL(ToDevice, CPU, copy_kernel);  // cpu -> cpu (another device's kernel handles transfers)
 LUCID_REGISTER_KERNEL(Fill, CPU, fill_kernel);
-LUCID_REGISTER_KERNEL(AsStridedScatter, CPU, movement_plan::as_strided_scatter<CpuMoves>);
 LUCID_REGISTER_KERNEL(Sum, CPU, sum_kernel);
 LUCID_REGISTER_KERNEL(SumTo, CPU, sum_to_kernel);
 

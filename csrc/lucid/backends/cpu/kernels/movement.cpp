@@ -1,10 +1,11 @@
 // CPU kernels of the movement family's copying ops: Cat, Flip, Roll, Tril, Triu, Repeat, Pad,
-// PadBackward (records in ops/movement_copy.cpp) and the scatters behind the views' VJPs:
-// SliceScatter, DiagonalBackward, UnfoldBackward (records in ops/movement_views.cpp). Flip, Roll,
-// Repeat, Pad, PadBackward and the scatters are the backend-neutral ones of ops/movement_plan.h on
-// the CPU's strided copy, accumulation and fill (CpuMoves, backends/cpu/strided_copy.h); Cat and
-// Tril/Triu are written here. Everything is a strided copy between views computed from the
-// record's geometry (ops/movement_util.h), so it is written once for every dtype.
+// PadBackward (records in ops/movement_copy.cpp), the scatters behind the views' VJPs:
+// SliceScatter, DiagonalBackward, UnfoldBackward (records in ops/movement_views.cpp), and
+// AsStridedScatter (ops/core_strided.cpp). Flip, Roll, Repeat, Pad, PadBackward and the scatters
+// are the backend-neutral ones of ops/movement_plan.h on the CPU's strided copy, accumulation and
+// fill (CpuMoves, backends/cpu/strided_copy.h); Cat and Tril/Triu are written here. Everything is
+// a strided copy between views computed from the record's geometry (ops/movement_util.h), so it
+// is written once for every dtype.
 #include <algorithm>
 
 #include "lucid/backends/cpu/strided_copy.h"
@@ -60,15 +61,8 @@ void tri_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 }  // namespace
 
 LUCID_REGISTER_KERNEL(Cat, CPU, cat_kernel);
-LUCID_REGISTER_KERNEL(Flip, CPU, movement_plan::flip<CpuMoves>);
-LUCID_REGISTER_KERNEL(Roll, CPU, movement_plan::roll<CpuMoves>);
 LUCID_REGISTER_KERNEL(Tril, CPU, tri_kernel<true>);
 LUCID_REGISTER_KERNEL(Triu, CPU, tri_kernel<false>);
-LUCID_REGISTER_KERNEL(Repeat, CPU, movement_plan::repeat<CpuMoves>);
-LUCID_REGISTER_KERNEL(Pad, CPU, movement_plan::pad<CpuMoves>);
-LUCID_REGISTER_KERNEL(PadBackward, CPU, movement_plan::pad_backward<CpuMoves>);
-LUCID_REGISTER_KERNEL(SliceScatter, CPU, movement_plan::slice_scatter<CpuMoves>);
-LUCID_REGISTER_KERNEL(DiagonalBackward, CPU, movement_plan::diagonal_backward<CpuMoves>);
-LUCID_REGISTER_KERNEL(UnfoldBackward, CPU, movement_plan::unfold_backward<CpuMoves>);
+LUCID_REGISTER_MOVEMENT_PLAN(CPU, CpuMoves);
 
 }  // namespace lucid::cpu

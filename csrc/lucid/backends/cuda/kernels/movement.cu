@@ -6,8 +6,9 @@
 // strided_move.h), so their accumulations run in the CPU's order and give the CPU's bits. Written
 // here: Cat, which copies many dense inputs in one batched launch, and Tril/Triu, which zero their
 // triangle in one kernel.
+#include "lucid/backends/cuda/launch_geometry.cuh"
+#include "lucid/backends/cuda/offset_calculator.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
 #include "lucid/ops/movement_plan.h"
 #include "lucid/ops/movement_util.h"
@@ -88,12 +89,12 @@ void cat_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 // ---- Tril / Triu --------------------------------------------------------------------------
 // Zeroes the elements of o above (Lower) or below the k-th diagonal of its last two dims.
 template <class U, class Index>
-__global__ void tri_zero_kernel(U* o, StridedIndexer<1, Index> ix, Index n, int64_t R, int64_t C, int64_t k, bool lower) {
+__global__ void tri_zero_kernel(U* o, OffsetCalculator<1, Index> ix, Index n, int64_t R, int64_t C, int64_t k, bool lower) {
   LUCID_GRID_LOOP(Index, i, n) {
     int64_t c = static_cast<int64_t>(i) % C, r = (static_cast<int64_t>(i) / C) % R;
     if (lower ? c - r > k : c - r < k) {
       Index off[1];
-      ix.offsets(i, off);
+      ix.get(i, off);
       o[off[0]] = U(0);
     }
   }
@@ -108,15 +109,14 @@ void tri_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   int64_t k = a.i("diagonal");
   int64_t nd = o.ndim(), R = o.shape()[nd - 2], C = o.shape()[nd - 1];
   const int64_t n = o.numel();
-  MergedDims<1> m = merge_dims<1>(o.shape(), {&o.strides()});
+  const Geometry geo = strided_geometry<1>(o.shape(), {&o.strides()}, "tril/triu");
   cudaStream_t s = current_stream(o.device());
   by_width(o.dtype(), [&](auto tag) {
     using U = decltype(tag);
     U* p = static_cast<U*>(o.data_ptr());
-    if (fits_int32(m, n))
-      tri_zero_kernel<<<grid_for(n), kThreads, 0, s>>>(p, make_indexer<1, int32_t>(m), static_cast<int32_t>(n), R, C, k, Lower);
-    else
-      tri_zero_kernel<<<grid_for(n), kThreads, 0, s>>>(p, make_indexer<1, int64_t>(m), n, R, C, k, Lower);
+    with_offset_calculator<1>(geo, [&](auto ix, auto ni) {
+      tri_zero_kernel<<<grid_for(n), kThreads, 0, s>>>(p, ix, ni, R, C, k, Lower);
+    });
   });
   check_launch("tri_zero_kernel");
 }
@@ -124,16 +124,8 @@ void tri_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 }  // namespace
 
 LUCID_REGISTER_KERNEL(Cat, CUDA, cat_kernel);
-LUCID_REGISTER_KERNEL(Flip, CUDA, movement_plan::flip<CudaMoves>);
-LUCID_REGISTER_KERNEL(Roll, CUDA, movement_plan::roll<CudaMoves>);
 LUCID_REGISTER_KERNEL(Tril, CUDA, tri_kernel<true>);
 LUCID_REGISTER_KERNEL(Triu, CUDA, tri_kernel<false>);
-LUCID_REGISTER_KERNEL(Repeat, CUDA, movement_plan::repeat<CudaMoves>);
-LUCID_REGISTER_KERNEL(Pad, CUDA, movement_plan::pad<CudaMoves>);
-LUCID_REGISTER_KERNEL(PadBackward, CUDA, movement_plan::pad_backward<CudaMoves>);
-LUCID_REGISTER_KERNEL(SliceScatter, CUDA, movement_plan::slice_scatter<CudaMoves>);
-LUCID_REGISTER_KERNEL(DiagonalBackward, CUDA, movement_plan::diagonal_backward<CudaMoves>);
-LUCID_REGISTER_KERNEL(UnfoldBackward, CUDA, movement_plan::unfold_backward<CudaMoves>);
-LUCID_REGISTER_KERNEL(AsStridedScatter, CUDA, movement_plan::as_strided_scatter<CudaMoves>);
+LUCID_REGISTER_MOVEMENT_PLAN(CUDA, CudaMoves);
 
 }  // namespace lucid::cuda
