@@ -2,7 +2,8 @@
 // When `v = base[...]` is modified in place while autograd records, the base becomes
 // as_strided_scatter(base, new_v) and v's history becomes as_strided(new base) (PyTorch's
 // CopySlices). Geometry (shape, strides, offset) is relative to a contiguous base's first element.
-// AsStridedScatter's CPU kernel is in backends/cpu/kernels/core.cpp.
+// AsStridedScatter's kernel is ops/movement_plan.h's (every backend's, registered with its
+// movement kernels).
 #include "lucid/ops/core.h"
 #include "lucid/ops/view_util.h"
 

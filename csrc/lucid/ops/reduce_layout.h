@@ -3,14 +3,36 @@
 // [outer, r, inner] block (r = the reduced elements of one output element): when the reduced dims
 // are adjacent this is x itself (no copy), otherwise the reduced dims are permuted to the end
 // (inner = 1; the copy is made by x's device, contiguous_data). DimRows is the [outer, n, inner]
-// view around one dim of scans and sorts.
+// view around one dim of scans and sorts. The dims a kernel reduces are read from its record's
+// attributes here too (reduce_attr_dims, index_reduce_dims, sum_to_dims), so every backend
+// normalises them alike.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
+#include "lucid/ops/attrs.h"
 #include "lucid/ops/core.h"
 
 namespace lucid {
+
+// The reduced dims of a record with a `dims` list attribute (empty: all), normalised and sorted.
+inline IntList reduce_attr_dims(const Attrs& a, int64_t ndim, const char* op) { return reduce_dims(a.ints("dims"), ndim, op); }
+
+// The reduced dims of a record with an optional single `dim` attribute (max/min(dim),
+// argmax/argmin): that dim, or every dim when it is absent.
+inline IntList index_reduce_dims(const Attrs& a, int64_t ndim, const char* op) {
+  return a.has("dim") ? reduce_dims({a.i("dim")}, ndim, op) : reduce_dims({}, ndim, op);
+}
+
+// SumTo's reduced dims: x's leading extra dims and the dims where the target has size 1 and x
+// does not (sorted; empty when x already has the target's shape).
+inline IntList sum_to_dims(const Shape& x, const Shape& target) {
+  const int64_t nd = static_cast<int64_t>(x.size()), lead = nd - static_cast<int64_t>(target.size());
+  IntList dims;
+  for (int64_t d = 0; d < nd; ++d)
+    if (d < lead || (target[d - lead] == 1 && x[d] != 1)) dims.push_back(d);
+  return dims;
+}
 
 struct RowLayout {
   Tensor data;  // contiguous

@@ -1,7 +1,8 @@
-// The host-side geometry of the CUDA elementwise kernels (backends/cuda/offset_calculator.cuh),
+// The host-side geometry of the CUDA backend's offset calculator (backends/cuda/offset_calculator.cuh),
 // checked without a GPU: the 32-bit fast divider against plain division, make_geometry's
-// broadcasting, coalescing and path flags, and OffsetCalculator's offsets (the same code the
-// device runs) against offsets computed from each operand's own strides.
+// broadcasting, coalescing and path flags, strided_geometry's element strides (negative ones
+// included), and OffsetCalculator's offsets (the same code the device runs) against offsets
+// computed from each operand's own strides.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -133,4 +134,58 @@ TEST(CudaOffsetCalculator, GivesEachOperandsOffsets) {
   Tensor col = view_of(base, {2, 3, 1}, {9, 2, 1}, 3);
   check_offsets<uint32_t>(strided_out, row, col);
   check_offsets<int64_t>(strided_out, row, col);
+}
+
+// strided_geometry (the data-movement kernels' builder): element strides as given, negative and
+// zero ones included, coalesced like make_geometry; offsets equal sum(index[d] * stride[d]).
+template <int N, class Index>
+static void check_strided(const Shape& shape, const std::array<Strides, N>& st) {
+  std::array<const Strides*, N> ptrs;
+  for (int k = 0; k < N; ++k) ptrs[k] = &st[k];
+  Geometry g = cuda::strided_geometry<N>(shape, ptrs, "t");
+  OffsetCalculator<N, Index> oc(g);
+  const int nd = static_cast<int>(shape.size());
+  for (int64_t linear = 0; linear < numel_of(shape); ++linear) {
+    Index off[N];
+    oc.get(static_cast<Index>(linear), off);
+    int64_t rem = linear;
+    std::vector<int64_t> idx(nd);
+    for (int d = nd - 1; d >= 0; --d) { idx[d] = rem % shape[d]; rem /= shape[d]; }
+    for (int k = 0; k < N; ++k) {
+      int64_t e = 0;
+      for (int d = 0; d < nd; ++d) e += idx[d] * st[k][d];
+      ASSERT_EQ(static_cast<int64_t>(off[k]), e) << "linear " << linear << " operand " << k;
+    }
+  }
+}
+
+TEST(CudaStridedGeometry, CoalescesElementStridesAndFlagsThePaths) {
+  Strides c3{30, 6, 1};
+  Geometry g = cuda::strided_geometry<2>({4, 5, 6}, {&c3, &c3}, "t");
+  EXPECT_EQ(g.ndim, 1);
+  EXPECT_EQ(g.sizes[0], 120);
+  EXPECT_TRUE(g.contiguous);
+  EXPECT_TRUE(g.fits_32bit);
+  Strides dense{6, 1}, flipped{-6, 1};
+  g = cuda::strided_geometry<2>({3, 6}, {&dense, &flipped}, "t");
+  EXPECT_EQ(g.ndim, 2);
+  EXPECT_FALSE(g.contiguous);
+  EXPECT_FALSE(g.fits_32bit);  // a negative stride takes the int64 path
+  Strides one{1};
+  g = cuda::strided_geometry<1>({1}, {&one}, "t");  // one element: ndim 0, a plain copy
+  EXPECT_EQ(g.ndim, 0);
+  EXPECT_TRUE(g.contiguous);
+  Strides wide{int64_t{1} << 31};
+  g = cuda::strided_geometry<1>({2}, {&wide}, "t");
+  EXPECT_FALSE(g.fits_32bit);
+  g = cuda::strided_geometry<1>({0, 3}, {&dense}, "t");
+  EXPECT_EQ(g.numel, 0);
+}
+
+TEST(CudaStridedGeometry, GivesEachOperandsElementOffsets) {
+  check_strided<2, uint32_t>({3, 4, 5}, {Strides{20, 5, 1}, Strides{1, 15, 3}});
+  check_strided<2, int64_t>({3, 4, 5}, {Strides{20, 5, 1}, Strides{1, 15, 3}});
+  check_strided<2, int64_t>({3, 4, 5}, {Strides{20, 5, 1}, Strides{-20, 5, -1}});  // a flip
+  check_strided<3, uint32_t>({2, 3, 7}, {Strides{200, 50, 3}, Strides{0, 0, 1}, Strides{9, 2, 0}});  // broadcasts
+  check_strided<1, int64_t>({5, 1, 4}, {Strides{-4, 99, 1}});
 }

@@ -2,9 +2,11 @@
 // move is the same for every dtype of one width, so kernels instantiate 4 widths instead of 9
 // dtypes), a strided copy, strided accumulation, a scalar fill, offset tables for gather-style
 // kernels, and reading an index element. The kernels build views (shape, strides, offset) and
-// move data between them with these.
+// move data between them with these; CpuMoves hands them to the backend-neutral movement kernels
+// (ops/movement_plan.h).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -54,6 +56,14 @@ void add_into(const Tensor& dst, const Tensor& src);
 
 // Every element of dst (any strides) = value, converted to dst's dtype as PyTorch's fill_.
 void fill(const Tensor& dst, double value);
+
+// The CPU's primitives of ops/movement_plan.h.
+struct CpuMoves {
+  static void copy(const Tensor& dst, const Tensor& src) { strided_copy(dst, src); }
+  static void add(const Tensor& dst, const Tensor& src) { add_into(dst, src); }
+  static void fill(const Tensor& dst, double value) { cpu::fill(dst, value); }
+  static void zero(const Tensor& dst) { std::memset(dst.data_ptr(), 0, dst.numel() * itemsize(dst.dtype())); }
+};
 
 // Reads an integer index tensor element as int64 (index tensors are int64 or int32).
 inline int64_t read_index(const char* p, DType t) {

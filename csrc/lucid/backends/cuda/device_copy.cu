@@ -4,21 +4,11 @@
 // (device_cast.cu) between strided copies only where an operand is not contiguous.
 #include "lucid/backends/cuda/device_copy.h"
 #include "lucid/backends/cuda/elementwise_launch.cuh"
+#include "lucid/backends/cuda/strided_move.h"
 
 namespace lucid::cuda {
 
 namespace {
-
-// Calls f(std::type_identity<U>{}) with U an unsigned integer type of the dtype's width.
-template <class F>
-void by_itemsize(DType t, const F& f) {
-  switch (itemsize(t)) {
-    case 1: f(std::type_identity<uint8_t>{}); break;
-    case 2: f(std::type_identity<uint16_t>{}); break;
-    case 4: f(std::type_identity<uint32_t>{}); break;
-    default: f(std::type_identity<uint64_t>{}); break;
-  }
-}
 
 struct Identity {
   template <class U> __device__ U operator()(U v) const { return v; }
@@ -38,8 +28,8 @@ void copy_same_dtype(const Tensor& dst, const Tensor& src) {
                "cudaMemcpyAsync (device to device)");
     return;
   }
-  by_itemsize(dst.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
+  by_width(dst.dtype(), [&](auto tag) {
+    using U = decltype(tag);
     gpu_kernel_strided<U, U>("copy", dst, {KernelInput::of(src)}, Identity{});
   });
 }
@@ -72,8 +62,8 @@ void copy_on_device(const Tensor& dst, const Tensor& src) {
 }
 
 void fill_bits(const Tensor& dst, uint64_t bits) {
-  by_itemsize(dst.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
+  by_width(dst.dtype(), [&](auto tag) {
+    using U = decltype(tag);
     gpu_kernel<U>("fill", dst, {}, Constant<U>{static_cast<U>(bits)});
   });
 }

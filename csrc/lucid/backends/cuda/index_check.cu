@@ -1,8 +1,9 @@
 // BadIndexFlag and checked_index (index_check.cuh): the device-side index validation shared by
 // the CUDA gather/scatter, indexing and embedding kernels.
 #include "lucid/backends/cuda/index_check.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
+#include "lucid/backends/cuda/offset_calculator.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 
 namespace lucid::cuda {
 
@@ -24,11 +25,11 @@ bool BadIndexFlag::fetch(int64_t& value, int64_t& where) const {
 namespace {
 
 template <class Index>
-__global__ void check_index_kernel(const char* src, DType dt, int isz, StridedIndexer<1, Index> ix, Index n,
+__global__ void check_index_kernel(const char* src, DType dt, int isz, OffsetCalculator<1, Index> ix, Index n,
                                    int64_t size, bool allow_negative, int64_t* out, BadIndexRecord* bad) {
   LUCID_GRID_LOOP(Index, i, n) {
     Index off[1];
-    ix.offsets(i, off);
+    ix.get(i, off);
     int64_t v = load_index(src + static_cast<int64_t>(off[0]) * isz, dt);
     bool ok = (v >= 0 || (allow_negative && v >= -size)) && v < size;
     if (!ok) {
@@ -48,17 +49,13 @@ bool checked_index(const Tensor& index, int64_t size, bool allow_negative, Tenso
   const int64_t n = index.numel();
   if (n == 0) return true;
   BadIndexFlag flag(dev);
-  MergedDims<1> m = merge_dims<1>(index.shape(), {&index.strides()});
   const char* src = static_cast<const char*>(index.data_ptr());
   const int isz = static_cast<int>(itemsize(index.dtype()));
   cudaStream_t s = current_stream(dev);
-  if (fits_int32(m, n))
-    check_index_kernel<int32_t><<<grid_for(n), kThreads, 0, s>>>(src, index.dtype(), isz, make_indexer<1, int32_t>(m),
-                                                                    static_cast<int32_t>(n), size, allow_negative,
-                                                                    out.data<int64_t>(), flag.get());
-  else
-    check_index_kernel<int64_t><<<grid_for(n), kThreads, 0, s>>>(src, index.dtype(), isz, make_indexer<1, int64_t>(m), n,
-                                                                    size, allow_negative, out.data<int64_t>(), flag.get());
+  with_offset_calculator<1>(strided_geometry<1>(index.shape(), {&index.strides()}, "index check"), [&](auto ix, auto ni) {
+    check_index_kernel<<<grid_for(n), kThreads, 0, s>>>(src, index.dtype(), isz, ix, ni, size, allow_negative,
+                                                         out.data<int64_t>(), flag.get());
+  });
   check_launch("check_index_kernel");
   int64_t where = 0;
   return !flag.fetch(bad, where);

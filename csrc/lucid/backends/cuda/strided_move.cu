@@ -1,11 +1,13 @@
 // Definitions of the strided copy, accumulation and fill of strided_move.h: one grid-stride kernel
-// each over the dims merged by strided_index.cuh (int32 positions when they fit). Copies and fills
-// move raw bits by item size (4 kernels for 9 dtypes); add_into computes per dtype.
+// each over the coalesced element-stride geometry of offset_calculator.cuh (strided_geometry; 32-bit
+// offsets with the fast divider when they fit). Copies and fills move raw bits by item size (4
+// kernels for 9 dtypes); add_into computes per dtype.
 #include <cstring>
 
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
+#include "lucid/backends/cuda/offset_calculator.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
 #include "lucid/ops/op_def.h"
 
@@ -28,39 +30,30 @@ Strides broadcast_strides(const Tensor& src, const Shape& shape) {
 }
 
 template <class U, class Index>
-__global__ void copy_kernel(U* dst, const U* src, StridedIndexer<2, Index> ix, Index n) {
+__global__ void copy_kernel(U* dst, const U* src, OffsetCalculator<2, Index> ix, Index n) {
   LUCID_GRID_LOOP(Index, i, n) {
     Index off[2];
-    ix.offsets(i, off);
+    ix.get(i, off);
     dst[off[0]] = src[off[1]];
   }
 }
 
 template <class T, class Index>
-__global__ void add_kernel(T* dst, const T* src, StridedIndexer<2, Index> ix, Index n) {
+__global__ void add_kernel(T* dst, const T* src, OffsetCalculator<2, Index> ix, Index n) {
   LUCID_GRID_LOOP(Index, i, n) {
     Index off[2];
-    ix.offsets(i, off);
+    ix.get(i, off);
     dst[off[0]] = add_values(dst[off[0]], src[off[1]]);
   }
 }
 
 template <class U, class Index>
-__global__ void fill_kernel(U* dst, U value, StridedIndexer<1, Index> ix, Index n) {
+__global__ void fill_kernel(U* dst, U value, OffsetCalculator<1, Index> ix, Index n) {
   LUCID_GRID_LOOP(Index, i, n) {
     Index off[1];
-    ix.offsets(i, off);
+    ix.get(i, off);
     dst[off[0]] = value;
   }
-}
-
-// Launches kernel<Index> over dst's positions with the merged geometry of N operands.
-template <int N, class Launch>
-void launch_strided(const Shape& shape, const std::array<const Strides*, N>& st, const Launch& launch) {
-  int64_t n = numel_of(shape);
-  MergedDims<N> m = merge_dims<N>(shape, st);
-  if (fits_int32(m, n)) launch(make_indexer<N, int32_t>(m), static_cast<int32_t>(n));
-  else launch(make_indexer<N, int64_t>(m), n);
 }
 
 }  // namespace
@@ -78,15 +71,15 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   }
   cudaStream_t s = current_stream(dev);
   const size_t isz = itemsize(dst.dtype());
-  MergedDims<2> m = merge_dims<2>(dst.shape(), {&dst.strides(), &sst});
-  if (m.ndim <= 1 && (m.ndim == 0 || (m.strides[0][0] == 1 && m.strides[1][0] == 1))) {
+  const Geometry geo = strided_geometry<2>(dst.shape(), {&dst.strides(), &sst}, "strided_copy");
+  if (geo.contiguous) {
     check_cuda(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.numel() * isz, cudaMemcpyDeviceToDevice, s),
                "cudaMemcpyAsync(strided copy)");
     return;
   }
   by_width(dst.dtype(), [&](auto tag) {
     using U = decltype(tag);
-    launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
+    with_offset_calculator<2>(geo, [&](auto ix, auto n) {
       copy_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), ix, n);
     });
   });
@@ -102,7 +95,7 @@ void add_into(const Tensor& dst, const Tensor& src) {
   cudaStream_t s = current_stream(dev);
   LUCID_DISPATCH_ALL(dst.dtype(), "add_into", [&] {
     using T = device_t<scalar_t>;
-    launch_strided<2>(dst.shape(), {&dst.strides(), &sst}, [&](auto ix, auto n) {
+    with_offset_calculator<2>(strided_geometry<2>(dst.shape(), {&dst.strides(), &sst}, "add_into"), [&](auto ix, auto n) {
       add_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dst.data_ptr()), static_cast<const T*>(src.data_ptr()), ix, n);
     });
   });
@@ -123,7 +116,7 @@ void fill(const Tensor& dst, double value) {
     using U = decltype(tag);
     U v;
     std::memcpy(&v, &bits, sizeof v);
-    launch_strided<1>(dst.shape(), {&dst.strides()}, [&](auto ix, auto n) {
+    with_offset_calculator<1>(strided_geometry<1>(dst.shape(), {&dst.strides()}, "fill"), [&](auto ix, auto n) {
       fill_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<U*>(dst.data_ptr()), v, ix, n);
     });
   });

@@ -1,10 +1,10 @@
 // CPU kernels of the core ops (records in ops/core_*.cpp): Copy (the converting strided copy
-// behind cast, clone and copy_), Fill, AsStridedScatter, and the core reductions Sum and SumTo,
-// which run the reduce family's row-reduction driver (reduce_sum_into).
+// behind cast, clone and copy_), Fill, and the core reductions Sum and SumTo, which run the reduce
+// family's row-reduction driver (reduce_sum_into). AsStridedScatter's is ops/movement_plan.h's,
+// registered with the movement kernels (movement.cpp).
 #include "lucid/backends/cpu/reduce_loops.h"
 #include "lucid/backends/cpu/strided_copy.h"
 #include "lucid/ops/core.h"
-#include "lucid/ops/view_util.h"
 
 namespace lucid::cpu {
 
@@ -14,24 +14,15 @@ void copy_kernel(const TensorList& in, const TensorList& out, const Attrs&) { co
 
 void fill_kernel(const TensorList&, const TensorList& out, const Attrs& a) { fill(out[0], a.f("value")); }
 
-void as_strided_scatter_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  copy_into(out[0], in[0]);
-  copy_into(strided_region(out[0], a), in[1]);
-}
-
 void sum_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  reduce_sum_into(in[0], reduce_dims(a.ints("dims"), in[0].ndim(), "sum"), out[0]);
+  reduce_sum_into(in[0], reduce_attr_dims(a, in[0].ndim(), "sum"), out[0]);
 }
 
-// The broadcast dims of x relative to the target shape: leading extra dims, and dims where the
-// target has size 1 and x does not. The shared row-reduction driver does the summing.
+// The broadcast dims of x relative to the target shape (sum_to_dims); the shared row-reduction
+// driver does the summing.
 void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   const Tensor& x = in[0];
-  const Shape& target = out[0].shape();
-  int64_t lead = x.ndim() - static_cast<int64_t>(target.size());
-  IntList dims;
-  for (int64_t d = 0; d < x.ndim(); ++d)
-    if (d < lead || (target[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
+  IntList dims = sum_to_dims(x.shape(), out[0].shape());
   if (dims.empty()) {
     copy_into(out[0], x);
     return;
@@ -44,7 +35,6 @@ void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
 LUCID_REGISTER_KERNEL(Copy, CPU, copy_kernel);
 LUCID_REGISTER_KERNEL(ToDevice, CPU, copy_kernel);  // cpu -> cpu (another device's kernel handles transfers)
 LUCID_REGISTER_KERNEL(Fill, CPU, fill_kernel);
-LUCID_REGISTER_KERNEL(AsStridedScatter, CPU, as_strided_scatter_kernel);
 LUCID_REGISTER_KERNEL(Sum, CPU, sum_kernel);
 LUCID_REGISTER_KERNEL(SumTo, CPU, sum_to_kernel);
 

@@ -6,7 +6,8 @@
 //   AvgPool2d / AvgPool2dBackward            count_include_pad, ceil_mode, divisor_override
 //   AdaptiveAvgPool2d / AdaptiveAvgPool2dBackward, AdaptiveMaxPool2d
 // The records have validated the attributes and computed the output shapes; these read the
-// geometry back from the tensors' shapes. Input is [N, C, H, W] or [C, H, W], made contiguous.
+// geometry back from the tensors' shapes (ops/pool_layout.h, shared with the CUDA kernels). Input
+// is [N, C, H, W] or [C, H, W], made contiguous.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,26 +16,11 @@
 
 #include "lucid/core/parallel.h"
 #include "lucid/ops/op_def.h"
+#include "lucid/ops/pool_layout.h"
 
 namespace lucid::cpu {
 
 namespace {
-
-struct PoolGeo {
-  int64_t P, H, W, OH, OW;
-};
-
-PoolGeo pool_geo(const Shape& in, const Shape& out) {
-  int64_t nd = static_cast<int64_t>(in.size());
-  PoolGeo g;
-  g.H = in[nd - 2];
-  g.W = in[nd - 1];
-  g.OH = out[nd - 2];
-  g.OW = out[nd - 1];
-  g.P = 1;
-  for (int64_t i = 0; i < nd - 2; ++i) g.P *= in[i];
-  return g;
-}
 
 template <class F>
 void for_planes(const PoolGeo& g, int64_t per_plane, const F& f) {

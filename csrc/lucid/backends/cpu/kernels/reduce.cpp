@@ -12,8 +12,6 @@ namespace lucid::cpu {
 
 namespace {
 
-IntList attr_dims(const Attrs& a, int64_t ndim, const char* op) { return reduce_dims(a.ints("dims"), ndim, op); }
-
 // ---- Sum ------------------------------------------------------------------------------------------
 template <class T>
 struct SumR {
@@ -63,18 +61,14 @@ struct MeanR {
 void mean_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
   Tensor x = as_dtype(in[0], o.dtype());
-  IntList dims = attr_dims(a, x.ndim(), "mean");
+  IntList dims = reduce_attr_dims(a, x.ndim(), "mean");
   RowLayout L = row_layout(x, dims);
   LUCID_DISPATCH_FLOATING(o.dtype(), "mean", [&] {
     run_reduce<scalar_t>(L, MeanR<scalar_t>{o.data<scalar_t>(), 1.0 / static_cast<double>(L.r)});
   });
 }
 
-// ---- Var / Std (Welford, merged with Chan's formula) ---------------------------------------------
-struct Welford {
-  double n = 0, mean = 0, m2 = 0;
-};
-
+// ---- Var / Std (Welford, merged with Chan's formula: ops/reduce_util.h) --------------------------
 template <class T>
 struct VarR {
   using C = compute_t<T>;
@@ -83,13 +77,7 @@ struct VarR {
   double correction;
   bool take_sqrt;
   S init() const { return {}; }
-  void step(S& s, C v, int64_t) const {
-    double x = static_cast<double>(v);
-    s.n += 1;
-    double dlt = x - s.mean;
-    s.mean += dlt / s.n;
-    s.m2 += dlt * (x - s.mean);
-  }
+  void step(S& s, C v, int64_t) const { welford_step(s, static_cast<double>(v)); }
   // Two passes over a block (mean, then squared deviations), merged with Chan's formula.
   void row(S& s, const T* p, int64_t, int64_t n) const {
     if (n == 0) return;
@@ -121,24 +109,14 @@ struct VarR {
       }
     for (int64_t j = 0; j < w; ++j) merge(st[j], S{static_cast<double>(r), sum[j], m2[j]});
   }
-  void merge(S& a, const S& b) const {
-    if (b.n == 0) return;
-    if (a.n == 0) { a = b; return; }
-    double n = a.n + b.n, dlt = b.mean - a.mean;
-    a.m2 += b.m2 + dlt * dlt * a.n * b.n / n;
-    a.mean += dlt * b.n / n;
-    a.n = n;
-  }
-  void write(const S& s, int64_t o) const {
-    double v = s.m2 / std::max(0.0, s.n - correction);
-    out[o] = static_cast<T>(static_cast<C>(take_sqrt ? std::sqrt(v) : v));
-  }
+  void merge(S& a, const S& b) const { welford_merge(a, b); }
+  void write(const S& s, int64_t o) const { out[o] = static_cast<T>(static_cast<C>(welford_result(s, correction, take_sqrt))); }
 };
 
 void var_std_kernel(const TensorList& in, const TensorList& out, const Attrs& a, bool take_sqrt) {
   const Tensor& x = in[0];
   const Tensor& o = out[0];
-  IntList dims = attr_dims(a, x.ndim(), take_sqrt ? "std" : "var");
+  IntList dims = reduce_attr_dims(a, x.ndim(), take_sqrt ? "std" : "var");
   RowLayout L = row_layout(x, dims);
   LUCID_DISPATCH_FLOATING(o.dtype(), take_sqrt ? "std" : "var", [&] {
     run_reduce<scalar_t>(L, VarR<scalar_t>{o.data<scalar_t>(), a.f("correction"), take_sqrt});
@@ -164,7 +142,7 @@ struct ProdR {
 void prod_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
   Tensor x = as_dtype(in[0], o.dtype());
-  RowLayout L = row_layout(x, attr_dims(a, x.ndim(), "prod"));
+  RowLayout L = row_layout(x, reduce_attr_dims(a, x.ndim(), "prod"));
   LUCID_DISPATCH_NUMERIC(o.dtype(), "prod", [&] { run_reduce<scalar_t>(L, ProdR<scalar_t>{o.data<scalar_t>()}); });
 }
 
@@ -200,17 +178,13 @@ void prod_others_rows(const RowLayout& L, T* dst) {
 
 void prod_others_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& x = in[0];
-  RowLayout L = row_layout(x, attr_dims(a, x.ndim(), "prod"));
+  RowLayout L = row_layout(x, reduce_attr_dims(a, x.ndim(), "prod"));
   Tensor dst = L.perm.empty() ? out[0] : Tensor::empty(L.data.shape(), x.dtype());
   LUCID_DISPATCH_NUMERIC(x.dtype(), "prod", [&] { prod_others_rows<scalar_t>(L, dst.data<scalar_t>()); });
   if (!L.perm.empty()) unpermute_into(out[0], dst, L.perm);
 }
 
-// ---- LogSumExp (online: running max m and sum s of exp(v - m)) -----------------------------------
-struct Lse {
-  double m = -INFINITY, s = 0;
-};
-
+// ---- LogSumExp (online: running max m and sum s of exp(v - m), ops/reduce_util.h) ---------------
 // exp in place over n values (SLEEF AVX2, 1 ulp).
 inline void exp_inplace(float* v, int64_t n) {
   int64_t i = 0;
@@ -229,17 +203,8 @@ struct LseR {
   using E = std::conditional_t<std::is_same_v<T, double>, double, float>;  // exp precision
   using S = Lse;
   T* out;
-  S init() const { return {}; }
-  static void add(S& st, double m, double s) {
-    if (std::isnan(m) || std::isnan(st.m)) { st.m = NAN; return; }
-    if (m == -INFINITY) return;
-    if (m > st.m) {
-      st.s = (st.m == -INFINITY ? 0.0 : st.s * std::exp(st.m - m)) + s;
-      st.m = m;
-    } else {
-      st.s += m == st.m ? s : s * std::exp(m - st.m);
-    }
-  }
+  S init() const { return {-INFINITY, 0.0}; }
+  static void add(S& st, double m, double s) { lse_add(st, m, s); }
   // A block with maximum m and the sum of exp(x - m) (m = +-inf or NaN decide by themselves).
   static void add_block(S& st, double m, double s) {
     if (std::isinf(m) || std::isnan(m)) add(st, m, 1.0);
@@ -278,16 +243,13 @@ struct LseR {
     for (int64_t j = 0; j < w; ++j) add_block(st[j], static_cast<double>(m[j]), acc[j]);
   }
   void merge(S& a, const S& b) const { add(a, b.m, b.s); }
-  void write(const S& st, int64_t o) const {
-    double r = std::isinf(st.m) || std::isnan(st.m) ? st.m : st.m + std::log(st.s);
-    out[o] = static_cast<T>(static_cast<C>(r));
-  }
+  void write(const S& st, int64_t o) const { out[o] = static_cast<T>(static_cast<C>(lse_result(st))); }
 };
 
 void logsumexp_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
   Tensor x = as_dtype(in[0], o.dtype());
-  RowLayout L = row_layout(x, attr_dims(a, x.ndim(), "logsumexp"));
+  RowLayout L = row_layout(x, reduce_attr_dims(a, x.ndim(), "logsumexp"));
   LUCID_DISPATCH_FLOATING(o.dtype(), "logsumexp", [&] { run_reduce<scalar_t>(L, LseR<scalar_t>{o.data<scalar_t>()}); });
 }
 
@@ -310,7 +272,7 @@ template <bool IsAll>
 void bool_reduce_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& x = in[0];
   const Tensor& o = out[0];
-  RowLayout L = row_layout(x, attr_dims(a, x.ndim(), IsAll ? "all" : "any"));
+  RowLayout L = row_layout(x, reduce_attr_dims(a, x.ndim(), IsAll ? "all" : "any"));
   LUCID_DISPATCH_ALL(x.dtype(), IsAll ? "all" : "any", [&] {
     if (o.dtype() == DType::UInt8) run_reduce<scalar_t>(L, BoolR<scalar_t, IsAll, uint8_t>{o.data<uint8_t>()});
     else run_reduce<scalar_t>(L, BoolR<scalar_t, IsAll, bool>{o.data<bool>()});

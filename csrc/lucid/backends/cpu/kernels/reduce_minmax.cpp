@@ -80,7 +80,7 @@ struct AmaxR {
 template <bool IsMax>
 void amax_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const char* name = IsMax ? "amax" : "amin";
-  RowLayout L = row_layout(in[0], reduce_dims(a.ints("dims"), in[0].ndim(), name));
+  RowLayout L = row_layout(in[0], reduce_attr_dims(a, in[0].ndim(), name));
   LUCID_DISPATCH_ALL(in[0].dtype(), name, [&] { run_reduce<scalar_t>(L, AmaxR<scalar_t, IsMax>{out[0].data<scalar_t>()}); });
 }
 
@@ -88,14 +88,13 @@ void amax_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 template <bool IsMax>
 void max_dim_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const char* name = IsMax ? "max" : "min";
-  run_ext<IsMax>(in[0], reduce_dims({a.i("dim")}, in[0].ndim(), name), &out[0], &out[1], name);
+  run_ext<IsMax>(in[0], index_reduce_dims(a, in[0].ndim(), name), &out[0], &out[1], name);
 }
 
 template <bool IsMax>
 void argmax_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const char* name = IsMax ? "argmax" : "argmin";
-  IntList dims = a.has("dim") ? reduce_dims({a.i("dim")}, in[0].ndim(), name) : reduce_dims({}, in[0].ndim(), name);
-  run_ext<IsMax>(in[0], dims, nullptr, &out[0], name);
+  run_ext<IsMax>(in[0], index_reduce_dims(a, in[0].ndim(), name), nullptr, &out[0], name);
 }
 
 // ---- Masks -------------------------------------------------------------------------------------------
@@ -124,13 +123,9 @@ void index_mask_kernel(const TensorList& in, const TensorList& out, const Attrs&
   std::memset(o.data_ptr(), 0, o.numel() * itemsize(o.dtype()));
   Tensor idx = in[0].contiguous_data();
   const int64_t* ip = idx.data<int64_t>();
-  int64_t nd = o.ndim(), dim = nd > 0 ? wrap_dim(a.i("dim"), nd, "index_mask") : 0;
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t i = 0; i < nd; ++i) {
-    if (i < dim) outer *= o.shape()[i];
-    else if (i == dim) n = o.shape()[i];
-    else inner *= o.shape()[i];
-  }
+  int64_t nd = o.ndim();
+  const DimRows rows = dim_rows(o.shape(), nd > 0 ? wrap_dim(a.i("dim"), nd, "index_mask") : 0);
+  const int64_t outer = rows.outer, n = rows.n, inner = rows.inner;
   LUCID_DISPATCH_FLOATING(o.dtype(), "index_mask", [&] {
     scalar_t* op = o.data<scalar_t>();
     for (int64_t r = 0; r < outer; ++r)

@@ -13,9 +13,9 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/index_check.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
 #include "lucid/ops/op_def.h"
 

@@ -5,8 +5,8 @@
 // of the windows covering it in double, in ascending kernel offset, which is the CPU's summation
 // order for that pixel, so the results are the CPU's bits and no atomics are needed.
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
 #include "lucid/ops/linalg_geometry.h"
 #include "lucid/ops/op_def.h"

@@ -11,8 +11,9 @@
 // (the CPU keeps the last; torch leaves it undefined).
 #include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/index_check.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
+#include "lucid/backends/cuda/offset_calculator.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
 #include "lucid/ops/index_layout.h"
 #include "lucid/ops/movement_util.h"
@@ -21,13 +22,11 @@ namespace lucid::cuda {
 
 namespace {
 
-// Runs launch(indexer, n) with int32 positions when the geometry allows, int64 otherwise.
+// Runs launch(offset calculator, n) over shape walked through N operands' element strides, with
+// 32-bit offsets when they fit.
 template <int N, class Launch>
 void with_indexer(const Shape& shape, const std::array<const Strides*, N>& st, const Launch& launch) {
-  int64_t n = numel_of(shape);
-  MergedDims<N> m = merge_dims<N>(shape, st);
-  if (fits_int32(m, n)) launch(make_indexer<N, int32_t>(m), static_cast<int32_t>(n));
-  else launch(make_indexer<N, int64_t>(m), n);
+  with_offset_calculator<N>(strided_geometry<N>(shape, st, "cuda indexing"), launch);
 }
 
 // The contiguous int64 copy of a gather/scatter index, checked against `size` (no negatives).
@@ -50,19 +49,19 @@ Strides without_dim(const Tensor& t, int64_t dim) {
 // Positions p of the index's shape (row-major, so idx[p] is its value): off[0] in the written
 // tensor, off[1] in the read one, the indexed dim's stride entry zeroed in the indexed operand.
 template <class U, class Index>
-__global__ void gather_kernel(U* o, const U* x, const int64_t* idx, StridedIndexer<2, Index> ix, Index n, int64_t xs) {
+__global__ void gather_kernel(U* o, const U* x, const int64_t* idx, OffsetCalculator<2, Index> ix, Index n, int64_t xs) {
   LUCID_GRID_LOOP(Index, p, n) {
     Index off[2];
-    ix.offsets(p, off);
+    ix.get(p, off);
     o[off[0]] = x[off[1] + idx[p] * xs];
   }
 }
 
 template <class T, bool Add, class Index>
-__global__ void scatter_kernel(T* o, const T* s, const int64_t* idx, StridedIndexer<2, Index> ix, Index n, int64_t os) {
+__global__ void scatter_kernel(T* o, const T* s, const int64_t* idx, OffsetCalculator<2, Index> ix, Index n, int64_t os) {
   LUCID_GRID_LOOP(Index, p, n) {
     Index off[2];
-    ix.offsets(p, off);
+    ix.get(p, off);
     T* t = o + off[0] + idx[p] * os;
     if constexpr (Add) atomic_accumulate(t, s[off[1]]);
     else *t = s[off[1]];
@@ -126,11 +125,11 @@ void scatter_plain_kernel(const TensorList& in, const TensorList& out, const Att
 // ---- IndexGather / IndexPut ---------------------------------------------------------------
 // b[j] += (idx[j] wrapped) * stride for each broadcast position j of one index tensor, checked.
 template <class Index>
-__global__ void adv_offsets_kernel(int64_t* b, const char* idx, DType dt, int isz, StridedIndexer<1, Index> ix, Index nb,
+__global__ void adv_offsets_kernel(int64_t* b, const char* idx, DType dt, int isz, OffsetCalculator<1, Index> ix, Index nb,
                                    int64_t size, int64_t stride, bool first, int64_t which, BadIndexRecord* bad) {
   LUCID_GRID_LOOP(Index, j, nb) {
     Index off[1];
-    ix.offsets(j, off);
+    ix.get(j, off);
     int64_t v = load_index(idx + static_cast<int64_t>(off[0]) * isz, dt);
     int64_t d = 0;
     if (v >= -size && v < size) d = (v < 0 ? v + size : v) * stride;
@@ -188,15 +187,15 @@ AdvGeometry adv_geometry(const Tensor& t, const IntList& dims, const TensorList&
 // Element e of the [outer, B, inner] result: its offset in the indexed tensor.
 template <class Index>
 struct AdvAddress {
-  StridedIndexer<1, Index> outer, inner;
+  OffsetCalculator<1, Index> outer, inner;
   const int64_t* b;
   int64_t nb, ni;
   __device__ int64_t operator()(int64_t e) const {
     int64_t r = e / ni, i = e - r * ni;
     int64_t oj = r / nb, jb = r - oj * nb;
     Index oo[1], io[1];
-    outer.offsets(static_cast<Index>(oj), oo);
-    inner.offsets(static_cast<Index>(i), io);
+    outer.get(static_cast<Index>(oj), oo);
+    inner.get(static_cast<Index>(i), io);
     return static_cast<int64_t>(oo[0]) + b[jb] + static_cast<int64_t>(io[0]);
   }
 };
@@ -215,15 +214,15 @@ __global__ void index_put_kernel(T* o, const T* v, int64_t vs, AdvAddress<Index>
   }
 }
 
-// Runs launch(AdvAddress) with int32 outer/inner offsets when they fit.
+// Runs launch(AdvAddress) with 32-bit outer/inner offsets when they fit.
 template <class Launch>
 void with_address(const AdvGeometry& G, const Launch& launch) {
-  MergedDims<1> mo = merge_dims<1>(G.outer_shape, {&G.outer_strides});
-  MergedDims<1> mi = merge_dims<1>(G.inner_shape, {&G.inner_strides});
-  if (fits_int32(mo, G.no) && fits_int32(mi, G.ni))
-    launch(AdvAddress<int32_t>{make_indexer<1, int32_t>(mo), make_indexer<1, int32_t>(mi), G.b.data<int64_t>(), G.nb, G.ni});
+  const Geometry go = strided_geometry<1>(G.outer_shape, {&G.outer_strides}, "index");
+  const Geometry gi = strided_geometry<1>(G.inner_shape, {&G.inner_strides}, "index");
+  if (go.fits_32bit && gi.fits_32bit)
+    launch(AdvAddress<uint32_t>{OffsetCalculator<1, uint32_t>(go), OffsetCalculator<1, uint32_t>(gi), G.b.data<int64_t>(), G.nb, G.ni});
   else
-    launch(AdvAddress<int64_t>{make_indexer<1, int64_t>(mo), make_indexer<1, int64_t>(mi), G.b.data<int64_t>(), G.nb, G.ni});
+    launch(AdvAddress<int64_t>{OffsetCalculator<1, int64_t>(go), OffsetCalculator<1, int64_t>(gi), G.b.data<int64_t>(), G.nb, G.ni});
 }
 
 void index_gather_fn(const TensorList& in, const TensorList& out, const Attrs& a) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "lucid/backends/cuda/cuda_dtype.cuh"
+#include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
-#include "lucid/backends/cuda/strided_index.cuh"
 #include "lucid/backends/cuda/strided_move.h"
 #include "lucid/ops/interpolate_taps.h"
 #include "lucid/ops/nn_layout.h"

@@ -26,22 +26,11 @@
 #include "lucid/backends/cuda/kernels/dnn_scalar.cuh"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/ops/op_def.h"
+#include "lucid/ops/pool_layout.h"
 
 namespace lucid::cuda {
 
 namespace {
-
-// P planes of H x W in, OH x OW out (shapes of the input side and the output side).
-struct PoolGeo {
-  int64_t P, H, W, OH, OW;
-};
-
-PoolGeo pool_geo(const Shape& in, const Shape& out) {
-  const size_t nd = in.size();
-  PoolGeo g{1, in[nd - 2], in[nd - 1], out[nd - 2], out[nd - 1]};
-  for (size_t i = 0; i + 2 < nd; ++i) g.P *= in[i];
-  return g;
-}
 
 __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }

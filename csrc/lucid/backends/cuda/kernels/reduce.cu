@@ -2,7 +2,8 @@
 // SumTo, Mean, Var, Std, Prod, LogSumExp, All, Any. Each is a Reducer run on the row-reduction
 // driver (reduce_driver.cuh), the same math as the CPU's (backends/cpu/kernels/reduce.cpp): the
 // input is cast to the output dtype first, floats accumulate in double, integers in int64; var and
-// std merge Welford states (Chan's formula); logsumexp keeps a running max and a rescaled sum.
+// std merge Welford states (Chan's formula); logsumexp keeps a running max and a rescaled sum (the
+// states and their updates are ops/reduce_util.h's, shared with the CPU).
 #include <cmath>
 
 #include "lucid/backends/cuda/kernels/reduce_driver.cuh"
@@ -10,8 +11,6 @@
 namespace lucid::cuda {
 
 namespace {
-
-IntList attr_dims(const Attrs& a, int64_t ndim, const char* op) { return reduce_dims(a.ints("dims"), ndim, op); }
 
 // ---- Sum / Prod -------------------------------------------------------------------------------------
 template <class T, bool IsProd>
@@ -52,17 +51,13 @@ void sum_prod_into(const Tensor& x, const IntList& dims, const Tensor& out, cons
 }
 
 void sum_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  sum_prod_into<false>(in[0], attr_dims(a, in[0].ndim(), "sum"), out[0], "sum");
+  sum_prod_into<false>(in[0], reduce_attr_dims(a, in[0].ndim(), "sum"), out[0], "sum");
 }
 
-// The broadcast dims of x relative to the target shape (as the CPU's sum_to_kernel).
+// The broadcast dims of x relative to the target shape (sum_to_dims, as the CPU).
 void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   const Tensor& x = in[0];
-  const Shape& target = out[0].shape();
-  int64_t lead = x.ndim() - static_cast<int64_t>(target.size());
-  IntList dims;
-  for (int64_t d = 0; d < x.ndim(); ++d)
-    if (d < lead || (target[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
+  IntList dims = sum_to_dims(x.shape(), out[0].shape());
   DeviceGuard g(out[0].device());
   if (dims.empty()) {
     copy_on_device(out[0], x);
@@ -72,7 +67,7 @@ void sum_to_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
 }
 
 void prod_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  sum_prod_into<true>(in[0], attr_dims(a, in[0].ndim(), "prod"), out[0], "prod");
+  sum_prod_into<true>(in[0], reduce_attr_dims(a, in[0].ndim(), "prod"), out[0], "prod");
 }
 
 // ---- Mean -------------------------------------------------------------------------------------------
@@ -92,17 +87,13 @@ void mean_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
   DeviceGuard g(o.device());
   Tensor x = in[0].dtype() == o.dtype() ? in[0] : contiguous_as(in[0], o.dtype());
-  RowLayout L = row_layout(x, attr_dims(a, x.ndim(), "mean"));
+  RowLayout L = row_layout(x, reduce_attr_dims(a, x.ndim(), "mean"));
   LUCID_DISPATCH_FLOATING(o.dtype(), "mean", [&] {
     launch_reduce<scalar_t>(L, MeanR<scalar_t>{o.data<scalar_t>(), 1.0 / static_cast<double>(L.r)}, o.device(), "mean");
   });
 }
 
-// ---- Var / Std --------------------------------------------------------------------------------------
-struct Welford {
-  double n, mean, m2;
-};
-
+// ---- Var / Std (the Welford state of ops/reduce_util.h) ---------------------------------------------
 template <class T>
 struct VarR {
   using C = compute_t<T>;
@@ -111,25 +102,9 @@ struct VarR {
   double correction;
   bool take_sqrt;
   __device__ S init() const { return {0.0, 0.0, 0.0}; }
-  __device__ void step(S& s, C v, int64_t) const {
-    double x = static_cast<double>(v);
-    s.n += 1;
-    double d = x - s.mean;
-    s.mean += d / s.n;
-    s.m2 += d * (x - s.mean);
-  }
-  __device__ void merge(S& a, const S& b) const {
-    if (b.n == 0) return;
-    if (a.n == 0) { a = b; return; }
-    double n = a.n + b.n, d = b.mean - a.mean;
-    a.m2 += b.m2 + d * d * a.n * b.n / n;
-    a.mean += d * b.n / n;
-    a.n = n;
-  }
-  __device__ void write(const S& s, int64_t o) const {
-    double v = s.m2 / fmax(0.0, s.n - correction);
-    store(out, o, static_cast<C>(take_sqrt ? sqrt(v) : v));
-  }
+  __device__ void step(S& s, C v, int64_t) const { welford_step(s, static_cast<double>(v)); }
+  __device__ void merge(S& a, const S& b) const { welford_merge(a, b); }
+  __device__ void write(const S& s, int64_t o) const { store(out, o, static_cast<C>(welford_result(s, correction, take_sqrt))); }
 };
 
 template <bool TakeSqrt>
@@ -137,48 +112,30 @@ void var_std_kernel(const TensorList& in, const TensorList& out, const Attrs& a)
   const char* name = TakeSqrt ? "std" : "var";
   const Tensor& o = out[0];
   DeviceGuard g(o.device());
-  RowLayout L = row_layout(in[0], attr_dims(a, in[0].ndim(), name));
+  RowLayout L = row_layout(in[0], reduce_attr_dims(a, in[0].ndim(), name));
   LUCID_DISPATCH_FLOATING(o.dtype(), name, [&] {
     launch_reduce<scalar_t>(L, VarR<scalar_t>{o.data<scalar_t>(), a.f("correction"), TakeSqrt}, o.device(), name);
   });
 }
 
 // ---- LogSumExp --------------------------------------------------------------------------------------
-// State: running max m and the sum s of exp(v - m); NaN anywhere makes the result NaN, a +-inf
-// maximum is the result itself (as the CPU's LseR).
-struct Lse {
-  double m, s;
-};
-
+// The running max and rescaled sum of ops/reduce_util.h (lse_add, lse_result), as the CPU's LseR.
 template <class T>
 struct LseR {
   using C = compute_t<T>;
   using S = Lse;
   T* out;
   __device__ S init() const { return {-INFINITY, 0.0}; }
-  __device__ static void add(S& st, double m, double s) {
-    if (isnan(m) || isnan(st.m)) { st.m = NAN; return; }
-    if (m == -INFINITY) return;
-    if (m > st.m) {
-      st.s = (st.m == -INFINITY ? 0.0 : st.s * exp(st.m - m)) + s;
-      st.m = m;
-    } else {
-      st.s += m == st.m ? s : s * exp(m - st.m);
-    }
-  }
-  __device__ void step(S& st, C v, int64_t) const { add(st, static_cast<double>(v), 1.0); }
-  __device__ void merge(S& a, const S& b) const { add(a, b.m, b.s); }
-  __device__ void write(const S& st, int64_t o) const {
-    double r = isinf(st.m) || isnan(st.m) ? st.m : st.m + log(st.s);
-    store(out, o, static_cast<C>(r));
-  }
+  __device__ void step(S& st, C v, int64_t) const { lse_add(st, static_cast<double>(v), 1.0); }
+  __device__ void merge(S& a, const S& b) const { lse_add(a, b.m, b.s); }
+  __device__ void write(const S& st, int64_t o) const { store(out, o, static_cast<C>(lse_result(st))); }
 };
 
 void logsumexp_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   const Tensor& o = out[0];
   DeviceGuard g(o.device());
   Tensor x = in[0].dtype() == o.dtype() ? in[0] : contiguous_as(in[0], o.dtype());
-  RowLayout L = row_layout(x, attr_dims(a, x.ndim(), "logsumexp"));
+  RowLayout L = row_layout(x, reduce_attr_dims(a, x.ndim(), "logsumexp"));
   LUCID_DISPATCH_FLOATING(o.dtype(), "logsumexp", [&] {
     launch_reduce<scalar_t>(L, LseR<scalar_t>{o.data<scalar_t>()}, o.device(), "logsumexp");
   });
@@ -204,7 +161,7 @@ void bool_reduce_kernel(const TensorList& in, const TensorList& out, const Attrs
   const char* name = IsAll ? "all" : "any";
   const Tensor& o = out[0];
   DeviceGuard g(o.device());
-  RowLayout L = row_layout(in[0], attr_dims(a, in[0].ndim(), name));
+  RowLayout L = row_layout(in[0], reduce_attr_dims(a, in[0].ndim(), name));
   LUCID_DISPATCH_ALL(in[0].dtype(), name, [&] {
     if (o.dtype() == DType::UInt8)
       launch_reduce<scalar_t>(L, BoolR<scalar_t, IsAll, uint8_t>{o.data<uint8_t>()}, o.device(), name);
