@@ -24,7 +24,7 @@ training rows first check that one step from identical weights gives the same lo
 A lucid op without a CUDA kernel yet raises NotImplementedError: its row prints "not implemented:
 <message>" and the other rows still run; any other error prints "error: ..." the same way.
 
-Usage (on the GPU machine): python bench/cuda_eager.py [--quick] [--json PATH]
+Usage (on the GPU machine): python bench/cuda_eager.py [--quick] [--json PATH] [--only TEXT]
   Results: bench/results/cuda_eager.json (cuda_eager_quick.json with --quick) or PATH.
 Without a GPU (or a CUDA build of lucid) it exits with a message before touching lucid's CUDA paths.
 """
@@ -314,6 +314,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer timed iterations")
     ap.add_argument("--json", help="where to write the results (default bench/results/cuda_eager[_quick].json)")
+    ap.add_argument("--only", help="run only the rows whose label contains this text (e.g. 'train step')")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench/cuda_eager.py needs an NVIDIA GPU with torch's CUDA build: torch.cuda.is_available() is False")
@@ -326,6 +327,8 @@ def main():
     lucid.backends.cudnn.allow_tf32 = False
     table, results = [], {}
     for key, label, goal, fn in rows_to_run(timing):
+        if args.only and args.only not in label:
+            continue
         try:
             r = fn()
         except NotImplementedError as e:
