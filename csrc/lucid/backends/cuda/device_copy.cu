@@ -1,7 +1,7 @@
-// The CUDA backend's same-device copies and fills (device_copy.h): a same-dtype copy moves
-// item-size words (4 widths for 9 dtypes) with gpu_kernel_strided, which has the int64 path every
-// other kernel's rare geometries fall back on; a converting copy adds cast_contiguous
-// (device_cast.cu) between strided copies only where an operand is not contiguous.
+// The CUDA backend's same-device copies and fills (device_copy.h): a same-dtype copy is
+// strided_move.h's strided_copy (item-size or 16-byte words over the offset calculator); a
+// converting copy adds cast_contiguous (device_cast.cu) between strided copies only where an
+// operand is not contiguous.
 #include "lucid/backends/cuda/device_copy.h"
 #include "lucid/backends/cuda/elementwise_launch.cuh"
 #include "lucid/backends/cuda/strided_move.h"
@@ -10,16 +10,14 @@ namespace lucid::cuda {
 
 namespace {
 
-struct Identity {
-  template <class U> __device__ U operator()(U v) const { return v; }
-};
-
 template <class U> struct Constant {
   U value;
   __device__ U operator()() const { return value; }
 };
 
-// dst = src (broadcast), one dtype, any strides.
+// dst = src (broadcast), one dtype, any strides: a cudaMemcpyAsync when both are dense with as
+// many elements (whatever their shapes: a sum_to over size-1 dims copies (1, n) into (n)), else
+// strided_move.h's copy (16-byte words where the layout allows).
 void copy_same_dtype(const Tensor& dst, const Tensor& src) {
   if (dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel()) {
     DeviceGuard g(dst.device());
@@ -28,10 +26,7 @@ void copy_same_dtype(const Tensor& dst, const Tensor& src) {
                "cudaMemcpyAsync (device to device)");
     return;
   }
-  by_width(dst.dtype(), [&](auto tag) {
-    using U = decltype(tag);
-    gpu_kernel_strided<U, U>("copy", dst, {KernelInput::of(src)}, Identity{});
-  });
+  strided_copy(dst, src);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Definitions of the strided copy, accumulation and fill of strided_move.h: one grid-stride kernel
 // each over the coalesced element-stride geometry of offset_calculator.cuh (strided_geometry; 32-bit
 // offsets with the fast divider when they fit). Copies and fills move raw bits by item size (4
-// kernels for 9 dtypes); add_into computes per dtype.
+// kernels for 9 dtypes), or 16-byte words where the layout allows (in_words; a one-element source
+// into a dense destination is a splat); add_into computes per dtype.
 #include <cstring>
 
 #include "lucid/backends/cuda/cuda_dtype.cuh"
@@ -36,6 +37,48 @@ __global__ void copy_kernel(U* dst, const U* src, OffsetCalculator<2, Index> ix,
     ix.get(i, off);
     dst[off[0]] = src[off[1]];
   }
+}
+
+// dst[i] = the one element of src, for a dense dst of n16 16-byte words (the element's bits
+// repeated 16 / sizeof(U) times per word).
+template <class U>
+__global__ void splat_kernel(uint4* dst, const U* src, int64_t n16) {
+  union {
+    U u[16 / sizeof(U)];
+    uint4 w;
+  } pack;
+  const U v = *src;
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(16 / sizeof(U)); ++k) pack.u[k] = v;
+  LUCID_GRID_LOOP(int64_t, i, n16) dst[i] = pack.w;
+}
+
+// The copy's geometry in 16-byte words: when the innermost dim has stride 1 in both operands,
+// its size and every other stride (of a dim of size > 1) are multiples of V = 16 / itemsize,
+// and both data pointers are 16-byte aligned, the copy moves uint4 words over the same
+// geometry with the innermost size and the strides divided by V (a quarter of the index
+// arithmetic for float32, and 128-bit loads and stores). False (nothing set) otherwise.
+bool in_words(const Tensor& dst, const Tensor& src, const Strides& sst, Shape& shape, Strides& ds, Strides& ss) {
+  const int64_t nd = dst.ndim(), v = 16 / static_cast<int64_t>(itemsize(dst.dtype()));
+  if (nd == 0 || reinterpret_cast<uintptr_t>(dst.data_ptr()) % 16 || reinterpret_cast<uintptr_t>(src.data_ptr()) % 16)
+    return false;
+  const Shape& sh = dst.shape();
+  const Strides& dst_st = dst.strides();
+  if (dst_st[nd - 1] != 1 || sst[nd - 1] != 1 || sh[nd - 1] % v) return false;
+  shape = sh;
+  ds = dst_st;
+  ss = sst;
+  for (int64_t d = 0; d + 1 < nd; ++d) {
+    if (sh[d] == 1) {
+      ds[d] = ss[d] = 0;
+      continue;
+    }
+    if (ds[d] % v || ss[d] % v) return false;
+    ds[d] /= v;
+    ss[d] /= v;
+  }
+  shape[nd - 1] /= v;
+  return true;
 }
 
 template <class T, class Index>
@@ -75,6 +118,27 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   if (geo.contiguous) {
     check_cuda(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.numel() * isz, cudaMemcpyDeviceToDevice, s),
                "cudaMemcpyAsync(strided copy)");
+    return;
+  }
+  bool all_broadcast = true;  // src is one element (every stride 0): a splat when dst is dense
+  for (int64_t st : sst) all_broadcast = all_broadcast && st == 0;
+  const size_t bytes = static_cast<size_t>(dst.numel()) * isz;
+  if (all_broadcast && dst.is_contiguous() && bytes % 16 == 0 && reinterpret_cast<uintptr_t>(dst.data_ptr()) % 16 == 0) {
+    const int64_t n16 = static_cast<int64_t>(bytes / 16);
+    by_width(dst.dtype(), [&](auto tag) {
+      using U = decltype(tag);
+      splat_kernel<<<grid_for(n16), kThreads, 0, s>>>(static_cast<uint4*>(dst.data_ptr()), static_cast<const U*>(src.data_ptr()), n16);
+    });
+    check_launch("strided_copy");
+    return;
+  }
+  Shape wshape;
+  Strides wds, wss;
+  if (in_words(dst, src, sst, wshape, wds, wss)) {
+    with_offset_calculator<2>(strided_geometry<2>(wshape, {&wds, &wss}, "strided_copy"), [&](auto ix, auto n) {
+      copy_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<uint4*>(dst.data_ptr()), static_cast<const uint4*>(src.data_ptr()), ix, n);
+    });
+    check_launch("strided_copy");
     return;
   }
   by_width(dst.dtype(), [&](auto tag) {
