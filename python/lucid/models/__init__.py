@@ -1,0 +1,16 @@
+"""lucid.models: the seed's benchmark models as a model library (issue 13).
+
+`create_model(name, **cfg)` builds a registered model; `list_models()` names them. State-dict
+keys follow the reference implementations (torchvision for the vision models), so their
+safetensors files load as they are: `model.load_state_dict(lucid.load("resnet18.safetensors"))`.
+Each family lives in its own module and registers its constructors with `register_model`.
+
+Built so far: ResNet-18 and ResNet-50 (`resnet.py`). The other models of issue 13 (MobileNet-v2,
+EfficientNet-B0, DenseNet-121, ViT-B/16, GPT-2 small, BERT-base, the LSTM classifier) are not
+built yet.
+"""
+from lucid.models._registry import create_model, list_models, register_model
+from lucid.models import resnet  # noqa: F401  (registers its models)
+from lucid.models.resnet import ResNet, resnet18, resnet50
+
+__all__ = ["create_model", "list_models", "register_model", "ResNet", "resnet18", "resnet50"]

@@ -1,0 +1,154 @@
+"""lucid.models against torch twins (torch_reference_models.py: torchvision's module trees):
+the state_dict keys are torchvision's, a torch checkpoint saved as safetensors loads as it is and
+gives torch's outputs and gradients, every model compiles with no fallback, and fused_step trains
+as torch does. Reduced width (width=8) and 32x32 inputs keep CI fast; the full-size models run in
+the CPU model benchmark."""
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import lucid
+import lucid.models as models
+import torch_reference_models as ref
+from harness import assert_close
+
+NAMES = ["resnet18", "resnet50"]
+# torchvision's state_dict sizes at full width (keys with num_batches_tracked), and a few keys
+TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320}
+SOME_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+             "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
+CFG = {"width": 8, "num_classes": 10}
+
+
+def _inputs(seed=0, batch=2, hw=32):
+    return np.random.default_rng(seed).standard_normal((batch, 3, hw, hw)).astype(np.float32)
+
+
+def _torch_twin(name, seed=0):
+    torch.manual_seed(seed)
+    tm = ref.TWINS[name](**CFG)
+    with torch.no_grad():  # non-trivial BatchNorm statistics and affine parameters
+        for m in tm.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+                m.num_batches_tracked.fill_(3)
+    return tm
+
+
+def _lucid_from_torch_file(name, tm, tmp_path):
+    path = tmp_path / f"{name}.safetensors"
+    save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
+    lm = models.create_model(name, **CFG)
+    res = lm.load_state_dict(lucid.load(str(path)))
+    assert not res.missing_keys and not res.unexpected_keys
+    return lm
+
+
+def test_registry():
+    assert models.list_models() == sorted(NAMES)
+    assert isinstance(models.create_model("resnet18", num_classes=3), models.ResNet)
+    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: resnet18, resnet50"):
+        models.create_model("resnet19")
+    with pytest.raises(TypeError, match="'name' must be a str"):
+        models.create_model(18)
+    with pytest.raises(ValueError, match="'width' must be a positive int"):
+        models.create_model("resnet18", width=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_dict_keys_are_torchvisions(name):
+    lsd = models.create_model(name).state_dict()
+    tsd = ref.TWINS[name]().state_dict()
+    assert list(lsd) == list(tsd)
+    assert len(lsd) == TORCHVISION_KEYS[name]
+    assert set(SOME_KEYS) <= set(lsd), set(SOME_KEYS) - set(lsd)
+    for k, v in tsd.items():
+        assert tuple(lsd[k].shape) == tuple(v.shape), k
+        assert str(lsd[k].dtype).split(".")[-1] == str(v.dtype).split(".")[-1], k
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torch_checkpoint_loads_and_matches(name, tmp_path):
+    tm = _torch_twin(name)
+    lm = _lucid_from_torch_file(name, tm, tmp_path)
+    x = _inputs()
+    tm.eval(), lm.eval()
+    with torch.no_grad():
+        want = tm(torch.from_numpy(x))
+    assert_close(lm(lucid.tensor(x)), want, 1e-4, 1e-4, f"{name} eval output")
+    # training mode in float64, so gradients compare tightly (their scale is in the hundreds)
+    tm, lm = tm.double().train(), lm.to(lucid.float64).train()
+    x = x.astype(np.float64)
+    tx, lx = torch.from_numpy(x).requires_grad_(), lucid.tensor(x, requires_grad=True)
+    tout, lout = tm(tx), lm(lx)
+    assert_close(lout, tout, 1e-9, 1e-9, f"{name} train output")
+    tout.square().sum().backward()
+    lout.square().sum().backward()
+
+    def close(a, b, what):  # relative to the tensor's scale
+        # float64 through up to 50 layers, BatchNorm over 2 samples at 1x1 in the last stage
+        assert_close(a, b, 1e-8 * max(1.0, float(b.abs().max())), 1e-7, what)
+    close(lx.grad, tx.grad, f"{name} input grad")
+    tparams = dict(tm.named_parameters())
+    for k, p in lm.named_parameters():
+        close(p.grad, tparams[k].grad, f"{name} grad of {k}")
+    tbufs = dict(tm.named_buffers())
+    for k, b in lm.named_buffers():  # running statistics updated by the training forward as torch's
+        close(b, tbufs[k], f"{name} buffer {k}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compiles_with_no_fallback(name, tmp_path):
+    lm = _lucid_from_torch_file(name, _torch_twin(name), tmp_path).eval()
+    cm = lucid.compile(lm, strict=True)
+    x = lucid.tensor(_inputs(1))
+    with lucid.no_grad():
+        eager = lm(x)
+        for _ in range(2):
+            got = cm(x)
+    assert_close(got, eager, 1e-5, 1e-5, f"{name} compiled vs eager")
+    assert cm.cache_info()["eager_only"] == {}
+
+
+def test_fused_step_trains_as_torch(tmp_path):
+    name = "resnet18"
+    tm = _torch_twin(name, seed=1)
+    lm = _lucid_from_torch_file(name, tm, tmp_path)
+    # float64: the trajectories then agree to rounding, so the check is tight (in float32 three
+    # steps at lr 0.05 already move conv1's weights apart by ~1e-4 in both directions)
+    tm, lm = tm.double().train(), lm.to(lucid.float64).train()
+    topt = torch.optim.SGD(tm.parameters(), lr=0.05, momentum=0.9)
+    lopt = lucid.optim.SGD(lm.parameters(), lr=0.05, momentum=0.9)
+    step = lucid.compile.fused_step(lm, lucid.nn.functional.cross_entropy, lopt, strict=True)
+    rng = np.random.default_rng(2)
+    for i in range(3):
+        # 64x64: at 32x32 layer4's BatchNorm normalises 4 values a channel, and rounding
+        # differences grow a thousandfold a step (float64 agrees to 1e-9 there; float32 does not)
+        x = _inputs(10 + i, batch=4, hw=64).astype(np.float64)
+        y = rng.integers(0, CFG["num_classes"], 4)
+        topt.zero_grad()
+        tloss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
+        tloss.backward()
+        topt.step()
+        lloss = step(lucid.tensor(x), lucid.tensor(y))
+        assert abs(float(lloss) - float(tloss.detach())) <= 1e-10, (i, float(lloss), float(tloss.detach()))
+    tparams = dict(tm.named_parameters())
+    for k, p in lm.named_parameters():
+        assert_close(p, tparams[k], 1e-10, 1e-8, f"{name} parameter {k} after 3 fused steps")
+    assert step.cache_info()["eager_only"] == {}
+
+
+def test_bad_state_dict_names_each_key():
+    m = models.create_model("resnet18", **CFG)
+    sd = dict(m.state_dict())
+    del sd["fc.bias"]
+    sd["fc.extra"] = lucid.zeros(1)
+    sd["conv1.weight"] = lucid.zeros(8, 3, 5, 5)
+    with pytest.raises(RuntimeError) as e:
+        m.load_state_dict(sd)
+    msg = str(e.value)
+    assert "fc.bias" in msg and "fc.extra" in msg and "conv1.weight" in msg and "size mismatch" in msg
