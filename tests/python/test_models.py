@@ -1,7 +1,7 @@
 """lucid.models against torch twins (torch_reference_models.py: torchvision's module trees):
 the state_dict keys are torchvision's, a torch checkpoint saved as safetensors loads as it is and
 gives torch's outputs and gradients, every model compiles with no fallback, and fused_step trains
-as torch does. Reduced width (width=8) and 32x32 inputs keep CI fast; the full-size models run in
+as torch does. Reduced width (REDUCED) and 32x32 inputs keep CI fast; the full-size models run in
 the CPU model benchmark."""
 import numpy as np
 import pytest
@@ -13,12 +13,17 @@ import lucid.models as models
 import torch_reference_models as ref
 from harness import assert_close
 
-NAMES = ["resnet18", "resnet50"]
+NAMES = ["mobilenet_v2", "resnet18", "resnet50"]
 # torchvision's state_dict sizes at full width (keys with num_batches_tracked), and a few keys
-TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320}
-SOME_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
-             "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
-CFG = {"width": 8, "num_classes": 10}
+TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320, "mobilenet_v2": 314}
+_RESNET_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+                "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
+SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
+             "mobilenet_v2": ["features.0.0.weight", "features.1.conv.0.1.running_mean", "features.1.conv.1.weight",
+                              "features.2.conv.0.0.weight", "features.17.conv.3.bias", "features.18.1.weight",
+                              "classifier.1.weight"]}
+REDUCED = {"resnet18": {"width": 8, "num_classes": 10}, "resnet50": {"width": 8, "num_classes": 10},
+           "mobilenet_v2": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0}}  # no random mask in training
 
 
 def _inputs(seed=0, batch=2, hw=32):
@@ -27,7 +32,7 @@ def _inputs(seed=0, batch=2, hw=32):
 
 def _torch_twin(name, seed=0):
     torch.manual_seed(seed)
-    tm = ref.TWINS[name](**CFG)
+    tm = ref.TWINS[name](**REDUCED[name])
     with torch.no_grad():  # non-trivial BatchNorm statistics and affine parameters
         for m in tm.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
@@ -42,7 +47,7 @@ def _torch_twin(name, seed=0):
 def _lucid_from_torch_file(name, tm, tmp_path):
     path = tmp_path / f"{name}.safetensors"
     save_file({k: v.contiguous() for k, v in tm.state_dict().items()}, str(path))
-    lm = models.create_model(name, **CFG)
+    lm = models.create_model(name, **REDUCED[name])
     res = lm.load_state_dict(lucid.load(str(path)))
     assert not res.missing_keys and not res.unexpected_keys
     return lm
@@ -51,7 +56,7 @@ def _lucid_from_torch_file(name, tm, tmp_path):
 def test_registry():
     assert models.list_models() == sorted(NAMES)
     assert isinstance(models.create_model("resnet18", num_classes=3), models.ResNet)
-    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: resnet18, resnet50"):
+    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: mobilenet_v2, resnet18, resnet50"):
         models.create_model("resnet19")
     with pytest.raises(TypeError, match="'name' must be a str"):
         models.create_model(18)
@@ -65,7 +70,7 @@ def test_state_dict_keys_are_torchvisions(name):
     tsd = ref.TWINS[name]().state_dict()
     assert list(lsd) == list(tsd)
     assert len(lsd) == TORCHVISION_KEYS[name]
-    assert set(SOME_KEYS) <= set(lsd), set(SOME_KEYS) - set(lsd)
+    assert set(SOME_KEYS[name]) <= set(lsd), set(SOME_KEYS[name]) - set(lsd)
     for k, v in tsd.items():
         assert tuple(lsd[k].shape) == tuple(v.shape), k
         assert str(lsd[k].dtype).split(".")[-1] == str(v.dtype).split(".")[-1], k
@@ -129,7 +134,7 @@ def test_fused_step_trains_as_torch(tmp_path):
         # 64x64: at 32x32 layer4's BatchNorm normalises 4 values a channel, and rounding
         # differences grow a thousandfold a step (float64 agrees to 1e-9 there; float32 does not)
         x = _inputs(10 + i, batch=4, hw=64).astype(np.float64)
-        y = rng.integers(0, CFG["num_classes"], 4)
+        y = rng.integers(0, 10, 4)
         topt.zero_grad()
         tloss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
         tloss.backward()
@@ -143,7 +148,7 @@ def test_fused_step_trains_as_torch(tmp_path):
 
 
 def test_bad_state_dict_names_each_key():
-    m = models.create_model("resnet18", **CFG)
+    m = models.create_model("resnet18", **REDUCED["resnet18"])
     sd = dict(m.state_dict())
     del sd["fc.bias"]
     sd["fc.extra"] = lucid.zeros(1)

@@ -1,9 +1,11 @@
 """Torch twins of lucid.models, for the parity tests (tests/python/test_models.py) and the CPU
 model benchmark: the module trees of torchvision's and Hugging Face's implementations, in torch,
 so their state_dict keys are the references' keys. Written here after torchvision's resnet.py
+and mobilenetv2.py
 because torchvision's wheel does not load against the CPU torch that CI installs (its compiled
 ops need the CUDA torch build). Only torch is used.
 """
+import torch
 import torch.nn as nn
 
 
@@ -95,4 +97,66 @@ def resnet50(**cfg):
     return ResNet(Bottleneck, [3, 4, 6, 3], **cfg)
 
 
-TWINS = {"resnet18": resnet18, "resnet50": resnet50}
+def _make_divisible(v, divisor, min_value=None):
+    if min_value is None:
+        min_value = divisor
+    new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+    if new_v < 0.9 * v:
+        new_v += divisor
+    return new_v
+
+
+class Conv2dNormActivation(nn.Sequential):
+    def __init__(self, in_planes, out_planes, kernel_size=3, stride=1, groups=1):
+        padding = (kernel_size - 1) // 2
+        super().__init__(nn.Conv2d(in_planes, out_planes, kernel_size, stride, padding, groups=groups, bias=False),
+                         nn.BatchNorm2d(out_planes), nn.ReLU6(inplace=True))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, inp, oup, stride, expand_ratio):
+        super().__init__()
+        hidden_dim = int(round(inp * expand_ratio))
+        self.use_res_connect = stride == 1 and inp == oup
+        layers = []
+        if expand_ratio != 1:
+            layers.append(Conv2dNormActivation(inp, hidden_dim, kernel_size=1))
+        layers.extend([Conv2dNormActivation(hidden_dim, hidden_dim, stride=stride, groups=hidden_dim),
+                       nn.Conv2d(hidden_dim, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup)])
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x):
+        if self.use_res_connect:
+            return x + self.conv(x)
+        return self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self, num_classes=1000, width_mult=1.0, dropout=0.2):
+        super().__init__()
+        input_channel, last_channel = 32, 1280
+        setting = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1], [6, 160, 3, 2],
+                   [6, 320, 1, 1]]
+        input_channel = _make_divisible(input_channel * width_mult, 8)
+        self.last_channel = _make_divisible(last_channel * max(1.0, width_mult), 8)
+        features = [Conv2dNormActivation(3, input_channel, stride=2)]
+        for t, c, n, s in setting:
+            output_channel = _make_divisible(c * width_mult, 8)
+            for i in range(n):
+                stride = s if i == 0 else 1
+                features.append(InvertedResidual(input_channel, output_channel, stride, expand_ratio=t))
+                input_channel = output_channel
+        features.append(Conv2dNormActivation(input_channel, self.last_channel, kernel_size=1))
+        self.features = nn.Sequential(*features)
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+def mobilenet_v2(**cfg):
+    return MobileNetV2(**cfg)
+
+
+TWINS = {"resnet18": resnet18, "resnet50": resnet50, "mobilenet_v2": mobilenet_v2}
