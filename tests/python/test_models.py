@@ -13,17 +13,23 @@ import lucid.models as models
 import torch_reference_models as ref
 from harness import assert_close
 
-NAMES = ["mobilenet_v2", "resnet18", "resnet50"]
+NAMES = ["efficientnet_b0", "mobilenet_v2", "resnet18", "resnet50"]
 # torchvision's state_dict sizes at full width (keys with num_batches_tracked), and a few keys
 TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320, "mobilenet_v2": 314}
 _RESNET_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
                 "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
 SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
+             "efficientnet_b0": ["features.0.0.weight", "features.1.0.block.0.0.weight",
+                                 "features.1.0.block.1.fc1.bias",
+                                 "features.2.0.block.2.fc2.weight", "features.7.0.block.3.1.running_var",
+                                 "features.8.1.weight", "classifier.1.bias"],
              "mobilenet_v2": ["features.0.0.weight", "features.1.conv.0.1.running_mean", "features.1.conv.1.weight",
                               "features.2.conv.0.0.weight", "features.17.conv.3.bias", "features.18.1.weight",
                               "classifier.1.weight"]}
 REDUCED = {"resnet18": {"width": 8, "num_classes": 10}, "resnet50": {"width": 8, "num_classes": 10},
-           "mobilenet_v2": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0}}  # no random mask in training
+           # no random dropout mask or dropped residual branch in training, so twins compare
+           "mobilenet_v2": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0},
+           "efficientnet_b0": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0, "stochastic_depth_prob": 0.0}}
 
 
 def _inputs(seed=0, batch=2, hw=32):
@@ -56,7 +62,8 @@ def _lucid_from_torch_file(name, tm, tmp_path):
 def test_registry():
     assert models.list_models() == sorted(NAMES)
     assert isinstance(models.create_model("resnet18", num_classes=3), models.ResNet)
-    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: mobilenet_v2, resnet18, resnet50"):
+    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: efficientnet_b0, mobilenet_v2, "
+                                         "resnet18, resnet50"):
         models.create_model("resnet19")
     with pytest.raises(TypeError, match="'name' must be a str"):
         models.create_model(18)
@@ -69,7 +76,8 @@ def test_state_dict_keys_are_torchvisions(name):
     lsd = models.create_model(name).state_dict()
     tsd = ref.TWINS[name]().state_dict()
     assert list(lsd) == list(tsd)
-    assert len(lsd) == TORCHVISION_KEYS[name]
+    if name in TORCHVISION_KEYS:
+        assert len(lsd) == TORCHVISION_KEYS[name]
     assert set(SOME_KEYS[name]) <= set(lsd), set(SOME_KEYS[name]) - set(lsd)
     for k, v in tsd.items():
         assert tuple(lsd[k].shape) == tuple(v.shape), k
@@ -157,3 +165,19 @@ def test_bad_state_dict_names_each_key():
         m.load_state_dict(sd)
     msg = str(e.value)
     assert "fc.bias" in msg and "fc.extra" in msg and "conv1.weight" in msg and "size mismatch" in msg
+
+
+def test_stochastic_depth_drops_whole_samples():
+    from lucid.models.efficientnet import StochasticDepth
+    sd = StochasticDepth(0.5)
+    x = lucid.ones(64, 3, 4, 4)
+    lucid.manual_seed(0)
+    y = sd(x).numpy()
+    per_sample = y.reshape(64, -1)
+    assert set(np.unique(per_sample)) <= {0.0, 2.0}  # dropped, or kept and scaled by 1 / (1 - p)
+    assert all(len(np.unique(r)) == 1 for r in per_sample)  # a whole sample at a time
+    assert 10 < (per_sample[:, 0] == 0).sum() < 54
+    sd.eval()
+    np.testing.assert_array_equal(sd(x).numpy(), x.numpy())
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        StochasticDepth(1.5)

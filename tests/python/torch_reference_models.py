@@ -1,7 +1,7 @@
 """Torch twins of lucid.models, for the parity tests (tests/python/test_models.py) and the CPU
 model benchmark: the module trees of torchvision's and Hugging Face's implementations, in torch,
-so their state_dict keys are the references' keys. Written here after torchvision's resnet.py
-and mobilenetv2.py
+so their state_dict keys are the references' keys. Written here after torchvision's resnet.py,
+mobilenetv2.py and efficientnet.py
 because torchvision's wheel does not load against the CPU torch that CI installs (its compiled
 ops need the CUDA torch build). Only torch is used.
 """
@@ -159,4 +159,101 @@ def mobilenet_v2(**cfg):
     return MobileNetV2(**cfg)
 
 
-TWINS = {"resnet18": resnet18, "resnet50": resnet50, "mobilenet_v2": mobilenet_v2}
+class _ConvNormAct(nn.Sequential):
+    """Conv2dNormActivation with a given activation (None: conv and norm only)."""
+
+    def __init__(self, cin, cout, kernel_size=3, stride=1, groups=1, activation=nn.SiLU):
+        layers = [nn.Conv2d(cin, cout, kernel_size, stride, (kernel_size - 1) // 2, groups=groups, bias=False),
+                  nn.BatchNorm2d(cout)]
+        if activation is not None:
+            layers.append(activation(inplace=True))
+        super().__init__(*layers)
+
+
+class SqueezeExcitation(nn.Module):
+    def __init__(self, input_channels, squeeze_channels):
+        super().__init__()
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(input_channels, squeeze_channels, 1)
+        self.fc2 = nn.Conv2d(squeeze_channels, input_channels, 1)
+        self.activation = nn.SiLU(inplace=True)
+        self.scale_activation = nn.Sigmoid()
+
+    def forward(self, x):
+        scale = self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x)))))
+        return scale * x
+
+
+class StochasticDepth(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            return x
+        survival = 1.0 - self.p
+        noise = torch.empty([x.shape[0]] + [1] * (x.ndim - 1), dtype=x.dtype, device=x.device).bernoulli_(survival)
+        if survival > 0.0:
+            noise.div_(survival)
+        return x * noise
+
+
+class MBConv(nn.Module):
+    def __init__(self, expand_ratio, kernel, stride, input_channels, out_channels, sd_prob):
+        super().__init__()
+        self.use_res_connect = stride == 1 and input_channels == out_channels
+        layers = []
+        expanded_channels = _make_divisible(input_channels * expand_ratio, 8)
+        if expanded_channels != input_channels:
+            layers.append(_ConvNormAct(input_channels, expanded_channels, kernel_size=1))
+        layers.append(_ConvNormAct(expanded_channels, expanded_channels, kernel_size=kernel, stride=stride,
+                                   groups=expanded_channels))
+        layers.append(SqueezeExcitation(expanded_channels, max(1, input_channels // 4)))
+        layers.append(_ConvNormAct(expanded_channels, out_channels, kernel_size=1, activation=None))
+        self.block = nn.Sequential(*layers)
+        self.stochastic_depth = StochasticDepth(sd_prob)
+
+    def forward(self, x):
+        result = self.block(x)
+        if self.use_res_connect:
+            result = self.stochastic_depth(result)
+            result += x
+        return result
+
+
+class EfficientNet(nn.Module):
+    def __init__(self, width_mult=1.0, depth_mult=1.0, num_classes=1000, dropout=0.2, stochastic_depth_prob=0.2):
+        super().__init__()
+        import math
+        conf = [(e, k, s, _make_divisible(i * width_mult, 8), _make_divisible(o * width_mult, 8),
+                 int(math.ceil(n * depth_mult)))
+                for e, k, s, i, o, n in [[1, 3, 1, 32, 16, 1], [6, 3, 2, 16, 24, 2], [6, 5, 2, 24, 40, 2],
+                                         [6, 3, 2, 40, 80, 3], [6, 5, 1, 80, 112, 3], [6, 5, 2, 112, 192, 4],
+                                         [6, 3, 1, 192, 320, 1]]]
+        layers = [_ConvNormAct(3, conf[0][3], kernel_size=3, stride=2)]
+        total_stage_blocks = sum(c[5] for c in conf)
+        stage_block_id = 0
+        for e, k, s, i, o, n in conf:
+            stage = []
+            for j in range(n):
+                sd_prob = stochastic_depth_prob * float(stage_block_id) / total_stage_blocks
+                stage.append(MBConv(e, k, s if j == 0 else 1, i if j == 0 else o, o, sd_prob))
+                stage_block_id += 1
+            layers.append(nn.Sequential(*stage))
+        lastconv_input_channels = conf[-1][4]
+        layers.append(_ConvNormAct(lastconv_input_channels, 4 * lastconv_input_channels, kernel_size=1))
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True),
+                                        nn.Linear(4 * lastconv_input_channels, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+def efficientnet_b0(**cfg):
+    return EfficientNet(**cfg)
+
+
+TWINS = {"resnet18": resnet18, "resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0}
