@@ -13,12 +13,17 @@ import lucid.models as models
 import torch_reference_models as ref
 from harness import assert_close
 
-NAMES = ["efficientnet_b0", "mobilenet_v2", "resnet18", "resnet50"]
+NAMES = ["densenet121", "efficientnet_b0", "mobilenet_v2", "resnet18", "resnet50"]
 # torchvision's state_dict sizes at full width (keys with num_batches_tracked), and a few keys
 TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320, "mobilenet_v2": 314}
 _RESNET_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
                 "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
 SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
+             "densenet121": ["features.conv0.weight", "features.norm0.running_mean",
+                             "features.denseblock1.denselayer1.norm1.weight",
+                             "features.denseblock1.denselayer2.conv2.weight",
+                             "features.transition1.conv.weight", "features.denseblock4.denselayer16.norm2.bias",
+                             "features.norm5.running_var", "classifier.weight"],
              "efficientnet_b0": ["features.0.0.weight", "features.1.0.block.0.0.weight",
                                  "features.1.0.block.1.fc1.bias",
                                  "features.2.0.block.2.fc2.weight", "features.7.0.block.3.1.running_var",
@@ -26,7 +31,9 @@ SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
              "mobilenet_v2": ["features.0.0.weight", "features.1.conv.0.1.running_mean", "features.1.conv.1.weight",
                               "features.2.conv.0.0.weight", "features.17.conv.3.bias", "features.18.1.weight",
                               "classifier.1.weight"]}
-REDUCED = {"resnet18": {"width": 8, "num_classes": 10}, "resnet50": {"width": 8, "num_classes": 10},
+REDUCED = {"resnet18": {"width": 8, "num_classes": 10},
+           "densenet121": {"growth_rate": 4, "num_init_features": 8, "num_classes": 10},
+           "resnet50": {"width": 8, "num_classes": 10},
            # no random dropout mask or dropped residual branch in training, so twins compare
            "mobilenet_v2": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0},
            "efficientnet_b0": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0, "stochastic_depth_prob": 0.0}}
@@ -62,8 +69,8 @@ def _lucid_from_torch_file(name, tm, tmp_path):
 def test_registry():
     assert models.list_models() == sorted(NAMES)
     assert isinstance(models.create_model("resnet18", num_classes=3), models.ResNet)
-    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: efficientnet_b0, mobilenet_v2, "
-                                         "resnet18, resnet50"):
+    with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: densenet121, efficientnet_b0, "
+                                         "mobilenet_v2, resnet18, resnet50"):
         models.create_model("resnet19")
     with pytest.raises(TypeError, match="'name' must be a str"):
         models.create_model(18)

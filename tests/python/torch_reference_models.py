@@ -1,7 +1,7 @@
 """Torch twins of lucid.models, for the parity tests (tests/python/test_models.py) and the CPU
 model benchmark: the module trees of torchvision's and Hugging Face's implementations, in torch,
 so their state_dict keys are the references' keys. Written here after torchvision's resnet.py,
-mobilenetv2.py and efficientnet.py
+mobilenetv2.py, efficientnet.py and densenet.py
 because torchvision's wheel does not load against the CPU torch that CI installs (its compiled
 ops need the CUDA torch build). Only torch is used.
 """
@@ -256,4 +256,80 @@ def efficientnet_b0(**cfg):
     return EfficientNet(**cfg)
 
 
-TWINS = {"resnet18": resnet18, "resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0}
+class _DenseLayer(nn.Module):
+    def __init__(self, num_input_features, growth_rate, bn_size, drop_rate):
+        super().__init__()
+        self.norm1 = nn.BatchNorm2d(num_input_features)
+        self.relu1 = nn.ReLU(inplace=True)
+        self.conv1 = nn.Conv2d(num_input_features, bn_size * growth_rate, kernel_size=1, stride=1, bias=False)
+        self.norm2 = nn.BatchNorm2d(bn_size * growth_rate)
+        self.relu2 = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(bn_size * growth_rate, growth_rate, kernel_size=3, stride=1, padding=1, bias=False)
+        self.drop_rate = float(drop_rate)
+
+    def forward(self, inputs):
+        concated = torch.cat(inputs, 1)
+        bottleneck = self.conv1(self.relu1(self.norm1(concated)))
+        new_features = self.conv2(self.relu2(self.norm2(bottleneck)))
+        if self.drop_rate > 0:
+            new_features = nn.functional.dropout(new_features, p=self.drop_rate, training=self.training)
+        return new_features
+
+
+class _DenseBlock(nn.ModuleDict):
+    def __init__(self, num_layers, num_input_features, bn_size, growth_rate, drop_rate):
+        super().__init__()
+        for i in range(num_layers):
+            layer = _DenseLayer(num_input_features + i * growth_rate, growth_rate, bn_size, drop_rate)
+            self.add_module("denselayer%d" % (i + 1), layer)
+
+    def forward(self, init_features):
+        features = [init_features]
+        for name, layer in self.items():
+            features.append(layer(features))
+        return torch.cat(features, 1)
+
+
+class _Transition(nn.Sequential):
+    def __init__(self, num_input_features, num_output_features):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(num_input_features)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv = nn.Conv2d(num_input_features, num_output_features, kernel_size=1, stride=1, bias=False)
+        self.pool = nn.AvgPool2d(kernel_size=2, stride=2)
+
+
+class DenseNet(nn.Module):
+    def __init__(self, growth_rate=32, block_config=(6, 12, 24, 16), num_init_features=64, bn_size=4, drop_rate=0,
+                 num_classes=1000):
+        super().__init__()
+        from collections import OrderedDict
+        self.features = nn.Sequential(OrderedDict([
+            ("conv0", nn.Conv2d(3, num_init_features, kernel_size=7, stride=2, padding=3, bias=False)),
+            ("norm0", nn.BatchNorm2d(num_init_features)),
+            ("relu0", nn.ReLU(inplace=True)),
+            ("pool0", nn.MaxPool2d(kernel_size=3, stride=2, padding=1))]))
+        num_features = num_init_features
+        for i, num_layers in enumerate(block_config):
+            block = _DenseBlock(num_layers, num_features, bn_size, growth_rate, drop_rate)
+            self.features.add_module("denseblock%d" % (i + 1), block)
+            num_features = num_features + num_layers * growth_rate
+            if i != len(block_config) - 1:
+                trans = _Transition(num_features, num_features // 2)
+                self.features.add_module("transition%d" % (i + 1), trans)
+                num_features = num_features // 2
+        self.features.add_module("norm5", nn.BatchNorm2d(num_features))
+        self.classifier = nn.Linear(num_features, num_classes)
+
+    def forward(self, x):
+        out = nn.functional.relu(self.features(x), inplace=True)
+        out = nn.functional.adaptive_avg_pool2d(out, (1, 1))
+        return self.classifier(torch.flatten(out, 1))
+
+
+def densenet121(**cfg):
+    return DenseNet(**cfg)
+
+
+TWINS = {"densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "mobilenet_v2": mobilenet_v2,
+         "resnet18": resnet18, "resnet50": resnet50}
