@@ -13,12 +13,16 @@ import lucid.models as models
 import torch_reference_models as ref
 from harness import assert_close
 
-NAMES = ["densenet121", "efficientnet_b0", "mobilenet_v2", "resnet18", "resnet50"]
+NAMES = ["densenet121", "efficientnet_b0", "mobilenet_v2", "resnet18", "resnet50", "vit_b_16"]
 # torchvision's state_dict sizes at full width (keys with num_batches_tracked), and a few keys
-TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320, "mobilenet_v2": 314}
+TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320, "mobilenet_v2": 314, "vit_b_16": 152}
 _RESNET_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
                 "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
 SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
+             "vit_b_16": ["class_token", "conv_proj.weight", "encoder.pos_embedding",
+                          "encoder.layers.encoder_layer_0.self_attention.in_proj_weight",
+                          "encoder.layers.encoder_layer_11.self_attention.out_proj.bias",
+                          "encoder.layers.encoder_layer_3.mlp.3.weight", "encoder.ln.bias", "heads.head.weight"],
              "densenet121": ["features.conv0.weight", "features.norm0.running_mean",
                              "features.denseblock1.denselayer1.norm1.weight",
                              "features.denseblock1.denselayer2.conv2.weight",
@@ -34,6 +38,8 @@ SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
 REDUCED = {"resnet18": {"width": 8, "num_classes": 10},
            "densenet121": {"growth_rate": 4, "num_init_features": 8, "num_classes": 10},
            "resnet50": {"width": 8, "num_classes": 10},
+           "vit_b_16": {"image_size": 32, "num_layers": 2, "num_heads": 2, "hidden_dim": 16, "mlp_dim": 32,
+                        "num_classes": 10},
            # no random dropout mask or dropped residual branch in training, so twins compare
            "mobilenet_v2": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0},
            "efficientnet_b0": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0, "stochastic_depth_prob": 0.0}}
@@ -70,7 +76,7 @@ def test_registry():
     assert models.list_models() == sorted(NAMES)
     assert isinstance(models.create_model("resnet18", num_classes=3), models.ResNet)
     with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: densenet121, efficientnet_b0, "
-                                         "mobilenet_v2, resnet18, resnet50"):
+                                         "mobilenet_v2, resnet18, resnet50, vit_b_16"):
         models.create_model("resnet19")
     with pytest.raises(TypeError, match="'name' must be a str"):
         models.create_model(18)

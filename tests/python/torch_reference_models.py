@@ -1,7 +1,7 @@
 """Torch twins of lucid.models, for the parity tests (tests/python/test_models.py) and the CPU
 model benchmark: the module trees of torchvision's and Hugging Face's implementations, in torch,
 so their state_dict keys are the references' keys. Written here after torchvision's resnet.py,
-mobilenetv2.py, efficientnet.py and densenet.py
+mobilenetv2.py, efficientnet.py, densenet.py and vision_transformer.py
 because torchvision's wheel does not load against the CPU torch that CI installs (its compiled
 ops need the CUDA torch build). Only torch is used.
 """
@@ -331,5 +331,70 @@ def densenet121(**cfg):
     return DenseNet(**cfg)
 
 
+class MLPBlock(nn.Sequential):
+    def __init__(self, in_dim, mlp_dim, dropout):
+        super().__init__(nn.Linear(in_dim, mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(mlp_dim, in_dim),
+                         nn.Dropout(dropout))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(hidden_dim, eps=1e-6)
+        self.self_attention = nn.MultiheadAttention(hidden_dim, num_heads, dropout=attention_dropout, batch_first=True)
+        self.dropout = nn.Dropout(dropout)
+        self.ln_2 = nn.LayerNorm(hidden_dim, eps=1e-6)
+        self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
+
+    def forward(self, input):
+        x = self.ln_1(input)
+        x, _ = self.self_attention(x, x, x, need_weights=False)
+        x = self.dropout(x)
+        x = x + input
+        y = self.mlp(self.ln_2(x))
+        return x + y
+
+
+class Encoder(nn.Module):
+    def __init__(self, seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout):
+        super().__init__()
+        from collections import OrderedDict
+        self.pos_embedding = nn.Parameter(torch.empty(1, seq_length, hidden_dim).normal_(std=0.02))
+        self.dropout = nn.Dropout(dropout)
+        layers = OrderedDict()
+        for i in range(num_layers):
+            layers[f"encoder_layer_{i}"] = EncoderBlock(num_heads, hidden_dim, mlp_dim, dropout, attention_dropout)
+        self.layers = nn.Sequential(layers)
+        self.ln = nn.LayerNorm(hidden_dim, eps=1e-6)
+
+    def forward(self, input):
+        return self.ln(self.layers(self.dropout(input + self.pos_embedding)))
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, image_size=224, patch_size=16, num_layers=12, num_heads=12, hidden_dim=768, mlp_dim=3072,
+                 dropout=0.0, attention_dropout=0.0, num_classes=1000):
+        super().__init__()
+        from collections import OrderedDict
+        self.patch_size, self.hidden_dim = patch_size, hidden_dim
+        self.conv_proj = nn.Conv2d(3, hidden_dim, kernel_size=patch_size, stride=patch_size)
+        seq_length = (image_size // patch_size) ** 2
+        self.class_token = nn.Parameter(torch.zeros(1, 1, hidden_dim))
+        seq_length += 1
+        self.encoder = Encoder(seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout)
+        self.heads = nn.Sequential(OrderedDict([("head", nn.Linear(hidden_dim, num_classes))]))
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        p = self.patch_size
+        x = self.conv_proj(x).reshape(n, self.hidden_dim, (h // p) * (w // p)).permute(0, 2, 1)
+        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1)
+        return self.heads(self.encoder(x)[:, 0])
+
+
+def vit_b_16(**cfg):
+    return VisionTransformer(**cfg)
+
+
 TWINS = {"densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "mobilenet_v2": mobilenet_v2,
-         "resnet18": resnet18, "resnet50": resnet50}
+         "resnet18": resnet18, "resnet50": resnet50, "vit_b_16": vit_b_16}
