@@ -13,12 +13,14 @@ import lucid.models as models
 import torch_reference_models as ref
 from harness import assert_close
 
-NAMES = ["densenet121", "efficientnet_b0", "mobilenet_v2", "resnet18", "resnet50", "vit_b_16"]
+NAMES = ["densenet121", "efficientnet_b0", "lstm_classifier", "mobilenet_v2", "resnet18", "resnet50", "vit_b_16"]
 # torchvision's state_dict sizes at full width (keys with num_batches_tracked), and a few keys
 TORCHVISION_KEYS = {"resnet18": 122, "resnet50": 320, "mobilenet_v2": 314, "vit_b_16": 152}
 _RESNET_KEYS = ["conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
                 "layer2.0.downsample.1.num_batches_tracked", "layer4.1.bn2.bias", "fc.weight", "fc.bias"]
 SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
+             "lstm_classifier": ["lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0", "lstm.bias_hh_l0",
+                                 "fc.weight", "fc.bias"],
              "vit_b_16": ["class_token", "conv_proj.weight", "encoder.pos_embedding",
                           "encoder.layers.encoder_layer_0.self_attention.in_proj_weight",
                           "encoder.layers.encoder_layer_11.self_attention.out_proj.bias",
@@ -36,6 +38,7 @@ SOME_KEYS = {"resnet18": _RESNET_KEYS, "resnet50": _RESNET_KEYS,
                               "features.2.conv.0.0.weight", "features.17.conv.3.bias", "features.18.1.weight",
                               "classifier.1.weight"]}
 REDUCED = {"resnet18": {"width": 8, "num_classes": 10},
+           "lstm_classifier": {"input_size": 16, "hidden_size": 8, "num_layers": 2, "num_classes": 10},
            "densenet121": {"growth_rate": 4, "num_init_features": 8, "num_classes": 10},
            "resnet50": {"width": 8, "num_classes": 10},
            "vit_b_16": {"image_size": 32, "num_layers": 2, "num_heads": 2, "hidden_dim": 16, "mlp_dim": 32,
@@ -45,8 +48,12 @@ REDUCED = {"resnet18": {"width": 8, "num_classes": 10},
            "efficientnet_b0": {"width_mult": 0.25, "num_classes": 10, "dropout": 0.0, "stochastic_depth_prob": 0.0}}
 
 
-def _inputs(seed=0, batch=2, hw=32):
-    return np.random.default_rng(seed).standard_normal((batch, 3, hw, hw)).astype(np.float32)
+def _inputs(seed=0, batch=2, hw=32, name=None):
+    """A batch for model `name`: images (batch, 3, hw, hw), or (batch, 12, features) sequences."""
+    rng = np.random.default_rng(seed)
+    if name == "lstm_classifier":
+        return rng.standard_normal((batch, 12, REDUCED[name]["input_size"])).astype(np.float32)
+    return rng.standard_normal((batch, 3, hw, hw)).astype(np.float32)
 
 
 def _torch_twin(name, seed=0):
@@ -76,7 +83,7 @@ def test_registry():
     assert models.list_models() == sorted(NAMES)
     assert isinstance(models.create_model("resnet18", num_classes=3), models.ResNet)
     with pytest.raises(ValueError, match="unknown model 'resnet19'.*known models: densenet121, efficientnet_b0, "
-                                         "mobilenet_v2, resnet18, resnet50, vit_b_16"):
+                                         "lstm_classifier, mobilenet_v2, resnet18, resnet50, vit_b_16"):
         models.create_model("resnet19")
     with pytest.raises(TypeError, match="'name' must be a str"):
         models.create_model(18)
@@ -101,7 +108,7 @@ def test_state_dict_keys_are_torchvisions(name):
 def test_torch_checkpoint_loads_and_matches(name, tmp_path):
     tm = _torch_twin(name)
     lm = _lucid_from_torch_file(name, tm, tmp_path)
-    x = _inputs()
+    x = _inputs(name=name)
     tm.eval(), lm.eval()
     with torch.no_grad():
         want = tm(torch.from_numpy(x))
@@ -131,7 +138,7 @@ def test_torch_checkpoint_loads_and_matches(name, tmp_path):
 def test_compiles_with_no_fallback(name, tmp_path):
     lm = _lucid_from_torch_file(name, _torch_twin(name), tmp_path).eval()
     cm = lucid.compile(lm, strict=True)
-    x = lucid.tensor(_inputs(1))
+    x = lucid.tensor(_inputs(1, name=name))
     with lucid.no_grad():
         eager = lm(x)
         for _ in range(2):
@@ -155,7 +162,7 @@ def test_fused_step_trains_as_torch(name, tmp_path):
     # rounding differences grow a thousandfold a step; the ViT twin takes 32x32 images
     hw = REDUCED[name].get("image_size", 64)
     for i in range(3):
-        x = _inputs(10 + i, batch=4, hw=hw).astype(np.float64)
+        x = _inputs(10 + i, batch=4, hw=hw, name=name).astype(np.float64)
         y = rng.integers(0, 10, 4)
         topt.zero_grad()
         tloss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))

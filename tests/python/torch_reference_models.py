@@ -396,5 +396,21 @@ def vit_b_16(**cfg):
     return VisionTransformer(**cfg)
 
 
-TWINS = {"densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "mobilenet_v2": mobilenet_v2,
-         "resnet18": resnet18, "resnet50": resnet50, "vit_b_16": vit_b_16}
+class LSTMClassifier(nn.Module):
+    def __init__(self, input_size=16, hidden_size=64, num_layers=1, num_classes=10, dropout=0.0, bidirectional=False):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True, dropout=dropout,
+                            bidirectional=bidirectional)
+        self.fc = nn.Linear(hidden_size * (2 if bidirectional else 1), num_classes)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out[:, -1])
+
+
+def lstm_classifier(**cfg):
+    return LSTMClassifier(**cfg)
+
+
+TWINS = {"densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "lstm_classifier": lstm_classifier,
+         "mobilenet_v2": mobilenet_v2, "resnet18": resnet18, "resnet50": resnet50, "vit_b_16": vit_b_16}
