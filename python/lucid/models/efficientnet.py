@@ -5,7 +5,7 @@ and a torchvision checkpoint saved as safetensors loads as it is.
 MBConv blocks: a 1x1 expansion (when it changes the width), a depthwise conv, squeeze-excite
 (global average pool, 1x1 conv, SiLU, 1x1 conv, sigmoid, scale), a 1x1 linear projection, and a
 residual add (through stochastic depth) when the stride is 1 and the widths match; SiLU.
-`width_mult`/`depth_mult` scale channels (to multiples of 8, as mobilenet.make_divisible) and
+`width_mult`/`depth_mult` scale channels (to multiples of 8, _layers.make_divisible) and
 repeats (ceil). Stochastic depth drops whole samples' residual branches in training with the
 block's probability (`stochastic_depth_prob` times the block's position over the blocks, as
 torchvision's); 0 makes every block deterministic. Initialisation as torchvision's.
@@ -16,7 +16,7 @@ import lucid
 import lucid.nn as nn
 
 from lucid.models._registry import register_model
-from lucid.models.mobilenet import make_divisible
+from lucid.models._layers import conv_norm_act, make_divisible
 
 # (expand ratio, kernel, stride, input channels, output channels, repeats), torchvision's B0 table
 B0 = [[1, 3, 1, 32, 16, 1], [6, 3, 2, 16, 24, 2], [6, 5, 2, 24, 40, 2], [6, 3, 2, 40, 80, 3], [6, 5, 1, 80, 112, 3],
@@ -24,10 +24,8 @@ B0 = [[1, 3, 1, 32, 16, 1], [6, 3, 2, 16, 24, 2], [6, 5, 2, 24, 40, 2], [6, 3, 2
 
 
 def conv_bn(cin, cout, kernel_size=1, stride=1, groups=1, act=True):
-    """torchvision's Conv2dNormActivation (keys .0 conv, .1 norm), SiLU unless act is False."""
-    layers = [nn.Conv2d(cin, cout, kernel_size, stride, (kernel_size - 1) // 2, groups=groups, bias=False),
-              nn.BatchNorm2d(cout)]
-    return nn.Sequential(*(layers + [nn.SiLU(inplace=True)] if act else layers))
+    """Conv2dNormActivation with SiLU (none when act is False), 1x1 by default."""
+    return conv_norm_act(cin, cout, kernel_size, stride, groups, nn.SiLU if act else None)
 
 
 class SqueezeExcitation(nn.Module):

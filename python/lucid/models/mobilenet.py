@@ -9,22 +9,11 @@ Initialisation as torchvision's: Kaiming-normal fan_out convs, BatchNorm 1/0, cl
 """
 import lucid.nn as nn
 
+from lucid.models._layers import conv_norm_act, make_divisible
 from lucid.models._registry import register_model
 
 # (expand ratio t, output channels c, repeats n, first stride s), torchvision's table
 SETTINGS = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1], [6, 160, 3, 2], [6, 320, 1, 1]]
-
-
-def make_divisible(v, divisor=8):
-    """v rounded to the nearest multiple of divisor, at least divisor, never below 90% of v."""
-    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
-    return new_v + divisor if new_v < 0.9 * v else new_v
-
-
-def conv_bn_act(cin, cout, kernel_size=3, stride=1, groups=1):
-    """torchvision's Conv2dNormActivation with BatchNorm and ReLU6: keys .0 (conv), .1 (norm)."""
-    return nn.Sequential(nn.Conv2d(cin, cout, kernel_size, stride, (kernel_size - 1) // 2, groups=groups, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU6(inplace=True))
 
 
 class InvertedResidual(nn.Module):
@@ -32,8 +21,8 @@ class InvertedResidual(nn.Module):
         super().__init__()
         hidden = int(round(inp * expand_ratio))
         self.use_res_connect = stride == 1 and inp == oup
-        layers = [conv_bn_act(inp, hidden, kernel_size=1)] if expand_ratio != 1 else []
-        layers += [conv_bn_act(hidden, hidden, stride=stride, groups=hidden),
+        layers = [conv_norm_act(inp, hidden, kernel_size=1)] if expand_ratio != 1 else []
+        layers += [conv_norm_act(hidden, hidden, stride=stride, groups=hidden),
                    nn.Conv2d(hidden, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup)]
         self.conv = nn.Sequential(*layers)
 
@@ -48,13 +37,13 @@ class MobileNetV2(nn.Module):
             raise ValueError(f"MobileNetV2: argument 'width_mult' must be positive, got {width_mult!r}")
         cin = make_divisible(32 * width_mult)
         self.last_channel = make_divisible(1280 * max(1.0, width_mult))
-        features = [conv_bn_act(3, cin, stride=2)]
+        features = [conv_norm_act(3, cin, stride=2)]
         for t, c, n, s in SETTINGS:
             cout = make_divisible(c * width_mult)
             for i in range(n):
                 features.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))
                 cin = cout
-        features.append(conv_bn_act(cin, self.last_channel, kernel_size=1))
+        features.append(conv_norm_act(cin, self.last_channel, kernel_size=1))
         self.features = nn.Sequential(*features)
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
         for m in self.modules():
