@@ -8,6 +8,7 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/compile/trace/trace_hook.h"
+#include "lucid/core/device.h"
 #include "lucid/core/mem_overlap.h"
 #include "lucid/dispatch/dispatch.h"
 #include "lucid/ops/core.h"
@@ -198,6 +199,7 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
   GradModeGuard mode(create_graph);
   Runner r{retain_graph, create_graph, true, {}, {}, {}};
   r.run(roots, g);
+  raise_deferred_device_errors();  // an input check of the pass's ops that failed (core/device.h)
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
@@ -217,6 +219,7 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
     GradModeGuard mode(create_graph);
     r.run(outputs, g);
   }
+  raise_deferred_device_errors();
   for (size_t i = 0; i < inputs.size(); ++i)
     LUCID_CHECK(allow_unused || r.captured[i].defined(), Error, "autograd.grad: input ", i,
                 " was not used in the graph; pass allow_unused=True if this is intended");

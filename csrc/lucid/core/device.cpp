@@ -34,6 +34,11 @@ thread_local Device tl_factory_device{};
 void set_device_hooks(DeviceType t, const DeviceHooks* hooks) { g_hooks[static_cast<int>(t)] = hooks; }
 const DeviceHooks* device_hooks(DeviceType t) { return g_hooks[static_cast<int>(t)]; }
 
+void raise_deferred_device_errors() {
+  for (const DeviceHooks* h : g_hooks)
+    if (h && h->raise_deferred_errors) h->raise_deferred_errors();
+}
+
 void check_available(const Device& d, const std::string& as_written) {
   if (d.is_cpu()) return;
   const std::string name = as_written.empty() ? d.str() : as_written;

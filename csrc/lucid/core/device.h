@@ -40,7 +40,12 @@ struct DeviceHooks {
   int (*count)();                        // devices visible to the process (0 without a GPU or driver)
   std::string (*unavailable_reason)();  // why count() is 0
   void (*synchronize)(int index);        // waits for the device's work (D2H reads of results)
+  // Raises the first failed input check the backend deferred (cuda/deferred_check.h), waiting for
+  // the pending checks (not for the device); called at the end of a backward pass.
+  void (*raise_deferred_errors)();
 };
+// Every backend's raise_deferred_errors, in device-type order (autograd's engine, after a pass).
+void raise_deferred_device_errors();
 // Sets device type t's hooks (once, from the backend's static initialiser); null for none.
 void set_device_hooks(DeviceType t, const DeviceHooks* hooks);
 const DeviceHooks* device_hooks(DeviceType t);

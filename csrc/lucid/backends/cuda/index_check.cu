@@ -1,5 +1,6 @@
 // BadIndexFlag and checked_index (index_check.cuh): the device-side index validation shared by
 // the CUDA gather/scatter, indexing and embedding kernels.
+#include "lucid/backends/cuda/deferred_check.h"
 #include "lucid/backends/cuda/index_check.cuh"
 #include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/offset_calculator.cuh"
@@ -17,6 +18,7 @@ bool BadIndexFlag::fetch(int64_t& value, int64_t& where) const {
   check_cuda(cudaMemcpyAsync(&h, buf_.data_ptr(), sizeof h, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(index check)");
   // The one synchronisation of a checked op: the host needs the record to raise.
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(index check)");
+  raise_deferred_errors(false);
   value = h.value;
   where = h.where;
   return h.set != 0;

@@ -6,8 +6,9 @@
 // the CPU.
 //
 // Cost: the copy back to the host synchronises the current stream once per checked op (gather,
-// scatter, index, index_put, embedding, ...). A later issue can make the check asynchronous
-// (a flag read at the next synchronising call), at the price of reporting the error late.
+// scatter, index, index_put, embedding, ...). cross_entropy and nll_loss's class targets, checked
+// every training step, defer the verdict instead (deferred_check.h): the error comes at the
+// host's next synchronisation, and the rows with a bad target are NaN until then.
 #pragma once
 #include <cstdint>
 

@@ -1,5 +1,7 @@
 // Per-thread current device and current stream (stream.h), and the CUDA backend's DeviceHooks
-// (core/device.h: device count, why there is none, synchronize), registered at load.
+// (core/device.h: device count, why there is none, synchronize, the deferred checks' errors),
+// registered at load.
+#include "lucid/backends/cuda/deferred_check.h"
 #include "lucid/backends/cuda/device_info.h"
 #include "lucid/backends/cuda/stream.h"
 
@@ -38,10 +40,12 @@ DeviceGuard::~DeviceGuard() {
 void synchronize(int index) {
   DeviceGuard g(index);
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  raise_deferred_errors(false);  // the device's checks have landed
 }
 
 namespace {
-const DeviceHooks kHooks{&device_count, &unavailable_reason, &synchronize};
+void raise_pending() { raise_deferred_errors(true); }
+const DeviceHooks kHooks{&device_count, &unavailable_reason, &synchronize, &raise_pending};
 struct RegisterHooks {
   RegisterHooks() { set_device_hooks(DeviceType::CUDA, &kHooks); }
 } register_hooks;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "lucid/backends/cuda/deferred_check.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/backends/cuda/stream_objects.h"
 #include "lucid/core/device.h"
@@ -101,6 +102,7 @@ bool stream_query(const StreamRef& s) {
 void stream_synchronize(const StreamRef& s) {
   DeviceGuard g(checked_device(s.device));
   check_cuda(cudaStreamSynchronize(as_stream(s.handle)), "cudaStreamSynchronize");
+  raise_deferred_errors(false);
 }
 
 void stream_wait_stream(const StreamRef& waiter, const StreamRef& producer) {
@@ -162,6 +164,7 @@ void Event::synchronize() const {
   if (!handle_) return;
   DeviceGuard g(device_);
   check_cuda(cudaEventSynchronize(as_event(handle_)), "cudaEventSynchronize");
+  raise_deferred_errors(false);
 }
 
 float Event::elapsed_time(const Event& end) const {

@@ -23,6 +23,7 @@
 // side) or from pageable memory waits in every case.
 #include <cstring>
 
+#include "lucid/backends/cuda/deferred_check.h"
 #include "lucid/backends/cuda/device_copy.h"
 #include "lucid/backends/cuda/pinned_memory.h"
 #include "lucid/backends/cuda/stream.h"
@@ -90,6 +91,7 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (direct && async_host_use(non_blocking, h, src.device().index, stream)) return;
   // The host reads the result.
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (device to host copy)");
+  raise_deferred_errors(false);  // a result read back never hides a failed check before it
   if (!direct) host_copy(dst, h);
 }
 

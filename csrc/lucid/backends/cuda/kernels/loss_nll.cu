@@ -6,10 +6,16 @@
 // number of rows (probability targets). CrossEntropy runs one block per row: the row max in the
 // compute type, exp(x - max) in the compute type (CUDA's expf for float: within an ulp or two of
 // the CPU's SLEEF exp), sums in double. Row sums are deterministic (fixed-shape block and
-// two-pass sums). Target indices are validated on the device; a bad one is read back (this
-// synchronises) and raises the CPU's IndexError.
+// two-pass sums). Class targets are validated on the device without the host waiting
+// (deferred_check.h): a target out of range (not ignore_index) makes its row's loss and gradient
+// NaN, and the CPU's IndexError is raised at the host's next synchronisation with the device (a
+// read of a result, synchronize(), the end of backward()). The backward kernels do not check
+// again (the forward's check covers the same saved targets); they skip no memory safety: a bad
+// target is never used as an address.
 #include <cfloat>
 
+#include "lucid/backends/cuda/deferred_check.h"
+#include "lucid/backends/cuda/index_check.cuh"
 #include "lucid/backends/cuda/kernels/nn_device.cuh"
 #include "lucid/ops/nn_layout.h"
 #include "lucid/ops/op_def.h"
@@ -20,26 +26,27 @@ namespace {
 
 using nnutil::ClassLayout;
 
-// Targets as contiguous int64 on the device, validated like the CPU's checked_targets.
-__global__ void check_targets_kernel(const int64_t* t, int64_t n, int64_t C, int64_t ignore, int64_t* bad) {
-  for (int64_t i = global_index(); i < n; i += global_stride()) {
-    int64_t v = t[i];
-    if (v != ignore && (v < 0 || v >= C)) record_bad_index(bad, i);
-  }
+// A class target outside [0, C) that is not ignore_index: its row gives NaN.
+__device__ __forceinline__ bool bad_class(int64_t c, int64_t C, int64_t ignore) { return c != ignore && (c < 0 || c >= C); }
+
+__global__ void check_targets_kernel(const int64_t* t, int64_t n, int64_t C, int64_t ignore, BadIndexRecord* bad) {
+  for (int64_t i = global_index(); i < n; i += global_stride())
+    if (bad_class(t[i], C, ignore)) record_bad_index(bad, t[i], i);
 }
 
-Tensor checked_targets(const Tensor& t, int64_t C, int64_t ignore, const char* op) {
+// Targets as contiguous int64 on the device. The forward (check = true) queues their validation
+// like the CPU's checked_targets, deferred (see the header); the backward does not check again.
+Tensor targets_of(const Tensor& t, int64_t C, int64_t ignore, const char* op, bool check) {
+  if (check) raise_deferred_errors(false);  // an earlier call's failed check surfaces here, if known
   Tensor i64 = contig_as(t, DType::Int64);
-  if (i64.numel() == 0) return i64;
-  Tensor bad = bad_index_slot(i64.device());
+  if (!check || i64.numel() == 0) return i64;
+  BadIndexFlag flag(i64.device());
   check_targets_kernel<<<grid_for(i64.numel()), kThreads, 0, current_stream(i64.device())>>>(
-      i64.data<int64_t>(), i64.numel(), C, ignore, bad.data<int64_t>());
+      i64.data<int64_t>(), i64.numel(), C, ignore, flag.get());
   check_launch("class targets check");
-  int64_t i = first_bad_index(bad);
-  if (i >= 0) {
-    int64_t v = read_back<int64_t>(i64, i);
+  defer_check(i64.device(), flag, [C, ignore, op](int64_t v, int64_t) {
     nnutil::check_class_indices(&v, 1, C, ignore, op);  // raises the CPU's IndexError
-  }
+  });
   return i64;
 }
 
@@ -51,6 +58,8 @@ const double* weights_of(const Tensor& w, Tensor& keep) {
 }
 
 __device__ __forceinline__ double wgt(const double* w, int64_t c) { return w ? w[c] : 1.0; }
+
+constexpr double kNaN = __builtin_nan("");
 
 struct ArraySum {
   const double* p;
@@ -65,7 +74,9 @@ __global__ void nll_rows_kernel(const D* x, const int64_t* t, const double* w, C
   for (int64_t r = global_index(); r < L.N * L.D; r += global_stride()) {
     int64_t n = r / L.D, i = r % L.D, c = t[r];
     double l = 0, ww = 0;
-    if (c != ignore) {
+    if (bad_class(c, L.C, ignore)) {
+      l = ww = kNaN;
+    } else if (c != ignore) {
       ww = wgt(w, c);
       l = -ww * static_cast<double>(to_compute(x[(n * L.C + c) * L.D + i]));
     }
@@ -92,7 +103,7 @@ void nll_loss(const TensorList& in, const TensorList& out, const Attrs& a) {
   cudaStream_t s = current_stream(dev);
   ClassLayout L = nnutil::class_layout(in[0].shape());
   int64_t ignore = a.i("ignore_index"), red = a.i("reduction"), rows = L.N * L.D;
-  Tensor t = checked_targets(in[1], L.C, ignore, "nll_loss");
+  Tensor t = targets_of(in[1], L.C, ignore, "nll_loss", true);
   Tensor x = in[0].contiguous_data(), wk;
   const double* w = weights_of(in[2], wk);
   Tensor loss = Tensor::empty({rows}, DType::Float64, dev), wt = Tensor::empty({rows}, DType::Float64, dev);
@@ -125,9 +136,13 @@ __global__ void nll_backward_kernel(D* o, const D* gp, const int64_t* t, const d
   for (int64_t r = global_index(); r < L.N * L.D; r += global_stride()) {
     int64_t c = t[r];
     if (c == ignore) continue;
+    int64_t n = r / L.D, i = r % L.D;
+    if (bad_class(c, L.C, ignore)) {  // the whole row NaN
+      for (int64_t k = 0; k < L.C; ++k) o[(n * L.C + k) * L.D + i] = from_compute<D>(kNaN);
+      continue;
+    }
     double gv = static_cast<double>(to_compute(red == nnutil::kNone ? gp[r] : gp[0]));
     if (red == nnutil::kMean) gv /= tw[0];
-    int64_t n = r / L.D, i = r % L.D;
     o[(n * L.C + c) * L.D + i] = from_compute<D>(-wgt(w, c) * gv);
   }
 }
@@ -138,7 +153,7 @@ void nll_loss_backward(const TensorList& in, const TensorList& out, const Attrs&
   cudaStream_t s = current_stream(out[0].device());
   ClassLayout L = nnutil::class_layout(in[1].shape());
   int64_t ignore = a.i("ignore_index"), red = a.i("reduction"), rows = L.N * L.D;
-  Tensor t = checked_targets(in[2], L.C, ignore, "nll_loss");
+  Tensor t = targets_of(in[2], L.C, ignore, "nll_loss", false);
   DType dt = in[1].dtype();
   Tensor gr = contig_as(in[0], dt), wk, twk = contig_as(in[4], DType::Float64);
   const double* w = weights_of(in[3], wk);
@@ -219,6 +234,10 @@ __global__ void ce_rows_kernel(const D* x, const D* tpf, const int64_t* tpi, CeA
       continue;
     }
     int64_t tc = tpi[r];
+    if (bad_class(tc, L.C, a.ignore)) {
+      if (threadIdx.x == 0) { loss[r] = kNaN; wt[r] = kNaN; }
+      continue;
+    }
     double smooth = 0;
     if (a.eps > 0) {
       for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x)
@@ -258,7 +277,7 @@ void cross_entropy(const TensorList& in, const TensorList& out, const Attrs& att
   bool prob = is_floating(in[1].dtype());
   DType dt = in[0].dtype();
   Tensor x = in[0].contiguous_data();
-  Tensor ti = prob ? Tensor() : checked_targets(in[1], a.L.C, a.ignore, "cross_entropy");
+  Tensor ti = prob ? Tensor() : targets_of(in[1], a.L.C, a.ignore, "cross_entropy", true);
   Tensor tf = prob ? contig_as(in[1], dt) : Tensor();
   int64_t rows = a.L.N * a.L.D;
   Tensor loss = Tensor::empty({rows}, DType::Float64, dev), wt = Tensor::empty({rows}, DType::Float64, dev);
@@ -294,7 +313,10 @@ struct TargetWeightAt {
   const int64_t* t;
   const double* w;
   int64_t ignore;
-  __device__ double operator()(int64_t r) const { return t[r] == ignore ? 0.0 : wgt(w, t[r]); }
+  int64_t C;
+  __device__ double operator()(int64_t r) const {
+    return t[r] == ignore ? 0.0 : bad_class(t[r], C, ignore) ? kNaN : wgt(w, t[r]);
+  }
 };
 
 // One block per row: d input (and d target for probability targets), the CPU's formulas.
@@ -335,6 +357,10 @@ __global__ void ce_backward_kernel(const D* x, const D* gp, const D* tfp, const 
       continue;
     }
     int64_t tc = tip[r];
+    if (bad_class(tc, L.C, a.ignore)) {
+      for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) gx[at(c)] = from_compute<D>(kNaN);
+      continue;
+    }
     double wtc = wgt(a.w, tc);
     double k1 = gs * ((1.0 - a.eps) * wtc + a.eps / Cd * a.wsum[0]) * inv, k2 = gs * a.eps / Cd;
     for (int64_t c = threadIdx.x; c < L.C; c += blockDim.x) {
@@ -356,7 +382,7 @@ void cross_entropy_backward(const TensorList& in, const TensorList& out, const A
   bool prob = is_floating(in[2].dtype());
   DType dt = in[1].dtype();
   Tensor x = in[1].contiguous_data(), gr = contig_as(in[0], dt);
-  Tensor ti = prob ? Tensor() : checked_targets(in[2], a.L.C, a.ignore, "cross_entropy");
+  Tensor ti = prob ? Tensor() : targets_of(in[2], a.L.C, a.ignore, "cross_entropy", false);
   Tensor tf = prob ? contig_as(in[2], dt) : Tensor();
   int64_t rows = a.L.N * a.L.D;
   if (rows == 0 || a.L.C == 0) return;
@@ -364,7 +390,7 @@ void cross_entropy_backward(const TensorList& in, const TensorList& out, const A
   if (prob) {
     denom = device_scalar<double>(dev, DType::Float64, static_cast<double>(rows));
   } else {
-    denom = device_sum(dev, TargetWeightAt{ti.data<int64_t>(), a.w, a.ignore}, rows);
+    denom = device_sum(dev, TargetWeightAt{ti.data<int64_t>(), a.w, a.ignore, a.L.C}, rows);
   }
   LUCID_DISPATCH_FLOATING(dt, "cross_entropy_backward", [&] {
     using D = device_t<scalar_t>;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "lucid/backends/cuda/deferred_check.h"
 #include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/launch_geometry.cuh"
 #include "lucid/backends/cuda/stream.h"
@@ -169,6 +170,7 @@ T read_back(const Tensor& t, int64_t index) {
   cudaStream_t s = current_stream(t.device());
   check_cuda(cudaMemcpyAsync(&v, t.data<T>() + index, sizeof(T), cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (read back)");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize (read back)");
+  raise_deferred_errors(false);
   return v;
 }
 
