@@ -230,3 +230,40 @@ def test_as_strided_scatter_input_gradient_is_zero_on_the_overwritten_region():
     expected[[1, 3, 5, 7]] = 0
     np.testing.assert_array_equal(a.grad.numpy(), expected.reshape(3, 4))
     np.testing.assert_array_equal(b.grad.numpy(), [[1.0, 3.0], [5.0, 7.0]])
+
+
+# split / chunk / tensor_split are one Split view op whose VJP concatenates the parts' gradients
+# (ops/movement_views.cpp): parts without a gradient count as zeros, and in-place writes through a
+# part rebase the input's history as for any view (torch refuses those on split's outputs; its
+# unsafe_split / narrow give the reference).
+@pytest.mark.parametrize("used", [(0,), (1,), (0, 2), (0, 1, 2)])
+def test_split_gradient_with_unused_parts(used):
+    a = np.random.default_rng(1).standard_normal((4, 6))
+    x, tx = lucid.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    parts, tparts = x.split([1, 2, 3], dim=1), tx.split([1, 2, 3], dim=1)
+    sum((parts[k] * (k + 2)).sum() for k in used).backward()
+    sum((tparts[k] * (k + 2)).sum() for k in used).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_split_chunk_gradients_match_torch():
+    a = np.random.default_rng(2).standard_normal((5, 7))
+    x, tx = lucid.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ys = x.chunk(3, dim=1) + x.tensor_split(2, dim=0)
+    tys = tx.chunk(3, dim=1) + tx.tensor_split(2, dim=0)
+    sum((y * y).sum() * (i + 1) for i, y in enumerate(ys)).backward()
+    sum((y * y).sum() * (i + 1) for i, y in enumerate(tys)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+
+
+def test_inplace_write_through_a_split_part():
+    a = np.random.default_rng(4).standard_normal((4, 6))
+    x, tx = lucid.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = x * 1, tx * 1
+    p = y.split(2, dim=1)
+    p[1].mul_(3)
+    ty.narrow(1, 2, 2).mul_(3)
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)

@@ -1,8 +1,8 @@
-// View ops of the movement family: View, Squeeze, Unsqueeze, Slice, Select, Diagonal, Unfold.
+// View ops of the movement family: View, Squeeze, Unsqueeze, Slice, Split, Select, Diagonal, Unfold.
 // Each one only computes new (shape, strides, offset) over the input's storage; no data moves.
 // Their VJPs scatter the gradient back with SliceScatter / DiagonalBackward / UnfoldBackward
 // (copies, whose records are here as well; their CPU kernels are in
-// backends/cpu/kernels/movement.cpp) or reshape it. The composite views (narrow,
+// backends/cpu/kernels/movement.cpp), concatenate it (Split) or reshape it. The composite views (narrow,
 // split, chunk, unbind, flatten, movedim) are C++ functions over these ops. The geometry the
 // kernels share (slices, diagonals, unfold's window) is defined here, declared in movement_util.h.
 #include <algorithm>
@@ -361,19 +361,61 @@ Tensor diag(const Tensor& x, int64_t k) {
 }
 
 // ---- Composite views ----------------------------------------------------------------------
-TensorList split_with_sizes(const Tensor& x, const IntList& sizes, int64_t dim) {
-  int64_t d = wrap_dim(dim, x.ndim(), "split");
+// ---- Split: one view op, an output per part --------------------------------------------------
+// Its VJP concatenates the parts' gradients (a broadcast zero for a part without one) in one Cat,
+// as torch's split_with_sizes_backward; a Slice per part would scatter each gradient into a zero
+// tensor of the input's size and add them up (three full-size writes and two adds for a q/k/v split).
+static int64_t check_split(const Shape& shape, const IntList& sizes, int64_t dim) {
+  int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "split");
   int64_t total = 0;
   for (int64_t s : sizes) {
     LUCID_CHECK(s >= 0, ValueError, "split: split sizes must be non-negative, got ", shape_str(sizes));
     total += s;
   }
-  LUCID_CHECK(total == x.shape()[d], ValueError, "split: split sizes ", shape_str(sizes), " sum to ", total,
-              " but dimension ", d, " has size ", x.shape()[d]);
-  TensorList out;
-  int64_t at = 0;
-  for (int64_t s : sizes) { out.push_back(slice(x, d, at, at + s, 1)); at += s; }
-  return out;
+  LUCID_CHECK(total == shape[d], ValueError, "split: split sizes ", shape_str(sizes), " sum to ", total,
+              " but dimension ", d, " has size ", shape[d]);
+  return d;
+}
+
+LUCID_REGISTER_OP(Split, "sizes:ints, dim:int", [] {
+  OpDef d;
+  d.num_inputs = 1;
+  d.lowering = Lowering::View;
+  d.view = [](const TensorList& in, const Attrs& a) {
+    const IntList& sizes = a.ints("sizes");
+    int64_t dim = check_split(in[0].shape(), sizes, a.i("dim")), at = 0;
+    TensorList out;
+    for (int64_t s : sizes) {
+      out.push_back(slice_region(in[0], SliceSpec{{dim}, {at}, {at + s}, {1}}));
+      at += s;
+    }
+    return out;
+  };
+  d.vjp = [](const VjpContext& c) {
+    const IntList& sizes = c.attrs.ints("sizes");
+    int64_t dim = check_split(c.input_meta[0].shape, sizes, c.attrs.i("dim"));
+    const Tensor* some = nullptr;
+    for (const Tensor& g : c.grads)
+      if (g.defined()) some = some ? some : &g;
+    TensorList parts;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      if (c.grads[k].defined()) {
+        parts.push_back(c.grads[k]);
+        continue;
+      }
+      Shape s = c.input_meta[0].shape;
+      s[dim] = sizes[k];
+      FactoryDeviceScope on(some->device());
+      parts.push_back(expand(full({}, 0.0, some->dtype()), s));
+    }
+    return TensorList{cat(parts, dim)};
+  };
+  return d;
+}());
+
+TensorList split_with_sizes(const Tensor& x, const IntList& sizes, int64_t dim) {
+  int64_t d = check_split(x.shape(), sizes, dim);
+  return dispatch(OpId::Split, {x}, {{"sizes", sizes}, {"dim", d}});
 }
 
 TensorList split(const Tensor& x, int64_t split_size, int64_t dim) {
