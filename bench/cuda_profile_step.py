@@ -9,7 +9,10 @@ For each framework and model it prints:
   - the GPU-busy time per step (sum of kernel and memcpy durations) against the step's wall time
     (CUDA events), which says whether the step is launch/host bound or kernel bound;
   - the number of kernels per step;
-  - the top kernels by total GPU time per step, names shortened.
+  - the top kernels by total GPU time per step, names shortened;
+  - the GPU's idle gaps (between one kernel's end and the next one's start), the largest ones with
+    the kernels on either side, which say where the host or a synchronisation holds the GPU back
+    (CUPTI's tracing adds a little launch overhead, so the gaps are a little larger than untraced).
 
 Usage (on the GPU machine): python bench/cuda_profile_step.py [--model resnet|gpt2|mlp] [--top N]
   [--json PATH]
@@ -80,6 +83,7 @@ def profile_one(lib, step, top):
         torch.cuda.synchronize()
     per = collections.defaultdict(lambda: [0.0, 0])
     busy, count = 0.0, 0
+    spans = []
     for ev in prof.events():
         dev = getattr(ev, "device_type", None)
         if dev is None or "CUDA" not in str(dev):
@@ -88,13 +92,37 @@ def profile_one(lib, step, top):
         if us <= 0:
             continue
         key = _short(ev.name)
+        spans.append((ev.time_range.start, ev.time_range.end, key))
         per[key][0] += us / STEPS
         per[key][1] += 1
         busy += us / STEPS
         count += 1
     rows = sorted(per.items(), key=lambda kv: -kv[1][0])[:top]
     return {"wall_ms": wall * 1e3, "busy_ms": busy / 1e3, "kernels_per_step": count / STEPS,
-            "top": [{"kernel": k, "ms_per_step": v[0] / 1e3, "calls_per_step": v[1] / STEPS} for k, v in rows]}
+            "top": [{"kernel": k, "ms_per_step": v[0] / 1e3, "calls_per_step": v[1] / STEPS} for k, v in rows],
+            **_gaps(spans, top)}
+
+
+def _gaps(spans, top):
+    """Idle time between consecutive GPU activities (the traced steps back to back, the time before
+    the first and after the last left out), per step, and the largest gaps grouped by the kernels
+    on either side."""
+    spans.sort()
+    idle, groups, end = 0.0, collections.defaultdict(lambda: [0.0, 0]), None
+    prev = None
+    for start, stop, name in spans:
+        if end is not None and start > end:
+            gap = start - end
+            idle += gap
+            if gap >= 5:  # us: launch-to-launch spacing below this is the GPU's own
+                g = groups[f"{prev} -> {name}"]
+                g[0] += gap / STEPS
+                g[1] += 1 / STEPS
+        if end is None or stop > end:
+            end, prev = stop, name
+    worst = sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]
+    return {"idle_ms": idle / STEPS / 1e3,
+            "gaps": [{"between": k, "us_per_step": v[0], "per_step": v[1]} for k, v in worst]}
 
 
 def main():
@@ -117,6 +145,9 @@ def main():
                   f"{r['kernels_per_step']:.0f} kernels/step")
             for row in r["top"]:
                 print(f"  {row['ms_per_step']:8.3f} ms  x{row['calls_per_step']:5.1f}  {row['kernel']}")
+            print(f"-- idle {r['idle_ms']:.3f} ms/step; largest gaps (us/step, count/step, kernels before -> after):")
+            for row in r["gaps"][:12]:
+                print(f"  {row['us_per_step']:8.1f} us  x{row['per_step']:5.1f}  {row['between'][:160]}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
