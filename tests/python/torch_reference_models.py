@@ -658,5 +658,6 @@ def bert_base(**cfg):
     return BertModel(**cfg)
 
 
-TWINS = {"bert_base": bert_base, "densenet121": densenet121, "gpt2": gpt2, "efficientnet_b0": efficientnet_b0, "lstm_classifier": lstm_classifier,
-         "mobilenet_v2": mobilenet_v2, "resnet18": resnet18, "resnet50": resnet50, "vit_b_16": vit_b_16}
+TWINS = {"bert_base": bert_base, "densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "gpt2": gpt2,
+         "lstm_classifier": lstm_classifier, "mobilenet_v2": mobilenet_v2, "resnet18": resnet18, "resnet50": resnet50,
+         "vit_b_16": vit_b_16}
