@@ -95,6 +95,18 @@ def test_shared_parameters_and_modules_are_deduplicated():
     assert results[0] == results[1]
 
 
+def test_tied_parameters_stay_tied_through_conversion():
+    # torch keeps one Parameter object per tie through .to()/.double() (it swaps .data in place);
+    # lucid builds new Parameters, once per shared one, so every holder gets the same new one
+    for N in (nn, torch.nn):
+        m = N.Sequential(N.Embedding(5, 3), N.Linear(3, 5, bias=False))
+        m[1].weight = m[0].weight
+        for convert in (lambda x: x.double(), lambda x: x.to(dtype=lucid.float32 if N is nn else torch.float32)):
+            convert(m)
+            assert m[1].weight is m[0].weight
+            assert len(list(m.parameters())) == 1
+
+
 def test_setattr_delattr_semantics_match_torch():
     outcomes = []
     for N, T in ((nn, lucid), (torch.nn, torch)):

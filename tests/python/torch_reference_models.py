@@ -3,7 +3,8 @@ model benchmark: the module trees of torchvision's and Hugging Face's implementa
 so their state_dict keys are the references' keys. Written here after torchvision's resnet.py,
 mobilenetv2.py, efficientnet.py, densenet.py and vision_transformer.py
 because torchvision's wheel does not load against the CPU torch that CI installs (its compiled
-ops need the CUDA torch build). Only torch is used.
+ops need the CUDA torch build), and after transformers' modeling_gpt2.py and modeling_bert.py
+(their eager attention paths) because transformers is not a dependency. Only torch is used.
 """
 import torch
 import torch.nn as nn
@@ -412,5 +413,251 @@ def lstm_classifier(**cfg):
     return LSTMClassifier(**cfg)
 
 
-TWINS = {"densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "lstm_classifier": lstm_classifier,
-         "mobilenet_v2": mobilenet_v2, "resnet18": resnet18, "resnet50": resnet50, "vit_b_16": vit_b_16}
+class Conv1D(nn.Module):
+    """transformers.pytorch_utils.Conv1D: weight (in, out), y = x @ W + b."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = nn.Parameter(torch.empty(nx, nf).normal_(std=0.02))
+        self.bias = nn.Parameter(torch.zeros(nf))
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(size_out)
+
+
+class GPT2Attention(nn.Module):
+    # HF's causal-mask buffers ("bias", "masked_bias") are non-persistent: not in the state_dict
+    def __init__(self, n_embd, n_head, attn_pdrop, resid_pdrop):
+        super().__init__()
+        self.n_head, self.head_dim, self.split_size = n_head, n_embd // n_head, n_embd
+        self.c_attn = Conv1D(3 * n_embd, n_embd)
+        self.c_proj = Conv1D(n_embd, n_embd)
+        self.attn_dropout = nn.Dropout(attn_pdrop)
+        self.resid_dropout = nn.Dropout(resid_pdrop)
+
+    def forward(self, hidden_states):
+        b, t, _ = hidden_states.shape
+        query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+        query, key, value = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (query, key, value))
+        attn_weights = torch.matmul(query, key.transpose(-1, -2)) / (value.size(-1) ** 0.5)
+        causal_mask = torch.ones(t, t, dtype=torch.bool).tril()
+        attn_weights = torch.where(causal_mask, attn_weights, torch.finfo(attn_weights.dtype).min)
+        attn_weights = self.attn_dropout(nn.functional.softmax(attn_weights, dim=-1))
+        attn_output = torch.matmul(attn_weights, value).transpose(1, 2).reshape(b, t, -1)
+        return self.resid_dropout(self.c_proj(attn_output))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, n_embd, n_inner, resid_pdrop):
+        super().__init__()
+        self.c_fc = Conv1D(n_inner, n_embd)
+        self.c_proj = Conv1D(n_embd, n_inner)
+        self.dropout = nn.Dropout(resid_pdrop)
+
+    def forward(self, x):
+        h = self.c_fc(x)  # HF's NewGELUActivation ("gelu_new")
+        h = 0.5 * h * (1.0 + torch.tanh((2.0 / torch.pi) ** 0.5 * (h + 0.044715 * torch.pow(h, 3.0))))
+        return self.dropout(self.c_proj(h))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, n_embd, n_head, layer_norm_epsilon, attn_pdrop, resid_pdrop):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+        self.attn = GPT2Attention(n_embd, n_head, attn_pdrop, resid_pdrop)
+        self.ln_2 = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+        self.mlp = GPT2MLP(n_embd, 4 * n_embd, resid_pdrop)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2Model(nn.Module):
+    def __init__(self, vocab_size, n_positions, n_embd, n_layer, n_head, layer_norm_epsilon, embd_pdrop, attn_pdrop,
+                 resid_pdrop):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.wpe = nn.Embedding(n_positions, n_embd)
+        self.drop = nn.Dropout(embd_pdrop)
+        self.h = nn.ModuleList([GPT2Block(n_embd, n_head, layer_norm_epsilon, attn_pdrop, resid_pdrop)
+                                for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+
+    def forward(self, input_ids):
+        position_ids = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        hidden_states = self.drop(self.wte(input_ids) + self.wpe(position_ids))
+        for block in self.h:
+            hidden_states = block(hidden_states)
+        return self.ln_f(hidden_states)
+
+
+class GPT2LMHeadModel(nn.Module):
+    def __init__(self, vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, layer_norm_epsilon=1e-5,
+                 embd_pdrop=0.1, attn_pdrop=0.1, resid_pdrop=0.1, tie_word_embeddings=True):
+        super().__init__()
+        self.transformer = GPT2Model(vocab_size, n_positions, n_embd, n_layer, n_head, layer_norm_epsilon, embd_pdrop,
+                                     attn_pdrop, resid_pdrop)
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        if tie_word_embeddings:  # HF's tie_weights
+            self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, input_ids):
+        return self.lm_head(self.transformer(input_ids))
+
+
+def gpt2(**cfg):
+    return GPT2LMHeadModel(**cfg)
+
+
+class BertEmbeddings(nn.Module):
+    # HF's position_ids and token_type_ids buffers are non-persistent: not in the state_dict
+    def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size, pad_token_id,
+                 layer_norm_eps, hidden_dropout_prob):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id)
+        self.position_embeddings = nn.Embedding(max_position_embeddings, hidden_size)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
+        self.LayerNorm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids):
+        position_ids = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        embeddings = embeddings + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, hidden_size, num_attention_heads, attention_probs_dropout_prob):
+        super().__init__()
+        self.num_attention_heads, self.attention_head_size = num_attention_heads, hidden_size // num_attention_heads
+        self.query = nn.Linear(hidden_size, hidden_size)
+        self.key = nn.Linear(hidden_size, hidden_size)
+        self.value = nn.Linear(hidden_size, hidden_size)
+        self.dropout = nn.Dropout(attention_probs_dropout_prob)
+
+    def forward(self, hidden_states, attention_mask):
+        b, s, _ = hidden_states.shape
+
+        def heads(x):
+            return x.view(b, s, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+        q, k, v = heads(self.query(hidden_states)), heads(self.key(hidden_states)), heads(self.value(hidden_states))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / self.attention_head_size ** 0.5
+        if attention_mask is not None:
+            scores = scores + attention_mask
+        probs = self.dropout(nn.functional.softmax(scores, dim=-1))
+        return torch.matmul(probs, v).transpose(1, 2).reshape(b, s, -1)
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, hidden_size, layer_norm_eps, hidden_dropout_prob):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.LayerNorm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(hidden_dropout_prob)
+
+    def forward(self, hidden_states, input_tensor):
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, hidden_size, num_attention_heads, layer_norm_eps, hidden_dropout_prob,
+                 attention_probs_dropout_prob):
+        super().__init__()
+        self.self = BertSelfAttention(hidden_size, num_attention_heads, attention_probs_dropout_prob)
+        self.output = BertSelfOutput(hidden_size, layer_norm_eps, hidden_dropout_prob)
+
+    def forward(self, hidden_states, attention_mask):
+        return self.output(self.self(hidden_states, attention_mask), hidden_states)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, hidden_size, intermediate_size):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, intermediate_size)
+        self.intermediate_act_fn = nn.GELU()
+
+    def forward(self, hidden_states):
+        return self.intermediate_act_fn(self.dense(hidden_states))
+
+
+class BertOutput(nn.Module):
+    def __init__(self, intermediate_size, hidden_size, layer_norm_eps, hidden_dropout_prob):
+        super().__init__()
+        self.dense = nn.Linear(intermediate_size, hidden_size)
+        self.LayerNorm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(hidden_dropout_prob)
+
+    def forward(self, hidden_states, input_tensor):
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, hidden_size, num_attention_heads, intermediate_size, layer_norm_eps, hidden_dropout_prob,
+                 attention_probs_dropout_prob):
+        super().__init__()
+        self.attention = BertAttention(hidden_size, num_attention_heads, layer_norm_eps, hidden_dropout_prob,
+                                       attention_probs_dropout_prob)
+        self.intermediate = BertIntermediate(hidden_size, intermediate_size)
+        self.output = BertOutput(intermediate_size, hidden_size, layer_norm_eps, hidden_dropout_prob)
+
+    def forward(self, hidden_states, attention_mask):
+        attention_output = self.attention(hidden_states, attention_mask)
+        return self.output(self.intermediate(attention_output), attention_output)
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, num_hidden_layers, **layer_cfg):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(**layer_cfg) for _ in range(num_hidden_layers)])
+
+    def forward(self, hidden_states, attention_mask):
+        for layer_module in self.layer:
+            hidden_states = layer_module(hidden_states, attention_mask)
+        return hidden_states
+
+
+class BertPooler(nn.Module):
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.activation = nn.Tanh()
+
+    def forward(self, hidden_states):
+        return self.activation(self.dense(hidden_states[:, 0]))
+
+
+class BertModel(nn.Module):
+    def __init__(self, vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                 max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=0):
+        super().__init__()
+        self.embeddings = BertEmbeddings(vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
+                                         pad_token_id, layer_norm_eps, hidden_dropout_prob)
+        self.encoder = BertEncoder(num_hidden_layers, hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+                                   intermediate_size=intermediate_size, layer_norm_eps=layer_norm_eps,
+                                   hidden_dropout_prob=hidden_dropout_prob,
+                                   attention_probs_dropout_prob=attention_probs_dropout_prob)
+        self.pooler = BertPooler(hidden_size)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        extended = None
+        if attention_mask is not None:  # HF's get_extended_attention_mask
+            dtype = self.embeddings.word_embeddings.weight.dtype
+            extended = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+        sequence_output = self.encoder(self.embeddings(input_ids, token_type_ids), extended)
+        return sequence_output, self.pooler(sequence_output)
+
+
+def bert_base(**cfg):
+    return BertModel(**cfg)
+
+
+TWINS = {"bert_base": bert_base, "densenet121": densenet121, "efficientnet_b0": efficientnet_b0, "gpt2": gpt2,
+         "lstm_classifier": lstm_classifier, "mobilenet_v2": mobilenet_v2, "resnet18": resnet18, "resnet50": resnet50,
+         "vit_b_16": vit_b_16}

@@ -4,6 +4,7 @@ Parameters, buffers and submodules live in three ordered dicts and are found thr
 __getattr__/__setattr__/__delattr__ exactly like torch.nn.Module, so names, state_dict keys,
 iteration order and error messages match PyTorch. Tensor conversion (to/float/double/...) builds
 new Parameter objects (lucid tensors have no `.data` setter); construct optimizers after `.to()`.
+A Parameter shared by several modules (tied weights) stays shared: it is converted once.
 The layers' `device=` constructor argument is honoured as torch's: the constructor runs with it as
 the factory device (_on_device_argument).
 """
@@ -27,6 +28,7 @@ __all__ = ["Module"]
 # on this thread, _call_record.rec (a _TraceRecord) collects what the traced code did to modules.
 _epoch_bump = lucid._C._compile_epoch_bump
 _call_record = threading.local()
+_apply_memo = threading.local()  # Module._apply: id(old Parameter) -> (old, new) during one conversion
 
 
 class _TraceRecord:
@@ -515,21 +517,37 @@ class Module:
         return self
 
     def _apply(self, fn):
+        # A Parameter held by several modules (tied weights: GPT-2's lm_head and wte) is converted
+        # once and the one new Parameter is given to every holder, so the tie survives .to().
+        memo = getattr(_apply_memo, "params", None)
+        if memo is None:  # the outermost call: its conversion's memo lives until it returns
+            _apply_memo.params = {}
+            try:
+                return self._apply_converting(fn, _apply_memo.params)
+            finally:
+                _apply_memo.params = None
+        return self._apply_converting(fn, memo)
+
+    def _apply_converting(self, fn, memo):
         _epoch_bump()
         for m in self.children():
             m._apply(fn)
         for key, param in list(self._parameters.items()):
             if param is None:
                 continue
+            if id(param) in memo:
+                self._parameters[key] = memo[id(param)][1]
+                continue
             with lucid.no_grad():
                 new = fn(param)
-            if new._is_same(param):
-                continue
-            p = Parameter(new, param.requires_grad)
-            if param.grad is not None:
-                with lucid.no_grad():
-                    p.grad = fn(param.grad)
-            self._parameters[key] = p
+            p = param
+            if not new._is_same(param):
+                p = Parameter(new, param.requires_grad)
+                if param.grad is not None:
+                    with lucid.no_grad():
+                        p.grad = fn(param.grad)
+                self._parameters[key] = p
+            memo[id(param)] = (param, p)  # holding param keeps its id from being reused meanwhile
         for key, buf in list(self._buffers.items()):
             if buf is not None:
                 self._buffers[key] = fn(buf)
