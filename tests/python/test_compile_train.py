@@ -162,3 +162,28 @@ def test_diagnose_on_a_training_step_lists_ops_without_vjp():
     assert "Linear" in rep.registered and "CrossEntropy" in rep.registered
     assert rep.not_lowered == []
     assert "Argmax" in str(rep)
+
+
+# BatchNorm's running mean and variance are one BatchNormUpdateStats node with two outputs and two
+# writes (dispatch_inplace_many), in eager one kernel call per layer: the stats after several
+# training calls equal torch's, eager and compiled, and the IR holds one update per layer.
+def test_batch_norm_running_stats_one_update_per_layer_as_torch():
+    import torch
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((5, 3, 4)) for _ in range(3)]
+    tm = torch.nn.Sequential(torch.nn.BatchNorm1d(3, momentum=0.3), torch.nn.BatchNorm1d(3)).double()
+    lm = nn.Sequential(nn.BatchNorm1d(3, momentum=0.3), nn.BatchNorm1d(3)).to(lucid.float64)
+    cm_model = nn.Sequential(nn.BatchNorm1d(3, momentum=0.3), nn.BatchNorm1d(3)).to(lucid.float64)
+    cm = lucid.compile(cm_model)
+    for x in xs:
+        tm(torch.from_numpy(x))
+        lm(lucid.tensor(x))
+        cm(lucid.tensor(x))
+    for k, want in tm.state_dict().items():
+        for model in (lm, cm_model):
+            got = model.state_dict()[k]
+            # the second layer's running mean is the mean of normalised values: about 1e-17
+            np.testing.assert_allclose(np.asarray(got.numpy(), np.float64), want.numpy(), rtol=1e-12, atol=1e-15,
+                                       err_msg=k)
+    text = cm.ir()
+    assert text.count("BatchNormUpdateStats") == 2 and text.count("mean_var") == 2, text

@@ -11,7 +11,7 @@ import lucid
 import lucid.nn as lnn
 import lucid.nn.functional as LF
 from devices import DEVICES
-from harness import assert_close
+from harness import TORCH_IS_REFERENCE, assert_close
 from module_twins import RNG, Int, check, flat_outputs, rand
 
 
@@ -130,7 +130,8 @@ LAZY_CASES = [
 def test_lazy_module(name, args, kwargs, shape):
     lm = getattr(lnn, name)(*args, **kwargs).double()
     tm = getattr(torch.nn, name)(*args, **kwargs).double()
-    assert repr(lm) == repr(tm)
+    if TORCH_IS_REFERENCE:  # reprs are torch 2.13's (2.11's norms print no bias=)
+        assert repr(lm) == repr(tm)
     assert list(lm.state_dict()) == list(tm.state_dict())
     assert lm.has_uninitialized_params()
     copied = copy.deepcopy(lm)

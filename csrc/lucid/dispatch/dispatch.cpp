@@ -254,11 +254,12 @@ static bool allows_self_overlapping_dst(OpId id) {
 // scatter_add_ refuse any alias of src, as PyTorch's assert_no_overlap); an input that PyTorch
 // cannot classify ("too hard": non-dense views) but whose memory intersects dst's is copied
 // first, so the kernel never reads what it already wrote. An input with dst's exact geometry is
-// read as it is by elementwise ops (x.add_(x)); other ops copy it too. Returns the inputs to
-// run with: `inputs` itself unless something was copied into `copies`. The checks cost a
-// geometry comparison only for inputs that share dst's storage.
+// read as it is by elementwise ops (x.add_(x)); other ops copy it too. Input `self` is dst's own
+// operand (x in x.op_(...); input k for destination k of dispatch_inplace_many), read as it is.
+// Returns the inputs to run with: `inputs` itself unless something was copied into `copies`. The
+// checks cost a geometry comparison only for inputs that share dst's storage.
 static const TensorList& overlap_checked_inputs(OpId id, const OpDef& def, const Tensor& dst, const TensorList& inputs,
-                                                TensorList& copies) {
+                                                TensorList& copies, size_t self = 0) {
   LUCID_CHECK(!has_broadcast_dim(dst) || allows_self_overlapping_dst(id) || dst.numel() == 0,
               Error, def.api_name, "_: ", kInternalOverlapError);
   const bool elementwise = def.lowering == Lowering::Elementwise || id == OpId::Copy;
@@ -267,7 +268,7 @@ static const TensorList& overlap_checked_inputs(OpId id, const OpDef& def, const
     const Tensor& t = inputs[i];
     if (!t.defined() || !t.same_storage(dst)) continue;
     const bool same_geometry = t.offset() == dst.offset() && t.shape() == dst.shape() && t.strides() == dst.strides();
-    if (i == 0 && same_geometry) continue;  // the self operand of x.op_(...)
+    if (i == self && same_geometry) continue;  // the self operand of x.op_(...)
     const MemOverlapStatus st = get_overlap_status(dst, t);
     LUCID_CHECK(st != MemOverlapStatus::Partial && !(no_alias && st == MemOverlapStatus::Full), Error, def.api_name,
                 "_: ", kPartialOverlapError);
@@ -418,8 +419,36 @@ const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& in_
     copy_values(dst, r);
     dst.bump_version();
   }
-  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dst, in_args, attrs, op_result);
+  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, {dst}, in_args, attrs, op_result);
   return dst;
+}
+
+void dispatch_inplace_many(OpId id, const TensorList& dsts, const TensorList& in_args, const Attrs& attrs) {
+  const OpDef& def = checked_def(id, attrs);
+  LUCID_CHECK(!def.view && !def.differentiable && !dsts.empty(), Error, def.name,
+              ": only a non-differentiable op writes several destinations");
+  const Device dev = op_device(def, in_args, &dsts[0]);
+  TensorList copies;
+  const TensorList* inputs = &in_args;
+  for (size_t k = 0; k < dsts.size(); ++k) {
+    const Tensor& d = dsts[k];
+    LUCID_CHECK(!(GradMode::is_enabled() && d.requires_grad()), Error, def.api_name,
+                "_: a destination that requires grad cannot be written by an op without a gradient");
+    LUCID_CHECK(d.device() == dev, ValueError, def.api_name, "_: expected every destination on ", dev.str(), ", got ",
+                d.device().str());
+    inputs = &overlap_checked_inputs(id, def, d, *inputs, copies, k);
+  }
+  std::vector<TensorMeta> metas = def.infer(*inputs, attrs);
+  LUCID_CHECK(metas.size() == dsts.size(), Error, def.api_name, "_: ", metas.size(), " results for ", dsts.size(),
+              " destinations");
+  for (size_t k = 0; k < dsts.size(); ++k)
+    LUCID_CHECK(metas[k].shape == dsts[k].shape() && metas[k].dtype == dsts[k].dtype(), ValueError, def.api_name,
+                "_: result ", k, " (", dtype_name(metas[k].dtype), " ", shape_str(metas[k].shape),
+                ") doesn't match its destination (", dtype_name(dsts[k].dtype()), " ", shape_str(dsts[k].shape()), ")");
+  TensorList moved;
+  kernel_on(def, dev)(device_inputs(def, dev, *inputs, moved), dsts, attrs);
+  for (const Tensor& d : dsts) d.bump_version();
+  if (TraceHook* h = tl_trace_hook) h->on_inplace(id, dsts, in_args, attrs, Tensor());
 }
 
 }  // namespace lucid

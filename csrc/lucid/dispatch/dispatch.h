@@ -15,6 +15,10 @@ inline Tensor dispatch1(OpId id, const TensorList& inputs, const Attrs& attrs = 
 // Computes op(inputs) into dst (dst is usually inputs[0]). The result shape must equal dst's
 // and its dtype must be castable to dst's (no float into int), as in PyTorch.
 const Tensor& dispatch_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs = {});
+// Computes a non-differentiable op's outputs into dsts, one each, in one kernel call (BatchNorm's
+// running mean and variance): each result must have its destination's shape and dtype; no
+// destination may require grad. The trace records one node and a write per destination.
+void dispatch_inplace_many(OpId id, const TensorList& dsts, const TensorList& inputs, const Attrs& attrs = {});
 
 // Writes src's values into dst with the Copy kernel of dst's device: src broadcast to dst's
 // shape, converted to dst's dtype, either side strided (on the CPU, cpu::copy_into). Engine

@@ -77,7 +77,7 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
         src.dtype() == dst.dtype() && !src.requires_grad() && !dst.requires_grad()) {
       // A trace still records the write: it relied on dst and src being one memory, which later
       // calls may not share (the executable then copies as eager would, or raises).
-      if (TraceHook* h = current_trace_hook()) h->on_inplace(OpId::Copy, dst, {src}, {{"dtype", dst.dtype()}}, Tensor());
+      if (TraceHook* h = current_trace_hook()) h->on_inplace(OpId::Copy, {dst}, {src}, {{"dtype", dst.dtype()}}, Tensor());
       return dst;
     }
     // PyTorch's check sees src as given: broadcast to dst's shape, its geometry would be hidden

@@ -1,6 +1,7 @@
 // Normalisation ops, the records: BatchNorm, LayerNorm, GroupNorm, RmsNorm, their shared backward
 // op NormBackward, and BatchNormUpdateStats (the in-place running-stat update, so a tracer sees
-// it as an in-place write through dispatch_inplace).
+// it as an in-place write: of the running mean and variance together, through
+// dispatch_inplace_many, one kernel call per layer).
 //
 // All four norms are one kernel over a [P, Q, S] view of the input (NormLayout, ops/nn_layout.h;
 // the CPU kernels are in backends/cpu/kernels/norm.cpp). Each forward op outputs (y, mean, rstd);
@@ -138,17 +139,30 @@ LUCID_REGISTER_OP(BatchNorm, "training:bool, momentum:float, eps:float", [] {
   return d;
 }());
 
-// running = (1 - momentum) * running + momentum * stat, where stat is the batch mean or, for
-// kind "var", the unbiased batch variance recovered from the saved rstd: (1/rstd^2 - eps) * n/(n-1).
+// running = (1 - momentum) * running + momentum * stat, where stat is the batch mean or, for the
+// running variance, the unbiased batch variance recovered from the saved rstd: (1/rstd^2 - eps) *
+// n/(n-1). kind "mean": inputs (running_mean, mean); "var": (running_var, rstd); "mean_var":
+// (running_mean, running_var, mean, rstd), both updated by one kernel call (dispatch_inplace_many:
+// one launch per BatchNorm layer, not two). One output per running statistic.
 LUCID_REGISTER_OP(BatchNormUpdateStats, "momentum:float, eps:float, n:int, kind:str", [] {
   OpDef d;
-  d.num_inputs = 2;
+  d.num_inputs = -1;
   d.differentiable = false;
-  d.infer = [](const TensorList& in, const Attrs&) {
-    LUCID_CHECK(in[0].shape() == in[1].shape(), ValueError, "batch_norm: running stat shape ", shape_str(in[0].shape()),
-                " does not match the batch statistic shape ", shape_str(in[1].shape()));
-    nnutil::check_floating(in[0], "batch_norm", "running stats");
-    return std::vector<TensorMeta>{{in[0].shape(), in[0].dtype()}};
+  d.infer = [](const TensorList& in, const Attrs& a) {
+    const std::string& kind = a.s("kind");
+    LUCID_CHECK(kind == "mean" || kind == "var" || kind == "mean_var", ValueError,
+                "batch_norm: running-stat update kind must be mean, var or mean_var, got ", kind);
+    const size_t k = kind == "mean_var" ? 2 : 1;
+    LUCID_CHECK(in.size() == 2 * k, ValueError, "batch_norm: running-stat update '", kind, "' takes ", 2 * k,
+                " tensors, got ", in.size());
+    std::vector<TensorMeta> metas;
+    for (size_t i = 0; i < k; ++i) {
+      LUCID_CHECK(in[i].shape() == in[k + i].shape(), ValueError, "batch_norm: running stat shape ",
+                  shape_str(in[i].shape()), " does not match the batch statistic shape ", shape_str(in[k + i].shape()));
+      nnutil::check_floating(in[i], "batch_norm", "running stats");
+      metas.push_back({in[i].shape(), in[i].dtype()});
+    }
+    return metas;
   };
   return d;
 }());
@@ -166,8 +180,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& rm, const Tensor& rv, const Ten
   if (training) {
     NormLayout L = make_norm_layout(kBatch, x.shape(), 0);
     Attrs a{{"momentum", momentum}, {"eps", eps}, {"n", L.P * L.S}};
-    if (rm.defined()) dispatch_inplace(OpId::BatchNormUpdateStats, rm, {rm, r[1].detach()}, Attrs(a).set("kind", std::string("mean")));
-    if (rv.defined()) dispatch_inplace(OpId::BatchNormUpdateStats, rv, {rv, r[2].detach()}, Attrs(a).set("kind", std::string("var")));
+    if (rm.defined() && rv.defined())
+      dispatch_inplace_many(OpId::BatchNormUpdateStats, {rm, rv}, {rm, rv, r[1].detach(), r[2].detach()},
+                            Attrs(a).set("kind", std::string("mean_var")));
+    else if (rm.defined())
+      dispatch_inplace(OpId::BatchNormUpdateStats, rm, {rm, r[1].detach()}, Attrs(a).set("kind", std::string("mean")));
+    else if (rv.defined())
+      dispatch_inplace(OpId::BatchNormUpdateStats, rv, {rv, r[2].detach()}, Attrs(a).set("kind", std::string("var")));
   }
   return r[0];
 }

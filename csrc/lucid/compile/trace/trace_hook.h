@@ -9,10 +9,11 @@ struct TraceHook {
   virtual ~TraceHook() = default;
   // An op ran out of place: outputs are fresh (or views for View ops).
   virtual void on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) = 0;
-  // An op wrote its result into `dst` (in-place form, optimizer update, buffer update). When
-  // autograd recorded it, `result` is the op's out-of-place result (before any cast to dst's
+  // An op wrote its results into `dsts`, one per output (in-place form, optimizer update, buffer
+  // update; several destinations: BatchNorm's running mean and variance). When autograd recorded
+  // it (one destination only), `result` is the op's out-of-place result (before any cast to dst's
   // dtype), computed untraced: the op's node may save it, so it must read the traced value.
-  virtual void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
+  virtual void on_inplace(OpId id, const TensorList& dsts, const TensorList& inputs, const Attrs& attrs,
                           const Tensor& result) = 0;
   // A traced tensor's value was read on the host (item, bool, tolist, numpy).
   virtual void on_host_read(const Tensor& t, const char* what) = 0;

@@ -147,25 +147,28 @@ void Tracer::record_write(const TensorImpl* target, int value) {
   else if (auto in = input_of_.find(target); in != input_of_.end()) graph_.add_assign(in->second, value);
 }
 
-void Tracer::on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
+void Tracer::on_inplace(OpId id, const TensorList& dsts, const TensorList& inputs, const Attrs& attrs,
                         const Tensor& result) {
   const OpDef& def = op_def(id);
-  if (std::string why = off_cpu({dst}).empty() ? off_cpu(inputs) : off_cpu({dst}); !why.empty()) fallback(why);
+  if (std::string why = off_cpu(dsts).empty() ? off_cpu(inputs) : off_cpu(dsts); !why.empty()) fallback(why);
   std::vector<int> ins;
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
-  int dst_id = value_of(dst);  // binds dst (as state) if the trace has not seen it yet
-  (void)dst_id;
-  // The op's own result type; a narrower destination gets an explicit cast, as eager does.
-  std::vector<TensorMeta> metas = def.infer(inputs, attrs);
-  int r = graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs,
-                          {{dst.shape(), metas[0].dtype, dst.device()}})[0];
+  for (const Tensor& dst : dsts) value_of(dst);  // binds dst (as state) if the trace has not seen it yet
+  // The op's own result types; a narrower destination gets an explicit cast, as eager does.
+  std::vector<TensorMeta> metas = def.infer(inputs, attrs), outs;
+  for (size_t k = 0; k < dsts.size(); ++k) outs.push_back({dsts[k].shape(), metas[k].dtype, dsts[k].device()});
+  std::vector<int> rs =
+      graph_.add_node(id, std::move(ins), def.lowering == Lowering::Random ? random_attrs(def, attrs) : attrs, outs);
   if (result.defined()) {  // autograd's copy of the result (a saved output of its node) is this value
-    ids_[result.impl()] = r;
+    ids_[result.impl()] = rs[0];
     keep_alive_.push_back(result);
     note_storage(result);  // saved outputs are detached aliases of it
   }
-  if (metas[0].dtype != dst.dtype())
-    r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {meta_of(dst)})[0];
+  for (size_t k = 0; k < dsts.size(); ++k) write_into(def, dsts[k], rs[k], metas[k].dtype);
+}
+
+void Tracer::write_into(const OpDef& def, const Tensor& dst, int r, DType rdt) {
+  if (rdt != dst.dtype()) r = graph_.add_node(OpId::Copy, {r}, Attrs{{"dtype", dst.dtype()}}, {meta_of(dst)})[0];
 
   // An argument or bound tensor is written as itself, even when it is a view (of a base the
   // trace may never see): its own memory is what changes. Another fed tensor overlapping it is

@@ -37,7 +37,7 @@ class Tracer : public TraceHook {
   std::string rebind(const Tensor& old, const Tensor& now);
 
   void on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) override;
-  void on_inplace(OpId id, const Tensor& dst, const TensorList& inputs, const Attrs& attrs,
+  void on_inplace(OpId id, const TensorList& dsts, const TensorList& inputs, const Attrs& attrs,
                   const Tensor& result) override;
   void on_host_read(const Tensor& t, const char* what) override;
   void on_untraced_callback(const std::string& what) override;
@@ -56,6 +56,7 @@ class Tracer : public TraceHook {
   static const TensorImpl* root_of(const Tensor& t);  // a view's root base, or null
   int add_view_of_root(const Tensor& t, int root_value);  // t as AsStrided of its root's value
   void record_write(const TensorImpl* target, int value);  // new content; assign if state/input
+  void write_into(const OpDef& def, const Tensor& dst, int r, DType rdt);  // value r (of dtype rdt) becomes dst's
   void note_storage(const Tensor& t);  // t owns its storage in the trace
   Attrs random_attrs(const OpDef& def, const Attrs& attrs);  // seed 0, offset relative to the trace
   int alias_value(const Tensor& t);    // value an unseen alias of a traced tensor reads, or -1

@@ -220,18 +220,23 @@ void batch_norm_kernel(const TensorList& in, const TensorList& out, const Attrs&
   run_norm_forward(in[0], out, L, in[3], in[4], a.f("eps"), tr ? Tensor() : in[1], tr ? Tensor() : in[2], "batch_norm");
 }
 
+// One (running, stat) pair per output (the record's kinds): out k from in[k] and in[K + k].
 void batch_norm_update_stats_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  std::vector<double> run = nnutil::doubles(in[0]), st = nnutil::doubles(in[1]);
   double mom = a.f("momentum"), eps = a.f("eps"), n = static_cast<double>(a.i("n"));
-  bool var = a.s("kind") == "var";
-  Tensor res = Tensor::empty(in[0].shape(), DType::Float64);
-  double* r = res.data<double>();
-  for (size_t i = 0; i < run.size(); ++i) {
-    double s = st[i];
-    if (var) s = (1.0 / (s * s) - eps) * (n > 1 ? n / (n - 1) : 1.0);
-    r[i] = (1.0 - mom) * run[i] + mom * s;
+  const std::string& kind = a.s("kind");
+  const size_t K = out.size();
+  for (size_t k = 0; k < K; ++k) {
+    std::vector<double> run = nnutil::doubles(in[k]), st = nnutil::doubles(in[K + k]);
+    bool var = kind == "var" || (kind == "mean_var" && k == 1);
+    Tensor res = Tensor::empty(in[k].shape(), DType::Float64);
+    double* r = res.data<double>();
+    for (size_t i = 0; i < run.size(); ++i) {
+      double s = st[i];
+      if (var) s = (1.0 / (s * s) - eps) * (n > 1 ? n / (n - 1) : 1.0);
+      r[i] = (1.0 - mom) * run[i] + mom * s;
+    }
+    cpu::copy_into(out[k], res);
   }
-  cpu::copy_into(out[0], res);
 }
 
 void layer_norm_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {

@@ -9,8 +9,8 @@
 //                                  dtype.
 //   BatchNormUpdateStats           running = (1 - momentum) * running + momentum * stat in double,
 //                                  stat the batch mean or the unbiased batch variance recovered
-//                                  from rstd: (1/rstd^2 - eps) * n/(n-1); in place on a strided
-//                                  1-D running stat.
+//                                  from rstd: (1/rstd^2 - eps) * n/(n-1); in place on strided
+//                                  1-D running stats, the mean and the variance in one launch.
 // Training runs on cuDNN's batch-norm kernels (batch_norm_cudnn.cpp), as PyTorch's does, except
 // the cases cuDNN does not take (an empty x, 2^31 - 1 or more elements, N > 880801, eps below
 // CUDNN_BN_MIN_EPSILON), which run the kernels here: per channel, two passes (sums, then squared
@@ -207,14 +207,27 @@ void batch_norm_kernel(const TensorList& in, const TensorList& out, const Attrs&
   });
 }
 
-__global__ void update_stats_kernel(const void* run, DType rdt, int64_t rstride, const void* stat, DType sdt,
-                                    int64_t sstride, void* out, DType odt, int64_t ostride, int64_t n, double mom,
-                                    double eps, double count, bool var) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    double s = load_as_double(stat, sdt, i * sstride);
-    if (var) s = (1.0 / (s * s) - eps) * (count > 1 ? count / (count - 1) : 1.0);
-    store_from_double(out, odt, i * ostride, (1.0 - mom) * load_as_double(run, rdt, i * rstride) + mom * s);
+// One running statistic's update: its running values, batch statistic and destination (flat
+// vectors of any floating dtype and stride); var: the statistic is rstd (see the record).
+struct StatUpdate {
+  const void* run;
+  const void* stat;
+  void* out;
+  DType rdt, sdt, odt;
+  int64_t rstride, sstride, ostride;
+  bool var;
+};
+
+// Up to two updates (the running mean and variance of one layer) of n elements each in one launch.
+__global__ void update_stats_kernel(StatUpdate u0, StatUpdate u1, int updates, int64_t n, double mom, double eps,
+                                    double count) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n * updates;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const StatUpdate& u = j < n ? u0 : u1;
+    const int64_t i = j < n ? j : j - n;
+    double s = load_as_double(u.stat, u.sdt, i * u.sstride);
+    if (u.var) s = (1.0 / (s * s) - eps) * (count > 1 ? count / (count - 1) : 1.0);
+    store_from_double(u.out, u.odt, i * u.ostride, (1.0 - mom) * load_as_double(u.run, u.rdt, i * u.rstride) + mom * s);
   }
 }
 
@@ -226,17 +239,25 @@ int64_t flat_stride(const Tensor& t, const char* what) {
   return t.strides()[0];
 }
 
+// One (running, stat) pair per output (the record's kinds), all in one launch.
 void batch_norm_update_stats_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  const Tensor &run = in[0], &stat = in[1], &o = out[0];
-  if (o.numel() == 0) return;
-  DeviceGuard guard(o.device());
-  for (const Tensor* t : {&run, &stat, &o})
-    LUCID_CHECK(is_floating(t->dtype()), TypeError, "batch_norm: running stats expected a floating dtype, got ",
-                dtype_name(t->dtype()));
-  update_stats_kernel<<<grid_for(o.numel(), kThreads), kThreads, 0, current_stream(o.device())>>>(
-      run.data_ptr(), run.dtype(), flat_stride(run, "running statistic"), stat.data_ptr(), stat.dtype(),
-      flat_stride(stat, "batch statistic"), o.data_ptr(), o.dtype(), flat_stride(o, "running statistic"), o.numel(),
-      a.f("momentum"), a.f("eps"), static_cast<double>(a.i("n")), a.s("kind") == "var");
+  const size_t K = out.size();
+  const int64_t n = out[0].numel();
+  if (n == 0) return;
+  DeviceGuard guard(out[0].device());
+  const std::string& kind = a.s("kind");
+  StatUpdate u[2]{};
+  for (size_t k = 0; k < K; ++k) {
+    const Tensor &run = in[k], &stat = in[K + k], &o = out[k];
+    for (const Tensor* t : {&run, &stat, &o})
+      LUCID_CHECK(is_floating(t->dtype()), TypeError, "batch_norm: running stats expected a floating dtype, got ",
+                  dtype_name(t->dtype()));
+    u[k] = {run.data_ptr(), stat.data_ptr(), o.data_ptr(), run.dtype(), stat.dtype(), o.dtype(),
+            flat_stride(run, "running statistic"), flat_stride(stat, "batch statistic"),
+            flat_stride(o, "running statistic"), kind == "var" || (kind == "mean_var" && k == 1)};
+  }
+  update_stats_kernel<<<grid_for(n * static_cast<int64_t>(K), kThreads), kThreads, 0, current_stream(out[0].device())>>>(
+      u[0], u[1], static_cast<int>(K), n, a.f("momentum"), a.f("eps"), static_cast<double>(a.i("n")));
   check_launch("batch_norm_update_stats");
 }
 
