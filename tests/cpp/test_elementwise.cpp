@@ -73,21 +73,27 @@ TEST(Elementwise, FusedBackwardMatchesComposition) {
 
 // The device-neutral dtype mask (OpDef::ew_dtypes, from the functor table's domain) is what infer
 // and the compiler's fusability check read; the CPU blocks are what runs. They must agree exactly:
-// a plain elementwise op has a block for every dtype of its mask and no other, an op whose functor
-// has parameters has none (it lowers as a kernel), and every op of the table has a CPU kernel.
+// every elementwise op has a block for every dtype of its mask and no other (a plain op a
+// BlockFn, an op whose functor has parameters a ParamBlock, built from its Attrs), and every op
+// of the table has a CPU kernel.
 TEST(Elementwise, FunctorTableMasksMatchCpuBlocks) {
   int plain = 0, with_attrs = 0;
+  const Attrs gelu_attrs{{"approximate", std::string("tanh")}};
   for (int i = 0; i < kNumOps; ++i) {
     const OpId id = static_cast<OpId>(i);
     if (!op_registered(id)) continue;
     const OpDef& def = op_def(id);
+    const bool params = cpu::has_ew_param_block(id);
     for (int t = 0; t < kNumDTypes; ++t) {
       const bool in_mask = def.lowering == Lowering::Elementwise && (def.ew_dtypes >> t & 1);
-      EXPECT_EQ(in_mask, cpu::ew_block(id, static_cast<DType>(t)) != nullptr) << def.name << " " << t;
+      EXPECT_EQ(in_mask && !params, cpu::ew_block(id, static_cast<DType>(t)) != nullptr) << def.name << " " << t;
+      if (id == OpId::Gelu)  // a ParamBlock for exactly the mask's dtypes (gelu: the float ones)
+        EXPECT_EQ(in_mask, cpu::ew_param_block(id, static_cast<DType>(t), gelu_attrs).fn != nullptr) << t;
     }
     if (def.ew_dtypes == 0) continue;
+    EXPECT_EQ(def.lowering, Lowering::Elementwise) << def.name;
     EXPECT_NE(def.kernel(DeviceType::CPU), nullptr) << def.name;
-    (def.lowering == Lowering::Elementwise ? plain : with_attrs)++;
+    (params ? with_attrs : plain)++;
   }
   EXPECT_EQ(plain + with_attrs, 93);  // the rows of ops/list/elementwise_functors.def
   EXPECT_EQ(with_attrs, 15);

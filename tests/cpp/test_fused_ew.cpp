@@ -1,8 +1,9 @@
 // Elementwise fusion: the grouping pass as IR text (what groups, what must not: different shapes,
 // a cycle), the FusedElementwise body's text round trip, hash and verifier, and the block
 // interpreter (run_fused) against the reference interpreter running the unfused graph op by op
-// through eager dispatch: bit-exact for float32, float64, float16, int and bool ops, with
-// broadcast and strided inputs, wrapped scalar constants, multi-output groups and in-place outputs.
+// through eager dispatch: bit-exact for float32, float64, float16, int and bool ops, ops with
+// attributes (gelu, clamp, masked_fill...), with broadcast and strided inputs, wrapped scalar
+// constants, multi-output groups and in-place outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -504,6 +505,26 @@ TEST(BlockInterpreter, NanInfAndSignedZerosThroughSelectOps) {
                         threshold(a, 0.5, -2.0), hardshrink(a, 0.5), softshrink(a, 0.5), elu(a)};
     });
   }
+}
+
+TEST(BlockInterpreter, OpsWithAttributesBuildTheirFunctorFromTheBodysAttrs) {
+  // Each op with parameters joins the group and runs its eager kernel's row loop with the functor
+  // made from its node's Attrs: eager's bits in every float dtype, 16-bit included, and integer
+  // clamp promoting to float for a float bound, as eager.
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    TensorList in = {special_values({14, 15}, dt), special_values({15}, dt),
+                     gt(random_tensor({14, 15}, DType::Float32), scalar_tensor(0.0))};
+    check_block_interpreter(in, [](const TensorList& x) {
+      Tensor a = mul(x[0], scalar_tensor(2.0));
+      Tensor gb = dispatch1(OpId::GeluBackward, {x[1], a}, {{"approximate", std::string("tanh")}});
+      return TensorList{gelu(a), gelu(a, "tanh"), softplus(a, 2.0, 3.0), celu(a, 0.5), addcmul(a, x[1], a, 0.5),
+                        addcdiv(a, x[1], a, -2.0), masked_fill(a, x[2], 4.25), add(gb, a)};
+    });
+  }
+  Tensor xi = random_tensor({33}, DType::Int32);
+  check_block_interpreter({xi}, [](const TensorList& x) {
+    return TensorList{clamp(mul(x[0], scalar_tensor(int64_t{2})), 0.5, 3.0)};  // float32 output
+  });
 }
 
 TEST(BlockInterpreter, OutputInPlaceOfAnInput) {

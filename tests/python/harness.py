@@ -2,6 +2,7 @@
 import math
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -128,3 +129,22 @@ def assert_close_to_eager(got, want, what, tol, ref=None):
     err_c, err_e = scaled_err(g, r), scaled_err(w, r)
     assert err_c <= 2 * err_e + tol, (f"{what}: compiled vs eager max rel err {err:.3g} > {tol:g}; against float64: "
                                       f"compiled {err_c:.3g}, eager {err_e:.3g}\ncompiled {g}\neager {w}\nfloat64 {r}")
+
+
+# ---- compiled IR text (compiled.ir()): a body's nodes are indented deeper than the graph's ----
+def ir_top_level_ops(ir):
+    """Op names of the nodes of the outermost graph, in order."""
+    return re.findall(r"^  %\d+(?:, %\d+)* = (\w+)\(", ir, flags=re.M)
+
+
+def ir_body_ops(ir):
+    """Op names of the nodes inside FusedElementwise bodies."""
+    return re.findall(r"^      %\d+ = (\w+)\(", ir, flags=re.M)
+
+
+def ir_fused_results(ir):
+    """(values of the outermost graph that FusedElementwise nodes compute, the returned values)."""
+    fused = set()
+    for outs in re.findall(r"^  (%\d+(?:, %\d+)*) = FusedElementwise\(", ir, flags=re.M):
+        fused.update(outs.split(", "))
+    return fused, re.findall(r"^  return \((.*)\)$", ir, flags=re.M)[-1].split(", ")

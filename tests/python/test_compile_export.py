@@ -532,6 +532,6 @@ def test_ir_and_introspection(tmp_path):
     assert info["n_calls"] == 2 and info["hits"] == 2 and info["loaded_from"] == str(path)
     art = lucid._C._Artifact.load(str(path))
     stamp = json.loads(art.stamp)
-    assert stamp["format_version"] == 1 and "avx2" in stamp["isa"] and stamp["lucid_version"] == lucid.__version__
+    assert stamp["format_version"] == 2 and "avx2" in stamp["isa"] and stamp["lucid_version"] == lucid.__version__
     cuda_libs = {lib.name for lib in lucid._C._cuda_libraries()}  # a CUDA build records its CUDA libraries too
     assert set(stamp["libraries"]) == {"onednn", "sleef", "openblas"} | cuda_libs

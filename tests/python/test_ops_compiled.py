@@ -12,12 +12,17 @@ lost in the IR), which is the silent wrong answer the project forbids.
 
 Non-tensor arguments of a sample (dims, scalars, shapes) are closed over by the compiled function,
 as a user's constants would be; only array arguments are inputs.
+
+A row's op compiled on its own runs as its own kernel (a group of one node stays a node), so the
+elementwise rows (every op they cover lowers as Elementwise) are also compiled inside a
+FusedElementwise group: the function returns the op's result y and y * 2, which joins y's group,
+so the block interpreter, not the op's kernel, computes y, and that must equal eager too.
 """
 import numpy as np
 import pytest
 
 import lucid
-from harness import flat, to_lucid
+from harness import flat, ir_fused_results, to_lucid
 from op_specs import all_specs
 
 SPECS = all_specs()
@@ -118,6 +123,45 @@ def test_compiled_forward_equals_eager(spec, dtype):
             got = fn(*ts)
             _compare(got, want, dtype, f"{spec.name}[{n}] {dtype} call {call}")
         _check_fallbacks(spec, fn)
+
+
+ELEMENTWISE_LOWERING = 0  # Lowering::Elementwise (ops/op_def.h)
+_LOWERING = {o["name"]: o["lowering"] for o in lucid._C._op_registry()}
+# Ops that lower as Elementwise but stay kernel instructions for integer dtypes: integer // and %
+# raise on a zero divisor, which a fused block can't (compile/passes/ew_group.cpp). Their integer
+# samples are still compared with eager; nothing is fused for them to check.
+_KERNEL_FOR_INTEGERS = {"FloorDivide", "Remainder"}
+
+
+def _elementwise_cases():
+    for s in SPECS:
+        if s.ops and s.name not in HOST_READ and all(_LOWERING.get(op) == ELEMENTWISE_LOWERING for op in s.ops):
+            for dt in s.dtypes:
+                yield pytest.param(s, dt, id=f"{s.name}-{dt}")
+
+
+@pytest.mark.parametrize("spec,dtype", list(_elementwise_cases()))
+def test_elementwise_row_inside_a_fused_group_equals_eager(spec, dtype):
+    kernel_only = dtype not in TOL and set(spec.ops) <= _KERNEL_FOR_INTEGERS
+    for n, sample in enumerate(spec.samples(np.random.default_rng(0), dtype)):
+        pos = _split(sample)
+        if not pos:
+            continue
+
+        def in_group(*ts):
+            ys = flat(_call(spec, sample, pos, ts))
+            return tuple(ys) + tuple(y * 2 for y in ys)
+
+        fn = lucid.compile(in_group, strict=True)
+        ts = [to_lucid(sample.args[i], dtype) for i in pos]
+        want = in_group(*ts)
+        got = fn(*ts)
+        _compare(got, want, dtype, f"{spec.name}[{n}] {dtype} in a fused group")
+        if kernel_only:
+            continue
+        fused, returned = ir_fused_results(fn.ir())
+        ys = returned[:len(returned) // 2]
+        assert set(ys) <= fused, f"{spec.name}[{n}] {dtype}: {ys} not computed in a fused group\n{fn.ir()}"
 
 
 def _grad_cases():

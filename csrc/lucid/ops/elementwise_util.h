@@ -2,10 +2,11 @@
 // read through ElementwiseFunctor<Id>, ops/elementwise_functors.h). elementwise_op<Id>() gives the
 // device-neutral parts every elementwise op shares: arity, infer (broadcast shape, dtype rule, the
 // functor's dtype domain, attribute validation), the dtype mask and rule, and the lowering:
-// Elementwise for a plain functor, so the compiler fuses it; Kernel for a functor with parameters
-// (a fused block has no attributes). The caller sets vjp, save and differentiable. The kernels
-// are not here: each backend expands the same table into its own (the CPU's row loops,
-// backends/cpu/kernels/elementwise_*.cpp), so the math stays the functor's, written once.
+// Elementwise, so the compiler fuses it (a fused body's node keeps its Attrs, from which the
+// backend's fused runtime builds a functor with parameters, as the eager kernel does). The caller
+// sets vjp, save and differentiable. The kernels are not here: each backend expands the same
+// table into its own (the CPU's row loops, backends/cpu/kernels/elementwise_*.cpp), so the math
+// stays the functor's, written once.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -46,11 +47,10 @@ OpDef elementwise_op() {
   d.num_inputs = R::kArity;
   d.ew_dtypes = ew_domain_dtypes(R::kDomain);
   d.ew_rule = static_cast<uint8_t>(R::kRule);
+  d.lowering = Lowering::Elementwise;
   if constexpr (!R::kAttrs) {
-    d.lowering = Lowering::Elementwise;
     d.infer = [](const TensorList& in, const Attrs&) { return infer_elementwise(Id, R::kRule, in); };
   } else {
-    d.lowering = Lowering::Kernel;
     d.infer = [](const TensorList& in, const Attrs& a) {
       const char* name = op_def(Id).api_name;
       Shape shape = in[0].shape();

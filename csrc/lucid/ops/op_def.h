@@ -75,7 +75,7 @@ struct VjpContext {
 using VjpFn = TensorList (*)(const VjpContext& ctx);
 
 enum class Lowering : uint8_t {
-  Elementwise,  // a plain scalar functor (ops/list/elementwise_functors.def): fusable
+  Elementwise,  // a scalar functor (ops/list/elementwise_functors.def), maybe with parameters: fusable
   Kernel,       // opaque kernel call (matmul, conv, reductions...)
   View,         // strided alias
   Decompose,    // composite of other ops (recorded as its parts)

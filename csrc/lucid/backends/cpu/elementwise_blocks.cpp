@@ -25,4 +25,25 @@ void set_ew_blocks(OpId op, const std::array<BlockFn, kNumDTypes>& blocks) {
   slot = blocks;
 }
 
+static std::array<ParamBlockMaker, kNumOps>& param_makers() {
+  static std::array<ParamBlockMaker, kNumOps> t{};
+  return t;
+}
+
+ParamBlock ew_param_block(OpId op, DType c, const Attrs& attrs) {
+  ParamBlockMaker make = param_makers()[static_cast<int>(op)];
+  return make ? make(c, attrs) : ParamBlock{};
+}
+
+bool has_ew_param_block(OpId op) { return param_makers()[static_cast<int>(op)] != nullptr; }
+
+void set_ew_param_block_maker(OpId op, ParamBlockMaker make) {
+  ParamBlockMaker& slot = param_makers()[static_cast<int>(op)];
+  if (slot) {
+    std::fprintf(stderr, "lucid: CPU parameterised elementwise block for %s set twice\n", op_name(op));
+    std::abort();
+  }
+  slot = make;
+}
+
 }  // namespace lucid::cpu

@@ -7,9 +7,10 @@
 // dtype of its domain: the eager kernel runs it over a StridedIter, the compiled fused-elementwise
 // interpreter over 1024-element blocks (backends/cpu/elementwise_blocks.h). A functor with
 // parameters (leaky_relu's slope, clamp's bounds...) is an object made from the op's Attrs and
-// runs through ew_attr_row. Where cpu::VecF32<F> (backends/cpu/scalar_vec.h) has a vectorised
-// (Sleef/AVX2) float32 row path, the loops use it for float32 rows (and 16-bit rows widened to
-// float); apply stays the definition and serves every other dtype.
+// runs through ew_attr_row, in the eager kernel and (as param_row) in the fused interpreter.
+// Where cpu::VecF32<F> (backends/cpu/scalar_vec.h) has a vectorised (Sleef/AVX2) float32 row
+// path, the loops use it for float32 rows (and 16-bit rows widened to float); apply stays the
+// definition and serves every other dtype.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -219,6 +220,13 @@ void ew_attr_row(const F& fref, char** p, const int64_t* s, int64_t n) {
     else if constexpr (Arity == 2) *o = static_cast<O>(f.template apply<C>(ld(1, i), ld(2, i)));
     else *o = static_cast<O>(f.template apply<C>(ld(1, i), ld(2, i), ld(3, i)));
   }
+}
+
+// ew_attr_row behind a type-erased functor pointer: the row loop of a ParamBlock
+// (elementwise_blocks.h), so a fused program runs an op with parameters as eager does.
+template <class F, class T, class O, int Arity>
+void param_row(const void* f, char** p, const int64_t* s, int64_t n) {
+  ew_attr_row<F, T, O, Arity>(*static_cast<const F*>(f), p, s, n);
 }
 
 template <class F, int Arity, bool BoolOut, class T>

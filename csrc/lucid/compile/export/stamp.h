@@ -15,7 +15,9 @@
 namespace lucid::artifact {
 
 // The format of the header's contents (entries, programs, tensors); bumped on any change.
-constexpr int kFormatVersion = 1;
+// 2: FusedElementwise bodies may hold ops with attributes (gelu, clamp...), their Attrs in the
+// body's IR text, which a version-1 reader's fused runtime can't run.
+constexpr int kFormatVersion = 2;
 
 // {"format_version", "lucid_version", "op_registry_hash", "isa": [...], "libraries": {...},
 //  "devices": [...]}

@@ -24,10 +24,11 @@ struct BackendPasses {
   // Run in order after BatchNorm folding and before the second dead-code elimination (they may
   // leave the nodes they absorbed unused), each verified like any pass.
   std::vector<NamedPass> rewrites;
-  // The dtype the backend's fused-elementwise runtime would compute node `op` in, given stand-ins
-  // of its inputs (ew_stand_in, or the constants themselves) and its recorded output dtype;
-  // nullopt when it can't run the node in a group. Null: the backend groups nothing.
-  std::optional<DType> (*fused_elementwise_dtype)(OpId op, const TensorList& inputs, DType out) = nullptr;
+  // The dtype the backend's fused-elementwise runtime would compute node `op` (with `attrs`) in,
+  // given stand-ins of its inputs (ew_stand_in, or the constants themselves) and its recorded
+  // output dtype; nullopt when it can't run the node in a group. Null: the backend groups nothing.
+  std::optional<DType> (*fused_elementwise_dtype)(OpId op, const TensorList& inputs, const Attrs& attrs,
+                                                  DType out) = nullptr;
 };
 
 // The description registered for a device type, or one with no rewrites and no grouping.

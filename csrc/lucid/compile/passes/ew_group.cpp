@@ -2,7 +2,8 @@
 // body holds them, so the runtime runs the group over 1024-element blocks with its intermediates
 // in registers instead of full-size tensors (memory traffic is what elementwise ops cost).
 //
-// A node joins a group when its op lowers as Elementwise, the backend's fused-elementwise runtime
+// A node joins a group when its op lowers as Elementwise (with or without attributes: the body's
+// node keeps them), the backend's fused-elementwise runtime
 // can run it for its dtypes (BackendPasses::fused_elementwise_dtype; on the CPU, ew_block_dtype:
 // the op is defined for them and its recorded dtype is the one eager would give) and its output
 // has the group's shape, the iteration shape; inputs from outside may broadcast to it. Walking
@@ -42,7 +43,7 @@ bool fusable(const Graph& g, const Node& n, const BackendPasses& backend) {
     ins.push_back(v.kind == ValueKind::Const ? g.const_data(v.slot) : ew_stand_in(v, false));
   }
   return backend.fused_elementwise_dtype &&
-         backend.fused_elementwise_dtype(n.op, ins, g.value(n.outputs[0]).dtype).has_value();
+         backend.fused_elementwise_dtype(n.op, ins, n.attrs, g.value(n.outputs[0]).dtype).has_value();
 }
 
 class Grouping {

@@ -11,20 +11,21 @@
 
 namespace lucid {
 
-std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, DType out) {
+std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, const Attrs& attrs, DType out) {
   const OpDef& def = op_def(op);
   if (def.lowering != Lowering::Elementwise || def.num_inputs != static_cast<int>(inputs.size())) return std::nullopt;
   for (const Tensor& t : inputs)
     if (!t.defined()) return std::nullopt;
   std::vector<TensorMeta> m;
   try {
-    m = def.infer(inputs, Attrs{});
+    m = def.infer(inputs, attrs);  // also validates the attributes (celu's alpha != 0)
   } catch (const Error&) {
     return std::nullopt;
   }
   if (m.size() != 1 || m[0].dtype != out) return std::nullopt;
   // As run_elementwise: comparisons compute in the result type, logical ops in bool, every other
-  // op in its output dtype (where's output is the result type of its values, not its condition).
+  // op in its output dtype (where's output is the result type of its values, not its condition;
+  // an op with parameters computes in its infer's dtype, the output's: clamp's bounds promote).
   auto rule = static_cast<EwDType>(def.ew_rule);
   DType c = rule == EwDType::BoolInputs ? DType::Bool : rule == EwDType::Bool ? result_type(inputs) : out;
   if (!(def.ew_dtypes & dtype_bit(c))) return std::nullopt;
@@ -143,12 +144,14 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     TensorList ins;
     for (int in : n.inputs) ins.push_back(in >= 0 ? proxy[in] : Tensor());
     int out = n.outputs[0];
-    std::optional<DType> c = ew_block_dtype(n.op, ins, body.value(out).dtype);
+    std::optional<DType> c = ew_block_dtype(n.op, ins, n.attrs, body.value(out).dtype);
     LUCID_CHECK(c.has_value(), Error, me, ": ", def.api_name, " can't run on the block interpreter for these dtypes");
     Step s{SK::Op};
     s.arity = static_cast<int>(n.inputs.size());
     for (int k = 0; k < s.arity; ++k) s.src[k] = operand(n.inputs[k], *c);
-    s.fn = cpu::ew_block(n.op, *c);
+    if (cpu::has_ew_param_block(n.op)) s.param = cpu::ew_param_block(n.op, *c, n.attrs);
+    else s.fn = cpu::ew_block(n.op, *c);
+    LUCID_CHECK(s.fn || s.param.fn, Error, me, ": ", def.api_name, " has no block for ", dtype_name(*c));
     s.dst = new_operand(body.value(out).dtype, output_of[out]);
     have[{out, body.value(out).dtype}] = s.dst;
     proxy[out] = ew_stand_in(body.value(out), false);
@@ -398,7 +401,8 @@ void run_fused(const FusedProgram& p, const TensorList& inputs, const TensorList
               pp[k + 1] = ptr[s.src[k]];
               ss[k + 1] = str[s.src[k]];
             }
-            s.fn(pp, ss, n);
+            if (s.fn) s.fn(pp, ss, n);
+            else s.param(pp, ss, n);
             ptr[s.dst] = pp[0];
             str[s.dst] = osz;
             continue;

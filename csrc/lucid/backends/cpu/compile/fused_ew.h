@@ -3,14 +3,17 @@
 //
 // Block interpreter for FusedElementwise bodies: the first tier that runs a fused elementwise
 // group, with no compiler at run time. A FusedProgram is built once from a body graph: per node,
-// the op's BlockFn for the dtype the eager kernel would compute in, the casts eager would do on
-// its inputs, and scratch registers. run_fused then walks the iteration space in 1024-element
+// the op's BlockFn for the dtype the eager kernel would compute in (for an op with parameters,
+// gelu's approximation or clamp's bounds, its ParamBlock: the eager kernel's row loop with the
+// functor built here from the node's Attrs, once per program, not per call), the casts eager
+// would do on its inputs, and scratch registers. run_fused then walks the iteration space in 1024-element
 // blocks: inputs are read through their broadcast strides (any strided view), intermediates live
 // in small per-thread registers (never materialised at full size), outputs are written
 // contiguously. Each op runs the same BlockFn on the same stored dtypes as eager, so results are
-// bit-identical to running the ops one by one (one exception: a binary op with a float32 vector
-// path, SiluBackward, takes that path on contiguous registers where eager, on a broadcast or
-// strided operand, would take its scalar path; the two agree to a few ulp).
+// bit-identical to running the ops one by one (one exception: an op with a float32 vector path
+// for contiguous rows only, SiluBackward, GeluBackward, Gelu and Elu, takes that path on an
+// operand gathered into a register where eager, reading a broadcast or strided operand in place,
+// would take its scalar path; the two agree to a few ulp).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -26,9 +29,11 @@ namespace lucid {
 // except comparisons (bool output, computed in the inputs' result type) and logical ops (bool).
 // `inputs` stand for the node's inputs: their dtype, rank and wrapped-number flag count (and a
 // wrapped number's value, which pow's check reads). nullopt when the node can't run on the block
-// interpreter: not elementwise, no block for that dtype, or a recorded output dtype `out` that the
-// op would not produce (an in-place write into a narrower tensor).
-std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, DType out);
+// interpreter: not elementwise, no block for that dtype, attributes its infer rejects, or a
+// recorded output dtype `out` that the op would not produce (an in-place write into a narrower
+// tensor). `attrs` are the node's: an op with parameters computes in the dtype its infer gives
+// (clamp's bounds take part in promotion).
+std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, const Attrs& attrs, DType out);
 
 struct FusedProgram {
   static constexpr int64_t kBlock = 1024;
@@ -57,7 +62,8 @@ struct FusedProgram {
     int input = -1;               // Load: body input read
     int src[3] = {-1, -1, -1};    // Cast: src[0]; Op: its operands
     int arity = 0;
-    cpu::BlockFn fn = nullptr;    // Op
+    cpu::BlockFn fn = nullptr;    // Op: a plain op's block, or
+    cpu::ParamBlock param;        // Op: an op with parameters' block, its functor made from the Attrs
     ConvertFn convert = nullptr;  // Load (input dtype -> operand dtype) and Cast
   };
   std::vector<Operand> operands;
