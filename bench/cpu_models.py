@@ -140,12 +140,33 @@ def _first_call(fn):
 # Weights, FLOPs, peak
 # ------------------------------------------------------------------------------------------------
 
+def calibrate_batch_norms(tm, inputs):
+    """Sets every BatchNorm's running statistics to those of its own input on `inputs`, as a trained
+    model's are. With the default ones (mean 0, variance 1) activations shrink layer by layer under
+    random weights (MobileNet-v2's features reach 1e-7), and every framework would agree on little
+    more than the classifier's bias. One forward with only the BatchNorms in train mode, cumulative
+    average (momentum None)."""
+    bns = [m for m in tm.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    momenta = [m.momentum for m in bns]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+        m.train()
+    with torch.no_grad():
+        tm(*[torch.from_numpy(x) for x in inputs])
+    for m, momentum in zip(bns, momenta):
+        m.momentum = momentum
+        m.eval()
+
+
 def build_pair(name, tmp_dir):
-    """The torch twin (random weights, seed 0) and the lucid model loaded from its safetensors file,
-    both in eval mode. A tensor that shares storage with an earlier key (GPT-2's lm_head, tied to
-    the token embedding) is stored once, as save_pretrained does."""
+    """The torch twin (random weights, seed 0, BatchNorm statistics calibrated on 4 random samples)
+    and the lucid model loaded from its safetensors file, both in eval mode. A tensor that shares
+    storage with an earlier key (GPT-2's lm_head, tied to the token embedding) is stored once, as
+    save_pretrained does."""
     torch.manual_seed(0)
     tm = ref.TWINS[name]().eval()
+    calibrate_batch_norms(tm, make_inputs(name, 4, seed=1))
     state, seen = {}, set()
     for k, v in tm.state_dict().items():
         if v.data_ptr() in seen:
