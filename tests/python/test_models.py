@@ -262,11 +262,12 @@ def test_fused_step_trains_as_torch(name, tmp_path):
 
 
 # (model, a key left out, a key added, a key of the wrong shape (its dimensions reversed)): for
-# GPT-2, an old HF file's causal-mask buffer and a weight in nn.Linear's (out, in) layout
+# GPT-2, a weight in nn.Linear's (out, in) layout. (The buffers HF itself ignores, an old file's
+# causal mask and BERT's position_ids, are dropped: test_*_loads_the_hubs_*_layout.)
 @pytest.mark.parametrize("name,missing,extra,misshapen", [
     ("resnet18", "fc.bias", "fc.extra", "conv1.weight"),
-    ("gpt2", "transformer.h.1.mlp.c_fc.bias", "transformer.h.0.attn.bias", "transformer.h.0.attn.c_attn.weight"),
-    ("bert_base", "pooler.dense.bias", "embeddings.position_ids", "encoder.layer.1.intermediate.dense.weight")])
+    ("gpt2", "transformer.h.1.mlp.c_fc.bias", "transformer.h.0.attn.scale", "transformer.h.0.attn.c_attn.weight"),
+    ("bert_base", "pooler.dense.bias", "embeddings.position_scale", "encoder.layer.1.intermediate.dense.weight")])
 def test_bad_state_dict_names_each_key(name, missing, extra, misshapen):
     m = models.create_model(name, **REDUCED[name])
     sd = dict(m.state_dict())
@@ -332,3 +333,57 @@ def test_stochastic_depth_drops_whole_samples():
     np.testing.assert_array_equal(sd(x).numpy(), x.numpy())
     with pytest.raises(ValueError, match="between 0 and 1"):
         StochasticDepth(1.5)
+
+
+def _eval_outputs_match(name, tm, lm):
+    tm.eval(), lm.eval()
+    xs = _inputs(name=name)
+    with torch.no_grad():
+        want = _outputs(tm(*map(torch.from_numpy, xs)))
+    for i, (g, w) in enumerate(zip(_outputs(lm(*map(lucid.tensor, xs))), want)):
+        assert_close(g, w, 1e-4, 1e-4, f"{name} output {i}")
+
+
+# The Hub's files were saved from other HF classes: GPT2Model (openai-community/gpt2: no
+# `transformer.` prefix, causal-mask buffers) and BertForPreTraining (google-bert/bert-base-uncased:
+# a `bert.` prefix, the `cls.*` heads, a position_ids buffer, LayerNorm gamma/beta). Files laid out
+# that way load strictly and give the twin's outputs; any other stray key is still named.
+def test_gpt2_loads_the_hubs_gpt2model_layout(tmp_path):
+    tm = _torch_twin("gpt2")
+    n, t = REDUCED["gpt2"]["n_layer"], REDUCED["gpt2"]["n_positions"]
+    hub = {k[len("transformer."):]: v.contiguous() for k, v in tm.state_dict().items() if k.startswith("transformer.")}
+    for i in range(n):
+        hub[f"h.{i}.attn.bias"] = torch.tril(torch.ones(t, t)).view(1, 1, t, t)
+        hub[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    save_file(hub, str(tmp_path / "hub.safetensors"))
+    lm = models.create_model("gpt2", **REDUCED["gpt2"])
+    res = lm.load_state_dict(lucid.load(str(tmp_path / "hub.safetensors")))
+    assert not res.missing_keys and not res.unexpected_keys
+    assert lm.lm_head.weight is lm.transformer.wte.weight
+    _eval_outputs_match("gpt2", tm, lm)
+    hub["h.0.attn.c_attn.scale"] = torch.ones(1)
+    with pytest.raises(RuntimeError, match=r"Unexpected key\(s\).*transformer\.h\.0\.attn\.c_attn\.scale"):
+        models.create_model("gpt2", **REDUCED["gpt2"]).load_state_dict({k: lucid.tensor(v.numpy()) for k, v in hub.items()})
+
+
+def test_bert_loads_the_hubs_pretraining_layout(tmp_path):
+    tm = _torch_twin("bert_base")
+    hub = {}
+    for k, v in tm.state_dict().items():
+        k = "bert." + k
+        if ".LayerNorm." in k:
+            k = k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+        hub[k] = v.contiguous()
+    hidden = REDUCED["bert_base"]["hidden_size"]
+    hub["bert.embeddings.position_ids"] = torch.arange(REDUCED["bert_base"]["max_position_embeddings"]).view(1, -1)
+    hub["cls.predictions.bias"] = torch.zeros(REDUCED["bert_base"]["vocab_size"])
+    hub["cls.seq_relationship.weight"] = torch.zeros(2, hidden)
+    save_file(hub, str(tmp_path / "hub.safetensors"))
+    lm = models.create_model("bert_base", **REDUCED["bert_base"])
+    res = lm.load_state_dict(lucid.load(str(tmp_path / "hub.safetensors")))
+    assert not res.missing_keys and not res.unexpected_keys
+    _eval_outputs_match("bert_base", tm, lm)
+    hub["bert.pooler.extra"] = torch.ones(1)
+    with pytest.raises(RuntimeError, match=r"Unexpected key\(s\).*pooler\.extra"):
+        models.create_model("bert_base", **REDUCED["bert_base"]).load_state_dict(
+            {k: lucid.tensor(v.numpy()) for k, v in hub.items()})

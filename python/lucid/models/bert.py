@@ -12,7 +12,15 @@ arange(sequence) and token types default to 0, as HF's non-persistent buffers gi
 state_dict). `vocab_size`, `hidden_size`, `num_hidden_layers`, `num_attention_heads`,
 `intermediate_size`, `max_position_embeddings` and the dropout probabilities give reduced twins.
 Initialisation as HF's _init_weights.
+
+The Hub's files load too (google-bert/bert-base-uncased was saved from BertForPreTraining), as HF's
+BertModel.from_pretrained takes them: the `bert.` prefix is removed, the pre-training heads
+(`cls.*`) and the `embeddings.position_ids` buffer are dropped, and the old LayerNorm names
+`gamma`/`beta` read as `weight`/`bias`; any other unexpected or missing key still raises under
+strict=True.
 """
+import re
+
 import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
@@ -175,6 +183,30 @@ class BertModel(nn.Module):
             extended_mask = (1.0 - keep) * lucid.finfo(x.dtype).min
         h = self.encoder(x, extended_mask)
         return h, (self.pooler(h) if self.pooler is not None else None)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        return super().load_state_dict(_from_hub_layout(state_dict), strict, assign)
+
+
+_OLD_NORM_NAME = re.compile(r"(LayerNorm)\.(gamma|beta)$")
+
+
+def _from_hub_layout(state_dict):
+    """BertForPreTraining's keys (`bert.` prefix, `cls.*` heads, gamma/beta) as BertModel's."""
+    prefixed = any(k.startswith("bert.") for k in state_dict)
+    out = {}
+    for k, v in state_dict.items():
+        if prefixed:
+            if not k.startswith("bert."):
+                if k.startswith("cls."):
+                    continue  # the pre-training heads, which BertModel does not have
+                out[k] = v  # an unexpected key: load_state_dict names it
+                continue
+            k = k[len("bert."):]
+        if k == "embeddings.position_ids":
+            continue
+        out[_OLD_NORM_NAME.sub(lambda m: m.group(1) + (".weight" if m.group(2) == "gamma" else ".bias"), k)] = v
+    return out
 
 
 @register_model

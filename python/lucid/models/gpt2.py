@@ -12,8 +12,14 @@ it under both keys, as torch's does, and a file that stores it once, under eithe
 save_pretrained keeps transformer.wte.weight, safetensors' save_model keeps lm_head.weight),
 loads with strict=True. `n_layer`, `n_head`, `n_embd`, `vocab_size`, `n_positions` and the
 dropout probabilities give reduced twins. Initialisation as HF's _init_weights.
+
+The Hub's files load too (openai-community/gpt2's model.safetensors was saved from GPT2Model): a
+checkpoint whose keys lack the `transformer.` prefix gets it, and the causal-mask buffers older
+files store (`h.N.attn.bias`, `h.N.attn.masked_bias`: HF's _keys_to_ignore_on_load_unexpected) are
+dropped; any other unexpected or missing key still raises under strict=True.
 """
 import math
+import re
 
 import lucid
 import lucid.nn as nn
@@ -153,9 +159,23 @@ class GPT2LMHeadModel(nn.Module):
                                       error_msgs)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
-        result = super().load_state_dict(state_dict, strict, assign)
+        result = super().load_state_dict(_from_hub_layout(state_dict), strict, assign)
         self.tie_weights()  # assign=True puts a new Parameter under each key
         return result
+
+
+_MASK_BUFFER = re.compile(r"transformer\.h\.\d+\.attn\.(bias|masked_bias)")
+
+
+def _from_hub_layout(state_dict):
+    """GPT2Model's keys (no `transformer.` prefix) as GPT2LMHeadModel's, without the mask buffers."""
+    bare = not any(k.startswith("transformer.") or k == "lm_head.weight" for k in state_dict)
+    out = {}
+    for k, v in state_dict.items():
+        name = "transformer." + k if bare else k
+        if not _MASK_BUFFER.fullmatch(name):
+            out[name] = v
+    return out
 
 
 @register_model
