@@ -8,6 +8,18 @@ import statistics
 import time
 
 
+def cold_inductor_cache():
+    """torch.compile's first call measured cold, as lucid's: a fresh inductor cache directory for this
+    run, removed at exit (unless TORCHINDUCTOR_CACHE_DIR is set). Call before torch is imported."""
+    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        return
+    import atexit
+    import shutil
+    import tempfile
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="lucid_bench_inductor_")
+    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
+
+
 def timeit(fn, *, min_time=0.2, repeats=7, warmup=3):
     """Median seconds per call of fn(), auto-scaling the inner loop to about min_time/repeats."""
     for _ in range(warmup):

@@ -38,11 +38,10 @@ import sys
 import tempfile
 import time
 
-# torch.compile (the in-process reference of the AOTInductor column) compiles cold, as in
-# compile_forward.py: a fresh inductor cache directory for this run. Set before torch is imported.
-if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="lucid_bench_inductor_")
-    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import cold_inductor_cache  # noqa: E402
+
+cold_inductor_cache()  # before torch is imported
 
 import torch  # noqa: E402
 

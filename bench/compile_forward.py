@@ -29,18 +29,14 @@ OPENBLAS_L2_SIZE) for this command only:
 Results: bench/results/compile_forward.json.
 """
 import argparse
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 import time
 
-# torch.compile's compile time is measured cold, as lucid's is (lucid keeps no disk cache): a fresh
-# inductor cache directory for this run, removed at exit. Set before torch is imported.
-if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="lucid_bench_inductor_")
-    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import cold_inductor_cache  # noqa: E402
+
+cold_inductor_cache()  # before torch is imported
 
 import torch  # noqa: E402
 

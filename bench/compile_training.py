@@ -43,15 +43,13 @@ OPENBLAS_CORETYPE is printed and recorded; see bench/compile_forward.py for comp
 Results: bench/results/compile_training.json.
 """
 import argparse
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 
-if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # cold inductor cache, as in compile_forward.py
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="lucid_bench_inductor_")
-    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import cold_inductor_cache  # noqa: E402
+
+cold_inductor_cache()  # before torch is imported
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

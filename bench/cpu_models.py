@@ -46,21 +46,19 @@ OpenBLAS pick its own kernel unset it (and OPENBLAS_L2_SIZE) for this command on
 Results: bench/results/cpu_models.json.
 """
 import argparse
-import atexit
 import contextlib
 import gc
 import io
 import os
-import shutil
 import sys
 import tempfile
 import time
 import warnings
 
-# torch.compile's first call is measured cold: a fresh inductor cache directory, removed at exit
-if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="lucid_bench_inductor_")
-    atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import cold_inductor_cache  # noqa: E402
+
+cold_inductor_cache()  # before torch is imported
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
