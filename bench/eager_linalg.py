@@ -93,7 +93,7 @@ print(f"threads: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} torch={torc
       f"clock={'thread CPU time' if CLOCK is time.thread_time else 'wall'}")
 
 def small_m_section():
-    pack_limit = lucid._C._matmul_pack_stats()["limit"]
+    pack_limit = lucid._C._weight_pack_stats()["limit"]
     print("\nsmall-M Linear (us per call; 'nopack': packed-weights cache off)")
     for k, n in ((784, 256), (512, 512)):
         w, tw = pair((n, k))
@@ -103,9 +103,9 @@ def small_m_section():
             with torch.no_grad():
                 tt = best_time_small(lambda: F.linear(tx, tw, tb))
             tl = best_time_small(lambda: lucid.linear(x, w, b))
-            lucid._C._matmul_pack_set_limit(0)
+            lucid._C._weight_pack_set_limit(0)
             tu = best_time_small(lambda: lucid.linear(x, w, b))
-            lucid._C._matmul_pack_set_limit(pack_limit)
+            lucid._C._weight_pack_set_limit(pack_limit)
             r = {"case": f"linear M={m} {k}->{n}", "lucid_us": tl * 1e6, "lucid_nopack_us": tu * 1e6,
                  "torch_us": tt * 1e6, "torch/lucid": tt / tl, "nopack/lucid": tu / tl}
             rows.append(r)
@@ -126,9 +126,9 @@ def small_m_section():
     with torch.no_grad():
         tt = best_time_small(torch_written)
     tl = best_time_small(lucid_written)
-    lucid._C._matmul_pack_set_limit(0)
+    lucid._C._weight_pack_set_limit(0)
     tu = best_time_small(lucid_written)
-    lucid._C._matmul_pack_set_limit(pack_limit)
+    lucid._C._weight_pack_set_limit(pack_limit)
     rows.append({"case": "linear M=8 784->256, weight written every call", "lucid_us": tl * 1e6,
                  "lucid_nopack_us": tu * 1e6, "torch_us": tt * 1e6, "torch/lucid": tt / tl, "nopack/lucid": tu / tl})
     print(f"{'M=8 784->256 w written/call':28s} lucid {tl * 1e6:8.1f}  nopack {tu * 1e6:8.1f}  torch {tt * 1e6:8.1f}  "
@@ -142,9 +142,9 @@ def small_m_section():
     with lucid.no_grad(), torch.no_grad():
         tt = best_time_small(lambda: tnet(tx))
         tl = best_time_small(lambda: cnet(x))
-        lucid._C._matmul_pack_set_limit(0)
+        lucid._C._weight_pack_set_limit(0)
         tu = best_time_small(lambda: cnet(x))
-        lucid._C._matmul_pack_set_limit(pack_limit)
+        lucid._C._weight_pack_set_limit(pack_limit)
     rows.append({"case": "compiled MLP 784-256-10 M=1 (torch eager)", "lucid_us": tl * 1e6, "lucid_nopack_us": tu * 1e6,
                  "torch_us": tt * 1e6, "torch/lucid": tt / tl, "nopack/lucid": tu / tl})
     print(f"{'compiled MLP M=1':28s} lucid {tl * 1e6:8.1f}  nopack {tu * 1e6:8.1f}  torch {tt * 1e6:8.1f}  "

@@ -668,6 +668,7 @@ LUCID_BINDER(compile) {
       .def_prop_ro("num_instructions", [](const PyExecutable& e) { return e.exe->num_instructions(); })
       .def_prop_ro("num_outputs", [](const PyExecutable& e) { return e.exe->graph().outputs().size(); })
       .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); })
+      .def_prop_ro("state_cache_fills", [](const PyExecutable& e) { return e.exe->state_cache_fills(); })
       .def("_trim", [](const PyExecutable& e) { e.exe->trim(); });
 
   // Optimise and build (or fetch from the persistent compile cache, export/disk_cache.h, and the

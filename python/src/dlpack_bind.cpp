@@ -18,7 +18,7 @@
 
 #include "bind.h"
 #include "dlpack.h"
-#include "lucid/backends/cpu/dnnl_matmul.h"
+#include "lucid/core/external_views.h"
 #include "lucid/backends/cuda/stream_objects.h"
 #include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/storage.h"
@@ -43,7 +43,7 @@ struct Exported {
   Tensor tensor;
   std::vector<int64_t> shape, strides;
   ~Exported() {
-    if (tensor.device().is_cpu()) cpu::matmul_pack_export_end(tensor.impl()->storage.get());
+    external_view_end(tensor.impl()->storage.get());
   }
 };
 
@@ -95,7 +95,7 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
   const Tensor& exported = e->tensor;
   e->shape.assign(exported.shape().begin(), exported.shape().end());
   e->strides.assign(exported.strides().begin(), exported.strides().end());
-  if (dev.is_cpu()) cpu::matmul_pack_export_begin(exported.impl()->storage.get());  // it may be written outside
+  external_view_begin(exported.impl()->storage.get());  // it may be written outside (core/external_views.h)
   nb::dlpack::dltensor& t = e->managed.dl_tensor;
   t.data = exported.data_ptr();
   t.device = {dev.is_cpu() ? kDLCPU : kDLCUDA, dev.is_cpu() ? 0 : dev.index};

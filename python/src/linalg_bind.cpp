@@ -4,6 +4,7 @@
 #include "bind.h"
 #include "lucid/backends/cpu/dnnl_conv.h"
 #include "lucid/backends/cpu/dnnl_matmul.h"
+#include "lucid/backends/cpu/packed_weights.h"
 #include "lucid/ops/linalg.h"
 #include "lucid/ops/matmul_precision.h"
 
@@ -88,8 +89,8 @@ LUCID_BINDER(linalg) {
     MatmulPrecision p = float32_matmul_precision();
     return std::string(p == MatmulPrecision::High ? "high" : p == MatmulPrecision::Medium ? "medium" : "highest");
   });
-  m.def("_matmul_pack_stats", [] {
-    cpu::MatmulPackStats st = cpu::matmul_pack_stats();
+  m.def("_weight_pack_stats", [] {
+    cpu::WeightPackStats st = cpu::weight_pack_stats();
     nb::dict d;
     d["entries"] = st.entries;
     d["packed"] = st.packed;
@@ -99,8 +100,8 @@ LUCID_BINDER(linalg) {
     d["packs"] = st.packs;
     return d;
   });
-  m.def("_matmul_pack_set_limit", &cpu::matmul_pack_set_limit, nb::arg("bytes"));
-  m.def("_matmul_pack_clear", &cpu::matmul_pack_clear);
+  m.def("_weight_pack_set_limit", &cpu::weight_pack_set_limit, nb::arg("bytes"));
+  m.def("_weight_pack_clear", &cpu::weight_pack_clear);
 
   def_method(m, "matmul", [](const Tensor& a, nb::handle b) { return matmul(a, as_tensor_arg(b, "matmul", "other")); },
              nb::arg("other"));

@@ -58,7 +58,7 @@ LUCID_BINDER(memory) {
   m.def("memory_cached", [](nb::handle d) { return memory_cached(usable_device(d, "memory_cached")); },
         nb::arg("device").none() = nb::none(),
         "Bytes lucid keeps for reuse on the device: freed buffers (on the CPU, LUCID_CPU_CACHE_MB bounds them) and, "
-        "on the CPU, packed GEMM weights (LUCID_MATMUL_PACK_MB).");
+        "on the CPU, packed GEMM weights (LUCID_WEIGHT_PACK_MB).");
   m.def("empty_cache", [](nb::handle d) { return empty_cache(usable_device(d, "empty_cache")); },
         nb::arg("device").none() = nb::none(),
         "Frees the buffers (and, on the CPU, packed weights) kept for reuse on the device; returns their bytes.");

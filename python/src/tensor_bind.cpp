@@ -7,7 +7,7 @@
 #include "bind.h"
 #include "dlpack.h"
 #include "lucid/autograd/engine.h"
-#include "lucid/backends/cpu/dnnl_matmul.h"
+#include "lucid/core/external_views.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/compile/trace/trace_hook.h"
@@ -116,12 +116,12 @@ static NpArray to_numpy(const Tensor& t) {
               " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
   LUCID_CHECK(t.dtype() != DType::BFloat16, TypeError, "numpy: NumPy has no bfloat16; call .float() first");
   LUCID_CHECK(!t.requires_grad(), Error, "numpy: can't call numpy() on a Tensor that requires grad; use tensor.detach().numpy()");
-  // The array can write the storage behind lucid's back (no version bump): the matmul packed-
-  // weights cache must neither pack nor serve it while the array lives.
+  // The array can write the storage behind lucid's back (no version bump): caches derived from
+  // its contents must not trust its version while the array lives (core/external_views.h).
   struct Export {
     Tensor t;
-    explicit Export(const Tensor& x) : t(x) { cpu::matmul_pack_export_begin(t.impl()->storage.get()); }
-    ~Export() { cpu::matmul_pack_export_end(t.impl()->storage.get()); }
+    explicit Export(const Tensor& x) : t(x) { external_view_begin(t.impl()->storage.get()); }
+    ~Export() { external_view_end(t.impl()->storage.get()); }
   };
   auto* keep = new Export(t);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Export*>(p); });

@@ -9,6 +9,7 @@
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
+#include "lucid/backends/cpu/packed_weights.h"
 #include "lucid/core/parallel.h"
 
 namespace lucid::cpu {
@@ -179,14 +180,33 @@ void* scratch(int slot, size_t bytes) {
   return reinterpret_cast<void*>((p + 63) & ~uintptr_t(63));
 }
 
-bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void* in1, void* out, const void* bias) {
+// The weights of entry e (input 1) reordered into its layout, from the packed-weights cache
+// (packed_weights.h): null when w's storage can't be trusted, on a first sighting, or off.
+std::shared_ptr<void> packed_conv_weights(const ConvEntry& e, const Tensor& w) {
+  if (!weight_pack_enabled()) return nullptr;
+  Key k;
+  k.add(2);  // a convolution's weights (a GEMM's B keys on 1)
+  k.add(reinterpret_cast<intptr_t>(w.impl()->storage.get())).add(w.offset() * static_cast<int64_t>(itemsize(w.dtype())));
+  k.add(static_cast<int64_t>(w.dtype())).add(e.user[1].dims());
+  if (!add_layout(k, e.user[1]) || !add_layout(k, e.impl[1])) return nullptr;
+  return packed_weight(k, w.impl()->storage, e.impl[1].get_size(),
+                       [&] { return reorder_copy(e.user[1], w.data_ptr(), e.impl[1]); });
+}
+
+// Runs entry e on plain buffers: in0, in1 (the weights, read from tensor `w` when defined, which
+// may come prepacked) and out; reorders into and out of the primitive's layouts where they differ.
+bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void* in1, void* out, const void* bias,
+               const Tensor& w = Tensor()) {
   if (!e) return false;
   dnnl::stream& s = stream();
   std::unordered_map<int, memory> args;
   const void* ins[2] = {in0, in1};
+  std::shared_ptr<void> packed = w.defined() && e->reorder[1] ? packed_conv_weights(*e, w) : nullptr;
   for (int i = 0; i < 2; ++i) {
     memory um = mem(e->user[i], ins[i]);
-    if (e->reorder[i]) {
+    if (i == 1 && packed) {
+      args.emplace(e->arg[i], mem(e->impl[i], packed.get()));
+    } else if (e->reorder[i]) {
       memory pm = mem(e->impl[i], scratch(i, e->impl[i].get_size()));
       e->reorder[i]->execute(s, um, pm);
       args.emplace(e->arg[i], pm);
@@ -371,7 +391,7 @@ void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Co
   }
   if (use_dnnl(t) && x.numel() > 0 &&
       run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t, post), x.data_ptr(),
-                w.data_ptr(), y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
+                w.data_ptr(), y.data_ptr(), b.defined() ? b.data_ptr() : nullptr, w))
     return;
   if (t == DType::Float64) {
     Tensor prev;
@@ -404,7 +424,7 @@ void conv_backward_data(const Tensor& gy0, const Tensor& w0, const ConvParams& p
   }
   if (use_dnnl(t) &&
       run_entry(get_entry(Kind::BwdData, gx.shape(), w.shape(), gy.shape(), false, p, t), gy.data_ptr(), w.data_ptr(),
-                gx.data_ptr(), nullptr))
+                gx.data_ptr(), nullptr, w))
     return;
   if (t == DType::Float64) {
     gemm_conv_backward_data(gy, w, gx, geo2(gx.shape(), w.shape(), gy.shape(), p, false));
@@ -440,7 +460,7 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
   DType t = y.dtype();
   if (use_dnnl(t) && x.numel() > 0 &&
       run_entry(get_entry(Kind::Deconv, x.shape(), w.shape(), y.shape(), b.defined(), p, t), x.data_ptr(), w.data_ptr(),
-                y.data_ptr(), b.defined() ? b.data_ptr() : nullptr))
+                y.data_ptr(), b.defined() ? b.data_ptr() : nullptr, w))
     return;
   if (t == DType::Float64) {
     // The adjoint of conv: backward data of a conv whose output is x and whose input is y.

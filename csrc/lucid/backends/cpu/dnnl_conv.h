@@ -1,8 +1,9 @@
 // Convolution kernels for the Conv / ConvBackwardInput / ConvBackwardWeight / ConvTranspose ops.
 // float32 and bfloat16 run on oneDNN convolution (forward, backward data, backward weights) and
 // deconvolution primitives on blocked layouts (nChw16c activations when channels allow, weights
-// as oneDNN picks; we reorder from/to plain NC[H]W), cached per geometry in an LRU. float16 computes in float32; float64
-// runs as im2col + GEMM (oneDNN has no f64 on CPU). Tensors are batched [N, C, spatial...] with one
+// as oneDNN picks; we reorder from/to plain NC[H]W), cached per geometry in an LRU. Weights seen
+// twice unchanged come prepacked in the primitive's layout (packed_weights.h), so inference does
+// not reorder them per call. float16 computes in float32; float64 runs as im2col + GEMM (oneDNN has no f64 on CPU). Tensors are batched [N, C, spatial...] with one
 // or two spatial dims; conv weights are [OC, IC/G, k...], transposed-conv weights
 // [IC, OC/G, k...] as in PyTorch. Dilation is PyTorch's (1 = dense).
 #pragma once

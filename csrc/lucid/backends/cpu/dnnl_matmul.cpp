@@ -1,6 +1,6 @@
 // dnnl_matmul: oneDNN matmul primitives for float32/bfloat16 (float16 when oneDNN has a kernel),
 // a blocked C++ GEMM for float64/integers and as the fallback, and the packed-weights cache for
-// small-M products. See dnnl_matmul.h.
+// small-M products (packed_weights.h). See dnnl_matmul.h.
 #include "lucid/backends/cpu/dnnl_matmul.h"
 
 #include <algorithm>
@@ -11,6 +11,8 @@
 
 #include "lucid/backends/cpu/dnnl_common.h"
 #include "lucid/backends/cpu/loops.h"
+#include "lucid/backends/cpu/packed_weights.h"
+#include "lucid/core/external_views.h"
 #include "lucid/core/parallel.h"
 
 namespace lucid::cpu {
@@ -81,195 +83,9 @@ dnnl::algorithm eltwise_alg(MatmulPostOp::Kind k) {
 
 // ---- Packed weights ------------------------------------------------------------------------
 // A product with few rows and a 2-D B spends most of its time in oneDNN's per-call repacking of B
-// into its blocked layout (brgemm's copy_B). Measured with oneDNN alone, one thread, a 1-row
-// 784->256 Linear (B = the transposed weight): 36 us per call, 9 us with B prepacked. For those
-// products the primitive is created with weights format `any`, B is reordered once into the
-// layout it prefers, and the packed copy is cached here, LRU-bounded in bytes
-// (LUCID_MATMUL_PACK_MB, default 256; 0 turns it off).
-//
-// An entry is keyed by B's Storage object, byte offset, dims, strides, dtype and the packed
-// layout, and remembers the storage and its version counter. Entries live no longer than their
-// storage: the cache is a DerivedCache (core/storage.h), so freeing a weight frees its packed
-// copies (and a later storage at the same address never matches a dead one's entry); its bytes
-// count in lucid.memory_cached() and lucid.empty_cache() drops them all. A packed copy is
-// served only while the version still matches; a changed version drops it. Packing waits
-// until B is seen a second time at the same version, so weights updated every step (training)
-// and fresh activations never pay for a pack.
-// Only storages from Storage::allocate qualify: wrapped NumPy buffers and compiled-graph arena
-// slots are written without a version bump. Likewise, while a NumPy view of a storage lives
-// (Tensor.numpy(), __array__, DLPack) nothing of it is packed or served, and its packed copies
-// are dropped when the last view dies (export_begin / export_end).
+// into its blocked layout (brgemm's copy_B). For those products the primitive is created with
+// weights format `any` and B comes from the packed-weights cache (packed_weights.h).
 constexpr int64_t kPackMaxRows = 128;  // measured: the gain fades from ~4x at 1 row to ~8% at 128
-constexpr size_t kPackMaxEntries = 1024;
-
-class PackCache {
- public:
-  PackCache() {
-    const char* e = std::getenv("LUCID_MATMUL_PACK_MB");
-    limit_ = static_cast<size_t>(e ? std::max(0L, std::atol(e)) : 256L) << 20;
-  }
-
-  bool enabled() const { return limit_.load(std::memory_order_relaxed) > 0; }
-
-  // The packed copy of B for key k (k names storage st and the layout), or null when the call
-  // must read B as it is. pack(bytes) makes a packed copy of `bytes` bytes (outside the lock).
-  std::shared_ptr<void> get(const Key& k, const std::shared_ptr<Storage>& st, size_t bytes,
-                            const std::function<std::shared_ptr<void>()>& pack) {
-    const uint32_t ver = st->version.load(std::memory_order_acquire);
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (exports_.count(st.get()) || bytes > limit_) return nullptr;
-      auto it = map_.find(k);
-      if (it == map_.end()) {
-        st->mark_derived();
-        order_.emplace_front(k, Entry{st.get(), ver, nullptr, 0});
-        map_[k] = order_.begin();
-        trim();
-        return nullptr;
-      }
-      order_.splice(order_.begin(), order_, it->second);
-      Entry& e = it->second->second;
-      if (e.version != ver) {  // written since
-        bytes_ -= e.bytes;
-        e = Entry{st.get(), ver, nullptr, 0};
-        return nullptr;
-      }
-      if (e.data) {
-        ++hits_;
-        return e.data;
-      }
-    }
-    std::shared_ptr<void> data = pack();
-    std::lock_guard<std::mutex> g(mu_);
-    auto it = map_.find(k);
-    // Serve it only if nothing changed while packing (a write racing the pack, or a new export).
-    if (it == map_.end() || exports_.count(st.get()) || st->version.load(std::memory_order_acquire) != ver) return nullptr;
-    Entry& e = it->second->second;
-    if (e.version != ver) return nullptr;
-    if (!e.data) {
-      e.data = data;
-      e.bytes = bytes;
-      bytes_ += bytes;
-      ++packs_;
-      trim();
-    }
-    return e.data ? e.data : data;
-  }
-
-  void export_begin(const Storage* s) {
-    std::lock_guard<std::mutex> g(mu_);
-    ++exports_[s];
-  }
-  void export_end(const Storage* s) {
-    std::lock_guard<std::mutex> g(mu_);
-    auto x = exports_.find(s);
-    if (x == exports_.end() || --x->second > 0) return;
-    exports_.erase(x);
-    erase_storage(s);  // the view may have written anything
-  }
-  // A storage's destructor (DerivedCache::storage_freed).
-  void storage_freed(const Storage* s) {
-    std::lock_guard<std::mutex> g(mu_);
-    erase_storage(s);
-  }
-  int64_t bytes() {
-    std::lock_guard<std::mutex> g(mu_);
-    return static_cast<int64_t>(bytes_);
-  }
-  // lucid.empty_cache(): every entry goes; the counters stay.
-  int64_t release_all() {
-    std::lock_guard<std::mutex> g(mu_);
-    const int64_t freed = static_cast<int64_t>(bytes_);
-    order_.clear();
-    map_.clear();
-    bytes_ = 0;
-    return freed;
-  }
-
-  MatmulPackStats stats() {
-    std::lock_guard<std::mutex> g(mu_);
-    MatmulPackStats r;
-    r.entries = order_.size();
-    for (auto& kv : order_) r.packed += kv.second.data != nullptr;
-    r.bytes = bytes_;
-    r.limit = limit_;
-    r.hits = hits_;
-    r.packs = packs_;
-    return r;
-  }
-  size_t set_limit(size_t bytes) {
-    std::lock_guard<std::mutex> g(mu_);
-    size_t old = limit_;
-    limit_ = bytes;
-    trim();
-    return old;
-  }
-  void clear() {
-    release_all();
-    std::lock_guard<std::mutex> g(mu_);
-    hits_ = packs_ = 0;
-  }
-
- private:
-  struct Entry {
-    const Storage* storage;  // alive: its destructor erases the entry
-    uint32_t version = 0;
-    std::shared_ptr<void> data;  // null until packed
-    size_t bytes = 0;
-  };
-  using List = std::list<std::pair<Key, Entry>>;
-
-  List::iterator erase(List::iterator it) {
-    bytes_ -= it->second.bytes;
-    map_.erase(it->first);
-    return order_.erase(it);
-  }
-  void erase_storage(const Storage* s) {
-    for (auto it = order_.begin(); it != order_.end();) {
-      if (it->second.storage == s) it = erase(it);
-      else ++it;
-    }
-  }
-  // Evicts least recently used entries over the byte or entry limit.
-  void trim() {
-    while (!order_.empty() && (bytes_ > limit_ || order_.size() > kPackMaxEntries)) erase(std::prev(order_.end()));
-  }
-
-  std::mutex mu_;
-  std::atomic<size_t> limit_{0};
-  List order_;
-  std::unordered_map<Key, List::iterator, KeyHash> map_;
-  std::unordered_map<const Storage*, int> exports_;  // live NumPy views per storage
-  size_t bytes_ = 0;
-  uint64_t hits_ = 0, packs_ = 0;
-};
-
-// Never destroyed (storages may die during static destruction and call storage_freed).
-PackCache& pack_cache() {
-  static PackCache* c = [] {
-    auto* cache = new PackCache;
-    static const DerivedCache hooks{[](const Storage* s) { pack_cache().storage_freed(s); },
-                                    [] { return pack_cache().bytes(); }, [] { return pack_cache().release_all(); }};
-    register_derived_cache(&hooks);
-    return cache;
-  }();
-  return *c;
-}
-
-// Whether B's storage may be packed: allocated by lucid (Storage::allocate makes `owner` own
-// `data` itself; Storage::wrap's owner is the producer: a NumPy array or a compiled arena).
-bool packable_storage(const Storage& s) { return s.owner.get() == s.data; }
-
-// Appends the layout of a (blocked) memory descriptor to a key; false for other format kinds.
-bool add_layout(Key& k, const dnnl::memory::desc& md) {
-  const dnnl_memory_desc_t& d = md.data;
-  if (d.format_kind != dnnl_blocked) return false;
-  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
-  k.add(d.ndims).add(d.data_type).add(d.offset0).add(b.inner_nblks).add(d.extra.flags);
-  for (int i = 0; i < d.ndims; ++i) k.add(d.dims[i]).add(d.padded_dims[i]).add(d.padded_offsets[i]).add(b.strides[i]);
-  for (int i = 0; i < b.inner_nblks; ++i) k.add(b.inner_blks[i]).add(b.inner_idxs[i]);
-  return true;
-}
 
 // The matmul primitive for these descriptors (cached), or null when oneDNN has no implementation.
 // `packed`: B's descriptor is format `any` (the primitive picks its layout; see PackCache).
@@ -321,19 +137,12 @@ std::shared_ptr<MatmulPrim> matmul_prim(const Geometry& A, const Geometry& B, co
 std::shared_ptr<void> packed_weights(const MatmulPrim& prim, const Geometry& B, const void* pb, const Tensor& w,
                                      DType dt) {
   Key k;
+  k.add(1);  // a GEMM's B (a convolution's weights key on 2)
   k.add(reinterpret_cast<intptr_t>(w.impl()->storage.get())).add(w.offset() * static_cast<int64_t>(itemsize(dt)));
   k.add(static_cast<int64_t>(dt)).add(B.dims).add(B.strides);
   if (!add_layout(k, prim.wei)) return nullptr;
-  const size_t bytes = prim.wei.get_size();
-  return pack_cache().get(k, w.impl()->storage, bytes, [&]() -> std::shared_ptr<void> {
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    std::shared_ptr<void> buf(p, [](void* q) { std::free(q); });
-    dnnl::memory src = mem(strided_desc(B.dims, B.strides, dt), pb), dst = mem(prim.wei, p);
-    dnnl::reorder(src, dst).execute(stream(), src, dst);
-    stream().wait();
-    return buf;
-  });
+  return packed_weight(k, w.impl()->storage, prim.wei.get_size(),
+                       [&] { return reorder_copy(strided_desc(B.dims, B.strides, dt), pb, prim.wei); });
 }
 
 // One oneDNN matmul call; false when oneDNN has no implementation for these descriptors.
@@ -342,8 +151,8 @@ bool run_dnnl(const Geometry& A, const void* pa, const Geometry& B, const void* 
               const Geometry& D, void* pd, DType dt, const MatmulEpilogue& ep, const Tensor& wsrc = Tensor()) {
   std::shared_ptr<MatmulPrim> prim;
   std::shared_ptr<void> wbuf;
-  if (wsrc.defined() && D.dims.size() == 2 && D.dims[0] <= kPackMaxRows && pack_cache().enabled() &&
-      packable_storage(*wsrc.impl()->storage) && (prim = matmul_prim(A, B, bias, D, dt, ep, true)))
+  if (wsrc.defined() && D.dims.size() == 2 && D.dims[0] <= kPackMaxRows && weight_pack_enabled() &&
+      version_tracks_contents(*wsrc.impl()->storage) && (prim = matmul_prim(A, B, bias, D, dt, ep, true)))
     wbuf = packed_weights(*prim, B, pb, wsrc, dt);
   if (!wbuf) prim = matmul_prim(A, B, bias, D, dt, ep, false);
   if (!prim) return false;
@@ -627,10 +436,5 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
 
 size_t matmul_cache_size() { return prim_cache().size(); }
 
-MatmulPackStats matmul_pack_stats() { return pack_cache().stats(); }
-size_t matmul_pack_set_limit(size_t bytes) { return pack_cache().set_limit(bytes); }
-void matmul_pack_clear() { pack_cache().clear(); }
-void matmul_pack_export_begin(const Storage* s) { pack_cache().export_begin(s); }
-void matmul_pack_export_end(const Storage* s) { pack_cache().export_end(s); }
 
 }  // namespace lucid::cpu

@@ -1,5 +1,5 @@
 // Matrix-multiply kernel entry point shared by every matmul-like op (Matmul, Addmm, Linear,
-// LinearFused) and, later, by the compiler's fused GEMM epilogues:
+// LinearFused):
 //
 //   dnnl_matmul(a, b, bias, epilogue, out):
 //     out[..., m, n] = post_ops( alpha * sum_k a[..., m, k] * b[..., k, n] + bias[n] )
@@ -9,7 +9,7 @@
 // bfloat16 run on oneDNN matmul primitives (cached per shape/strides/dtype/epilogue in an LRU);
 // float16 tries oneDNN and otherwise computes in float32; float64 and integers use a blocked C++
 // loop. Products of at most 128 rows with a 2-D b read a cached copy of b in the primitive's
-// preferred layout once b has been seen twice unchanged (see matmul_pack_*). Post-ops run in
+// preferred layout once b has been seen twice unchanged (packed_weights.h). Post-ops run in
 // order: Sum adds scale * (the value `out` held before the call: the caller
 // pre-fills it with the residual), Gelu/GeluTanh apply the activation. There is no ReLU post-op:
 // oneDNN's maps NaN to 0 (see backends/cpu/fused_epilogue.h).
@@ -64,18 +64,5 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
 
 // Number of primitives in the matmul cache (tests and benchmarks read it).
 size_t matmul_cache_size();
-
-// Packed-weights cache of small-M products with a 2-D B (see PackCache in dnnl_matmul.cpp).
-struct MatmulPackStats {
-  size_t entries = 0, packed = 0, bytes = 0, limit = 0;  // packed: entries holding a packed copy
-  uint64_t hits = 0, packs = 0;                         // since the last clear
-};
-MatmulPackStats matmul_pack_stats();
-size_t matmul_pack_set_limit(size_t bytes);  // byte bound (0: off); returns the previous one
-void matmul_pack_clear();
-// Bracket the life of a view that writes storage s without bumping its version (a NumPy array
-// over it): in between nothing of s is packed or served; at the end its packed copies are dropped.
-void matmul_pack_export_begin(const Storage* s);
-void matmul_pack_export_end(const Storage* s);
 
 }  // namespace lucid::cpu

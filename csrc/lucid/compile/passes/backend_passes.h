@@ -29,6 +29,9 @@ struct BackendPasses {
   // output dtype; nullopt when it can't run the node in a group. Null: the backend groups nothing.
   std::optional<DType> (*fused_elementwise_dtype)(OpId op, const TensorList& inputs, const Attrs& attrs,
                                                   DType out) = nullptr;
+  // Whether the backend's executor keeps the values of state_computed_nodes across calls and
+  // recomputes them only when a bound tensor they read has changed (MemoryPlan::kCached).
+  bool caches_state_values = false;
 };
 
 // The description registered for a device type, or one with no rewrites and no grouping.

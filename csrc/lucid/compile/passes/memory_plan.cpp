@@ -6,6 +6,10 @@
 //   graph output, or the base of a  kFresh     allocated per call: it is handed to the caller,
 //   view chain that is an output               so it must not live in the reused arena
 //   every other node output         offset     a contiguous tensor inside the arena
+//   output of a state_computed node kCached    (cache_state only) kept by the executor across
+//   (computed from bound state and             calls, recomputed when a bound tensor it reads
+//   constants only)                            changed: BatchNorm folded into conv weights is
+//                                              computed once per weight update, not per call
 //   the final value of a state or   kTarget    written by its node straight into the target
 //   input (its last assign), when              (the parameter, optimizer moment...), so the
 //   nothing reads the old value later          end-of-call copy disappears
@@ -95,9 +99,44 @@ int64_t pack(std::vector<Buffer>& bufs) {
   return high;
 }
 
+// Each value's root: the non-view value whose storage it uses.
+std::vector<int> view_roots(const Graph& g) {
+  std::vector<int> root(g.values().size());
+  for (size_t v = 0; v < root.size(); ++v) root[v] = static_cast<int>(v);
+  for (const Node& node : g.nodes())
+    if (is_view_node(node))
+      for (int o : node.outputs) root[o] = root[node.inputs.at(0)];
+  return root;
+}
+
 }  // namespace
 
-MemoryPlan plan_memory(const Graph& g) {
+std::vector<char> state_computed_nodes(const Graph& g) {
+  const auto& nodes = g.nodes();
+  std::vector<int> root = view_roots(g);
+  std::vector<char> escapes(g.values().size(), 0), derived(g.values().size(), 0), out(nodes.size(), 0);
+  for (int o : g.outputs()) escapes[root[o]] = 1;
+  for (const Assign& a : g.assigns()) escapes[root[a.value]] = 1;
+  for (size_t v = 0; v < derived.size(); ++v) {
+    ValueKind k = g.value(static_cast<int>(v)).kind;
+    derived[v] = k == ValueKind::State || k == ValueKind::Const;
+  }
+  bool any_kernel = false;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    bool ok = op_def(node.op).lowering != Lowering::Random;
+    for (int in : node.inputs) ok = ok && (in < 0 || derived[in]);
+    for (int o : node.outputs) ok = ok && !escapes[root[o]];
+    if (!ok) continue;
+    out[n] = 1;
+    any_kernel = any_kernel || !is_view_node(node);
+    for (int o : node.outputs) derived[o] = 1;
+  }
+  if (!any_kernel) out.assign(nodes.size(), 0);
+  return out;
+}
+
+MemoryPlan plan_memory(const Graph& g, bool cache_state) {
   const auto& nodes = g.nodes();
   const int nv = static_cast<int>(g.values().size());
   const int end = static_cast<int>(nodes.size());  // "after the last node": assigns are copied here
@@ -105,14 +144,11 @@ MemoryPlan plan_memory(const Graph& g) {
   plan.offset.assign(nv, MemoryPlan::kExternal);
 
   // Classify node outputs and find each value's root: the non-view value whose storage it uses.
-  std::vector<int> root(nv), last(nv, -1);
-  for (int v = 0; v < nv; ++v) root[v] = v;
+  std::vector<int> root = view_roots(g), last(nv, -1);
   for (int n = 0; n < end; ++n) {
-    const Node& node = nodes[n];
-    bool view = is_view_node(node);
-    for (int o : node.outputs) {
+    const bool view = is_view_node(nodes[n]);
+    for (int o : nodes[n].outputs) {
       plan.offset[o] = view ? MemoryPlan::kAlias : kUnplanned;
-      if (view) root[o] = root[node.inputs.at(0)];
       last[o] = n;
     }
   }
@@ -150,6 +186,12 @@ MemoryPlan plan_memory(const Graph& g) {
     }
   }
   for (const Assign& a : g.assigns()) last[root[a.value]] = end;
+  if (cache_state) {
+    std::vector<char> cached = state_computed_nodes(g);
+    for (int n = 0; n < end; ++n)
+      if (cached[n] && !is_view_node(nodes[n]))
+        for (int o : nodes[n].outputs) plan.offset[o] = MemoryPlan::kCached;
+  }
   // Graph outputs (and the bases of output views) escape the call: fresh per call.
   for (int o : g.outputs())
     if (plan.offset[root[o]] == kUnplanned) plan.offset[root[o]] = MemoryPlan::kFresh;
@@ -207,6 +249,7 @@ std::string MemoryPlan::str(const Graph& g) const {
       int64_t off = offset.at(o);
       if (off >= 0) s << "arena[" << off << ',' << off + value_bytes(g.value(o)) << ")\n";
       else if (off == kTarget) s << "into %" << c[target.at(o)] << '\n';
+      else if (off == kCached) s << "cached\n";
       else s << (off == kFresh ? "fresh\n" : "alias\n");  // node values are never external
     }
   s << "arena_bytes=" << arena_bytes << " in_place=" << in_place << " to_target=" << to_target << '\n';

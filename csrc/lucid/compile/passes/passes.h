@@ -81,6 +81,8 @@ struct MemoryPlan {
   static constexpr int64_t kAlias = -2;  // a view: shares its base's storage (set by the view op)
   static constexpr int64_t kExternal = -3;  // input, state or constant: fed, never allocated
   static constexpr int64_t kTarget = -5;  // written straight into its assign target (target[id])
+  static constexpr int64_t kCached = -6;  // computed from bound state and constants only (state_computed_nodes):
+                                          // the executor keeps it across calls (see memory_plan.cpp)
   std::vector<int64_t> offset;  // per value id: byte offset in the arena, or one of the above
   std::vector<int> target;      // per value id: for kTarget values, the state or input written; else -1
   int64_t arena_bytes = 0;
@@ -88,7 +90,16 @@ struct MemoryPlan {
   int to_target = 0;  // values written straight into their assign target
   std::string str(const Graph& g) const;  // one line per node value, for tests and LUCID_DUMP_IR
 };
-MemoryPlan plan_memory(const Graph& g);
+// cache_state: plan the outputs of state_computed_nodes as kCached (for a backend whose executor
+// keeps them across calls, BackendPasses::caches_state_values); otherwise they are planned as
+// any other node value.
+MemoryPlan plan_memory(const Graph& g, bool cache_state = false);
+// Per node: computed only from states and constants (directly or through other such nodes), not
+// random, and no output of it (nor a view of one) is a graph output or an assigned value. Such a
+// node gives the same result at every call while the bound tensors it reads keep their contents,
+// so an executor may compute it once and reuse it (BatchNorm folded into a conv's weights, a
+// weight's transpose). All zeros when no such node is a kernel (views alone are not worth it).
+std::vector<char> state_computed_nodes(const Graph& g);
 
 // The pipeline lucid.compile runs, in order: the shared passes with the backend's rewrites among
 // them (see pipeline.cpp). `dump` names a pass (or "all") whose output is printed to stderr

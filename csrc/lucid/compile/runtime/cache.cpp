@@ -6,6 +6,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "lucid/compile/passes/backend_passes.h"
+
 namespace lucid::rt {
 
 namespace {
@@ -71,7 +73,10 @@ CompileResult build_executable(ir::Graph g) {
         return r;
       }
   }
-  ir::MemoryPlan plan = ir::pass_disabled("memory_plan") ? eager_plan(g) : ir::plan_memory(g);
+  ir::MemoryPlan plan = ir::pass_disabled("memory_plan")
+                            ? eager_plan(g)
+                            : ir::plan_memory(g, !ir::pass_disabled("state_cache") &&
+                                                     ir::backend_passes(ir::graph_device(g).type).caches_state_values);
   auto exe = std::make_shared<const Executable>(std::move(g), std::move(plan));
   std::lock_guard<std::mutex> lk(c.mu);
   c.lru.push_front({r.hash, std::move(text), exe});

@@ -38,6 +38,7 @@ class Executable {
   int64_t arena_bytes() const { return program_->plan().arena_bytes; }
   size_t num_instructions() const { return program_->instructions().size(); }
   size_t pooled_frames() const { return executor_->pooled_frames(); }
+  uint64_t state_cache_fills() const { return executor_->state_cache_fills(); }
   // Frees the pooled frames (and their arenas): for an executable nothing runs any more but the
   // process-wide cache still holds. A later run makes a new frame.
   void trim() const { executor_->trim(); }

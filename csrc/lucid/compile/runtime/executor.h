@@ -17,7 +17,10 @@ class Executor {
   virtual ~Executor() = default;
   virtual TensorList run(const TensorList& inputs, const TensorList& states) const = 0;
   virtual size_t pooled_frames() const = 0;  // memory the executor holds between calls, as frames
-  virtual void trim() const = 0;             // frees it; a later run makes it again
+  virtual void trim() const = 0;             // frees it (and any state cache); a later run makes it again
+  // How many times the state cache (Instruction::cached) was computed: tests check that it is
+  // computed again exactly when a bound tensor it reads changed. 0 for an executor without one.
+  virtual uint64_t state_cache_fills() const { return 0; }
 };
 
 // Builds the executor of one program; the program outlives it (the executor holds it).

@@ -39,9 +39,10 @@ Program::Program(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)), plan_
     if (in.kind != Instruction::Kind::View)
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         int64_t off = plan_.offset[n.outputs[k]];
-        LUCID_CHECK(off >= 0 || off == MemoryPlan::kFresh || off == MemoryPlan::kTarget, Error, "Executable: ",
-                    def.name, " output planned as neither arena, fresh nor into its target");
-        if (off == MemoryPlan::kFresh) in.fresh.push_back(static_cast<int>(k));
+        LUCID_CHECK(off >= 0 || off == MemoryPlan::kFresh || off == MemoryPlan::kTarget || off == MemoryPlan::kCached,
+                    Error, "Executable: ", def.name, " output planned as neither arena, fresh, cached nor into its target");
+        in.cached = off == MemoryPlan::kCached;
+        if (off == MemoryPlan::kFresh || off == MemoryPlan::kCached) in.fresh.push_back(static_cast<int>(k));
         if (off == MemoryPlan::kTarget) {
           in.into.push_back({static_cast<int>(k), static_cast<int>(targets_.size())});
           targets_.push_back(plan_.target.at(n.outputs[k]));
@@ -49,6 +50,25 @@ Program::Program(ir::Graph g, ir::MemoryPlan plan) : graph_(std::move(g)), plan_
       }
     instrs_.push_back(std::move(in));
   }
+  // The state cache: its kernels are the kCached nodes, its views those of state_computed_nodes
+  // (a view of a state or of a cached value that a cached kernel or the rest of the program reads).
+  std::vector<char> cached_value(graph_.values().size(), 0);
+  if (std::any_of(plan_.offset.begin(), plan_.offset.end(), [](int64_t o) { return o == MemoryPlan::kCached; })) {
+    std::vector<char> sc = ir::state_computed_nodes(graph_);
+    for (size_t k = 0; k < instrs_.size(); ++k) {
+      Instruction& in = instrs_[k];
+      if (in.kind == Instruction::Kind::View) in.cached = sc[k];
+      if (in.cached)
+        for (int o : in.node->outputs) cached_value[o] = 1;
+    }
+  }
+  std::vector<char> listed(graph_.values().size(), 0);
+  for (const Instruction& in : instrs_)
+    for (int i : in.node->inputs) {
+      if (i < 0 || listed[i]) continue;
+      if (in.cached && graph_.value(i).kind == ValueKind::State) cache_reads_.push_back(i), listed[i] = 1;
+      if (!in.cached && cached_value[i]) cache_values_.push_back(i), listed[i] = 1;
+    }
   // Only the last write to each target matters (the runtime writes after all nodes ran).
   std::vector<bool> seen(graph_.values().size(), false);
   for (auto it = graph_.assigns().rbegin(); it != graph_.assigns().rend(); ++it)

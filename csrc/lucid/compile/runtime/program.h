@@ -5,7 +5,8 @@
 // over which value slots, and which of its outputs are fresh per call or written into an assign
 // target), the final assigns (writes to state or arguments, the last one per target, in order)
 // and which outputs are such a target. It is what save_compiled stores (as the graph) and what
-// every executor shares; nothing in it points at a kernel or at memory.
+// every executor shares; nothing in it points at a kernel or at memory. Which instructions form
+// the state cache (values computed from bound state only, kept across calls) is here too.
 //
 // The parts of a call every executor does alike live here too: checking the feeds, deciding which
 // targets can be written in place this call, applying the final assigns and collecting the
@@ -27,6 +28,10 @@ struct Instruction {
   std::vector<int> fresh;  // outputs allocated per call (positions in node->outputs)
   std::vector<std::pair<int, int>> into;  // (output position, index in targets()): written into a target
   bool random = false;     // Lowering::Random: seed and offset filled in per call
+  // A node of the state cache (MemoryPlan::kCached): computed from bound state and constants
+  // only; its outputs are in `fresh`. An executor that keeps the cache runs it only when a bound
+  // tensor it reads has changed; any other runs it every call like the rest.
+  bool cached = false;
 };
 
 class Program {
@@ -41,6 +46,10 @@ class Program {
   const std::vector<Instruction>& instructions() const { return instrs_; }
   const std::vector<ir::Assign>& final_assigns() const { return final_assigns_; }
   const std::vector<int>& targets() const { return targets_; }  // value ids of the states/inputs written in place (plan kTarget)
+  // The state cache: the state value ids its instructions read, and the value ids of its results
+  // that the rest of the program reads (both empty when nothing is planned kCached).
+  const std::vector<int>& cache_reads() const { return cache_reads_; }
+  const std::vector<int>& cache_values() const { return cache_values_; }
 
   // Raises ValueError unless inputs and states match the graph's by count, shape, dtype and device.
   void check_feeds(const TensorList& inputs, const TensorList& states) const;
@@ -65,6 +74,7 @@ class Program {
   std::vector<ir::Assign> final_assigns_;  // the last write to each target, in order
   std::vector<int> output_target_;         // per output: the target whose final value it is, or -1
   std::vector<int> targets_;
+  std::vector<int> cache_reads_, cache_values_;
 };
 
 // The plan the runtime uses when the memory planner is switched off: every node value is

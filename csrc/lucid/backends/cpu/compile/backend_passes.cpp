@@ -8,6 +8,6 @@
 
 namespace lucid::cpu {
 
-LUCID_REGISTER_BACKEND_PASSES(CPU, "cpu", {{"epilogue", absorb_epilogues}}, ew_block_dtype);
+LUCID_REGISTER_BACKEND_PASSES(CPU, "cpu", {{"epilogue", absorb_epilogues}}, ew_block_dtype, true);
 
 }  // namespace lucid::cpu

@@ -8,6 +8,14 @@
 // (kTarget) is written by its node straight into the bound tensor, unless that tensor shares
 // memory with another fed tensor or is not contiguous (checked per call): then it gets a fresh
 // tensor and the end-of-call copy, as any other assign.
+//
+// The state cache: values computed from bound state and constants only (MemoryPlan::kCached,
+// e.g. eval BatchNorm folded into a conv's weights and bias) are kept by the executor across
+// calls and frames, and recomputed only when a bound tensor they read is no longer the one they
+// were computed from: another storage or address or strides, a bumped version, or an external
+// (NumPy/DLPack) view that lives or ended since (core/external_views.h). A bound tensor whose
+// version can't be trusted (not lucid's own buffer, or a NumPy view of it alive) makes them be
+// recomputed at every call, as without the cache.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,6 +25,7 @@
 
 #include "lucid/backends/cpu/compile/fused_ew.h"
 #include "lucid/compile/runtime/executor.h"
+#include "lucid/core/external_views.h"
 #include "lucid/core/generator.h"
 
 namespace lucid::cpu {
@@ -56,6 +65,7 @@ class CpuExecutor final : public rt::Executor {
   TensorList run(const TensorList& inputs, const TensorList& states) const override;
   size_t pooled_frames() const override;
   void trim() const override;
+  uint64_t state_cache_fills() const override { return cache_fills_.load(std::memory_order_relaxed); }
 
  private:
   using Kind = Instruction::Kind;
@@ -72,6 +82,24 @@ class CpuExecutor final : public rt::Executor {
     std::vector<TensorList> ins, outs;  // per instruction
     std::vector<int> transient;         // slots refilled per call (inputs, states, fresh, views)
   };
+  // What one call's instructions share: its feeds, which targets it writes in place, its draws.
+  struct Call {
+    const TensorList& inputs;
+    const TensorList& states;
+    const std::vector<char>& into_ok;
+    uint64_t rng_seed, rng_base;
+  };
+  // The bound tensor a cached value was computed from, as it was then.
+  struct StateStamp {
+    std::weak_ptr<Storage> storage;
+    const Storage* raw = nullptr;
+    const void* data = nullptr;
+    Strides strides;
+    uint32_t version = 0;
+    ExternalViewCount views;
+  };
+  void step(size_t k, Frame& f, const Call& c) const;
+  void fill_state_cache(Frame& f, const Call& c) const;
   std::unique_ptr<Frame> make_frame() const;
   std::unique_ptr<Frame> acquire() const;
   void release(std::unique_ptr<Frame> f) const;
@@ -85,6 +113,12 @@ class CpuExecutor final : public rt::Executor {
   mutable std::atomic<Frame*> hot_{nullptr};  // one frame ready without locking (the common case)
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Frame>> pool_;
+  bool has_cache_ = false;  // the program has state-cache instructions
+  mutable std::mutex cache_mu_;
+  mutable bool cache_valid_ = false;
+  mutable std::vector<StateStamp> cache_stamps_;  // per Program::cache_reads()
+  mutable std::vector<Tensor> cache_values_;      // per Program::cache_values()
+  mutable std::atomic<uint64_t> cache_fills_{0};
 };
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const Program> program)
@@ -103,6 +137,7 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Program> program)
       in.kernel = def.kernel(DeviceType::CPU);
       LUCID_CHECK(in.kernel, NotImplementedError, "lucid.compile: ", def.api_name, " has no CPU kernel");
     }
+    has_cache_ = has_cache_ || in.cached;
     instrs_.push_back(std::move(in));
   }
   confirm_static_views();
@@ -209,6 +244,11 @@ void CpuExecutor::release(std::unique_ptr<Frame> f) const {
 
 void CpuExecutor::trim() const {
   delete hot_.exchange(nullptr, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lk(cache_mu_);
+    cache_valid_ = false;
+    cache_values_.clear();
+  }
   std::lock_guard<std::mutex> lk(pool_mu_);
   pool_.clear();
 }
@@ -216,6 +256,82 @@ void CpuExecutor::trim() const {
 size_t CpuExecutor::pooled_frames() const {
   std::lock_guard<std::mutex> lk(pool_mu_);
   return pool_.size() + (hot_.load() != nullptr);
+}
+
+// Instruction k of this call: its inputs from the slots, fresh outputs allocated, outputs
+// planned into a target set to that target (when writable this call), then the kernel, the view
+// or the fused group.
+void CpuExecutor::step(size_t k, Frame& f, const Call& c) const {
+  const Instr& in = instrs_[k];
+  const ir::Node& n = *in.node;
+  std::vector<Tensor>& s = f.slots;
+  TensorList& ins = f.ins[k];
+  for (size_t j = 0; j < n.inputs.size(); ++j) ins[j] = n.inputs[j] < 0 ? Tensor() : s[n.inputs[j]];
+  if (in.kind == Kind::View) {
+    TensorList r = in.view(ins, n.attrs);
+    for (size_t j = 0; j < n.outputs.size(); ++j) s[n.outputs[j]] = std::move(r[j]);
+    return;
+  }
+  TensorList& outs = f.outs[k];
+  for (int j : in.fresh) {
+    const ir::Value& v = graph_.value(n.outputs[j]);
+    outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
+  }
+  for (auto [j, t] : in.into) {
+    if (c.into_ok[t]) {
+      outs[j] = s[n.outputs[j]] = program_->fed(c.inputs, c.states, program_->targets()[t]);
+    } else {
+      const ir::Value& v = graph_.value(n.outputs[j]);
+      outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
+    }
+  }
+  if (in.kind == Kind::Fused) {
+    run_fused(*in.fused, ins, outs);
+  } else if (in.random) {
+    Attrs a = n.attrs;
+    a.set("seed", static_cast<int64_t>(c.rng_seed)).set("offset", static_cast<int64_t>(c.rng_base + n.attrs.i("offset")));
+    in.kernel(ins, outs, a);
+  } else {
+    in.kernel(ins, outs, n.attrs);
+  }
+}
+
+// Puts the state cache's values into the frame's slots: the kept ones when every bound tensor
+// they read is as it was when they were computed, else computes them (one call at a time).
+void CpuExecutor::fill_state_cache(Frame& f, const Call& c) const {
+  const std::vector<int>& reads = program_->cache_reads();
+  const std::vector<int>& values = program_->cache_values();
+  std::lock_guard<std::mutex> lk(cache_mu_);
+  bool valid = cache_valid_;
+  for (size_t i = 0; valid && i < reads.size(); ++i) {
+    const Tensor& t = program_->fed(c.inputs, c.states, reads[i]);
+    const Storage& st = *t.impl()->storage;
+    const StateStamp& was = cache_stamps_[i];
+    valid = was.raw == &st && !was.storage.expired() && was.data == t.data_ptr() && was.strides == t.strides() &&
+            was.version == st.version.load(std::memory_order_acquire) && was.views == external_views(&st) &&
+            version_tracks_contents(st);
+  }
+  if (valid) {
+    for (size_t j = 0; j < values.size(); ++j) f.slots[values[j]] = cache_values_[j];
+    return;
+  }
+  // Stamped before computing: a write racing the computation shows as a changed version next call.
+  bool trusted = true;
+  cache_stamps_.resize(reads.size());
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const Tensor& t = program_->fed(c.inputs, c.states, reads[i]);
+    const std::shared_ptr<Storage>& st = t.impl()->storage;
+    cache_stamps_[i] = {st, st.get(), t.data_ptr(), t.strides(), st->version.load(std::memory_order_acquire),
+                        external_views(st.get())};
+    trusted = trusted && version_tracks_contents(*st);
+  }
+  cache_valid_ = false;
+  cache_fills_.fetch_add(1, std::memory_order_relaxed);
+  for (size_t k = 0; k < instrs_.size(); ++k)
+    if (instrs_[k].cached && !instrs_[k].static_view) step(k, f, c);
+  cache_values_.resize(values.size());
+  for (size_t j = 0; j < values.size(); ++j) cache_values_[j] = f.slots[values[j]];
+  cache_valid_ = trusted;
 }
 
 TensorList CpuExecutor::run(const TensorList& inputs, const TensorList& states) const {
@@ -232,57 +348,24 @@ TensorList CpuExecutor::run(const TensorList& inputs, const TensorList& states) 
     rng_seed = gen->initial_seed();
     rng_base = gen->reserve(static_cast<uint64_t>(graph_.rng_draws()));
   }
-  const std::vector<int>& targets = program_->targets();
   thread_local std::vector<char> into_ok;  // targets written in place this call
   program_->writable_targets(inputs, states, into_ok);
+  const Call call{inputs, states, into_ok, rng_seed, rng_base};
   std::vector<Tensor>& s = f->slots;
   for (size_t i = 0; i < inputs.size(); ++i) s[graph_.inputs()[i]] = inputs[i];
   for (size_t i = 0; i < states.size(); ++i) s[graph_.states()[i]] = states[i];
   static const bool profile = std::getenv("LUCID_COMPILE_PROFILE") != nullptr;
   std::vector<std::pair<double, size_t>> prof;
+  auto t_cache = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  if (has_cache_) fill_state_cache(*f, call);
+  const double cache_ms =
+      profile ? std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_cache).count() : 0.0;
   for (size_t k = 0; k < instrs_.size(); ++k) {
     const Instr& in = instrs_[k];
-    if (in.static_view) continue;  // made with the frame
-    const ir::Node& n = *in.node;
-    TensorList& ins = f->ins[k];
+    if (in.static_view || in.cached) continue;  // made with the frame, or by fill_state_cache
     auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    struct ProfileEnd {
-      bool on;
-      std::vector<std::pair<double, size_t>>& v;
-      size_t k;
-      std::chrono::steady_clock::time_point t0;
-      ~ProfileEnd() {
-        if (on) v.push_back({std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), k});
-      }
-    } prof_end{profile, prof, k, t0};
-    for (size_t j = 0; j < n.inputs.size(); ++j) ins[j] = n.inputs[j] < 0 ? Tensor() : s[n.inputs[j]];
-    if (in.kind == Kind::View) {
-      TensorList r = in.view(ins, n.attrs);
-      for (size_t j = 0; j < n.outputs.size(); ++j) s[n.outputs[j]] = std::move(r[j]);
-      continue;
-    }
-    TensorList& outs = f->outs[k];
-    for (int j : in.fresh) {
-      const ir::Value& v = graph_.value(n.outputs[j]);
-      outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
-    }
-    for (auto [j, t] : in.into) {
-      if (into_ok[t]) {
-        outs[j] = s[n.outputs[j]] = program_->fed(inputs, states, targets[t]);
-      } else {
-        const ir::Value& v = graph_.value(n.outputs[j]);
-        outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype);
-      }
-    }
-    if (in.kind == Kind::Fused) {
-      run_fused(*in.fused, ins, outs);
-    } else if (in.random) {
-      Attrs a = n.attrs;
-      a.set("seed", static_cast<int64_t>(rng_seed)).set("offset", static_cast<int64_t>(rng_base + n.attrs.i("offset")));
-      in.kernel(ins, outs, a);
-    } else {
-      in.kernel(ins, outs, n.attrs);
-    }
+    step(k, *f, call);
+    if (profile) prof.push_back({std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), k});
   }
   auto t_assign = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   program_->apply_assigns(s, inputs, states);
@@ -292,8 +375,8 @@ TensorList CpuExecutor::run(const TensorList& inputs, const TensorList& states) 
     const double assign_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_assign).count();
     std::sort(prof.rbegin(), prof.rend());
-    std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %zu instructions, %8.3f ms  %zu final assigns\n", total,
-                 prof.size(), assign_ms, program_->final_assigns().size());
+    std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %zu instructions, %8.3f ms  %zu final assigns, %8.3f ms  state cache\n",
+                 total, prof.size(), assign_ms, program_->final_assigns().size(), cache_ms);
     static const size_t n_show = std::max<long>(8, std::atol(std::getenv("LUCID_COMPILE_PROFILE")));
     for (size_t i = 0; i < std::min<size_t>(n_show, prof.size()); ++i)
       std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %s (instruction %zu)\n", prof[i].first,

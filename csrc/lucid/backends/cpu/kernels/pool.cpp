@@ -41,68 +41,78 @@ void max_pool_kernel(const Tensor& x, const Tensor& out, const Tensor& idx, cons
   const int64_t kh = k[0], kw = k[1], sh = s[0], sw = s[1], ph = p[0], pw = p[1], dh = d[0], dw = d[1];
   const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW;
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;  // float for 16-bit floats
-  const bool fast = dh == 1 && dw == 1 && ph == 0 && pw == 0 && (OH - 1) * sh + kh <= H && (OW - 1) * sw + kw <= W;
+  // Output columns whose windows lie wholly inside the row (no padding, no clipping): those run
+  // as whole-row vector selects; the columns at the borders take the general per-window loop.
+  const int64_t ow_lo = std::min<int64_t>(OW, (pw + sw - 1) / sw);
+  const int64_t ow_hi = std::max<int64_t>(ow_lo, std::min<int64_t>(OW, W - 1 - (kw - 1) * dw + pw >= 0
+                                                                          ? (W - 1 - (kw - 1) * dw + pw) / sw + 1
+                                                                          : 0));
   for_planes(g, OH * OW * kh * kw, [&](int64_t pl) {
     const T* __restrict xp = X + pl * H * W;
     T* __restrict op = O + pl * OH * OW;
     int64_t* __restrict ip = I + pl * OH * OW;
-    if (fast) {
-      // Every window inside the plane, no dilation: for each output row, walk the window
-      // positions in the general path's order (rows, then columns) with the output column
-      // innermost, so the compare-and-select runs over whole rows (vector selects, no branches:
-      // which element wins is a coin flip on real data, which branch prediction loses).
-      thread_local std::vector<C> mv;
-      thread_local std::vector<int64_t> mi;
-      mv.resize(OW);
-      mi.resize(OW);
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        C* __restrict m = mv.data();
-        int64_t* __restrict ix = mi.data();
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          m[ow] = -std::numeric_limits<C>::infinity();
-          ix[ow] = oh * sh * W + ow * sw;
-        }
-        const int64_t ow_n = OW, step = sw;  // locals: the stores below can't alias them
-        for (int64_t i = 0; i < kh; ++i)
-          for (int64_t j = 0; j < kw; ++j) {
-            const int64_t base = (oh * sh + i) * W + j;
-            const T* __restrict row = xp + base;
-            for (int64_t ow = 0; ow < ow_n; ++ow) {
-              const C v = static_cast<C>(row[ow * step]);
-              const C cur = m[ow];
-              const bool take = (v > cur) | (v != v);  // NaN propagates, as in PyTorch
-              m[ow] = take ? v : cur;
-              const int64_t at = base + ow * step, was = ix[ow];
-              ix[ow] = take ? at : was;
-            }
-          }
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          op[oh * OW + ow] = static_cast<T>(m[ow]);
-          ip[oh * OW + ow] = ix[ow];
-        }
-      }
-      return;
-    }
-    for (int64_t oh = 0; oh < OH; ++oh) {
+    // The general loop: window (oh, ow) clipped to the plane, rows then columns, the first
+    // maximum wins and NaN propagates, as in PyTorch.
+    auto window = [&](int64_t oh, int64_t ow) {
       int64_t h0 = oh * sh - ph;
       const int64_t h1 = std::min(h0 + (kh - 1) * dh + 1, H);
       while (h0 < 0) h0 += dh;
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        int64_t w0 = ow * sw - pw;
-        const int64_t w1 = std::min(w0 + (kw - 1) * dw + 1, W);
-        while (w0 < 0) w0 += dw;
-        int64_t mi = h0 * W + w0;
-        C mv = -std::numeric_limits<C>::infinity();
-        for (int64_t h = h0; h < h1; h += dh)
-          for (int64_t w = w0; w < w1; w += dw) {
-            const C v = static_cast<C>(xp[h * W + w]);
-            if (v > mv || v != v) {  // NaN propagates, as in PyTorch
-              mv = v;
-              mi = h * W + w;
-            }
+      int64_t w0 = ow * sw - pw;
+      const int64_t w1 = std::min(w0 + (kw - 1) * dw + 1, W);
+      while (w0 < 0) w0 += dw;
+      int64_t mi = h0 * W + w0;
+      C mv = -std::numeric_limits<C>::infinity();
+      for (int64_t h = h0; h < h1; h += dh)
+        for (int64_t w = w0; w < w1; w += dw) {
+          const C v = static_cast<C>(xp[h * W + w]);
+          if (v > mv || v != v) {
+            mv = v;
+            mi = h * W + w;
           }
-        op[oh * OW + ow] = static_cast<T>(mv);
-        ip[oh * OW + ow] = mi;
+        }
+      op[oh * OW + ow] = static_cast<T>(mv);
+      ip[oh * OW + ow] = mi;
+    };
+    thread_local std::vector<C> mv;
+    thread_local std::vector<int64_t> mi;
+    mv.resize(OW);
+    mi.resize(OW);
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t hs = oh * sh - ph;
+      int64_t i0 = 0, i1 = kh;  // the window rows inside the plane
+      while (i0 < kh && hs + i0 * dh < 0) ++i0;
+      while (i1 > i0 && hs + (i1 - 1) * dh >= H) --i1;
+      const int64_t lo = i0 < i1 ? ow_lo : OW, hi = i0 < i1 ? ow_hi : OW;
+      for (int64_t ow = 0; ow < lo; ++ow) window(oh, ow);
+      for (int64_t ow = std::max(lo, hi); ow < OW; ++ow) window(oh, ow);
+      if (lo >= hi) continue;
+      // Interior columns: for each window position, in the general loop's order (rows, then
+      // columns), a compare-and-select over the whole run of columns (vector selects, no
+      // branches: which element wins is a coin flip on real data, which branch prediction loses).
+      C* __restrict m = mv.data();
+      int64_t* __restrict ix = mi.data();
+      const int64_t first = (hs + i0 * dh) * W - pw;
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        m[ow] = -std::numeric_limits<C>::infinity();
+        ix[ow] = first + ow * sw;
+      }
+      const int64_t step = sw;  // a local: the stores below can't alias it
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t base = (hs + i * dh) * W + j * dw - pw;
+          const T* __restrict row = xp + base;
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            const C v = static_cast<C>(row[ow * step]);
+            const C cur = m[ow];
+            const bool take = (v > cur) | (v != v);
+            m[ow] = take ? v : cur;
+            const int64_t at = base + ow * step, was = ix[ow];
+            ix[ow] = take ? at : was;
+          }
+        }
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        op[oh * OW + ow] = static_cast<T>(m[ow]);
+        ip[oh * OW + ow] = ix[ow];
       }
     }
   });

@@ -1,5 +1,5 @@
-"""The matmul packed-weights cache (csrc/lucid/backends/cpu/dnnl_matmul.cpp, PackCache): small-M
-products with a 2-D weight read a copy of it packed once in oneDNN's preferred layout. These tests
+"""The packed-weights cache (csrc/lucid/backends/cpu/packed_weights.h): small-M products with a 2-D
+weight, and convolutions, read a copy of the weight packed once in oneDNN's preferred layout. These tests
 check that the packed path is taken (stats), that it computes what PyTorch computes, and that it
 never serves stale data: in-place writes, a freed weight whose address is reused, other views
 (offset / strides) of one storage, NumPy views writing the buffer, compiled graphs, the byte bound;
@@ -30,16 +30,16 @@ def close(lo, ref, tol=2e-4):
 
 
 def stats():
-    return _C._matmul_pack_stats()
+    return _C._weight_pack_stats()
 
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    _C._matmul_pack_clear()
-    limit = _C._matmul_pack_set_limit(64 << 20)  # on, whatever LUCID_MATMUL_PACK_MB says
+    _C._weight_pack_clear()
+    limit = _C._weight_pack_set_limit(64 << 20)  # on, whatever LUCID_WEIGHT_PACK_MB says
     yield
-    _C._matmul_pack_set_limit(limit)
-    _C._matmul_pack_clear()
+    _C._weight_pack_set_limit(limit)
+    _C._weight_pack_clear()
 
 
 def run_thrice(fn):
@@ -258,15 +258,15 @@ def test_byte_bound_evicts_and_zero_turns_packing_off():
     x = lucid.tensor(arr(2, 64))
     ws = [lucid.tensor(arr(64, 64)) for _ in range(4)]
     one = 64 * 64 * 4
-    _C._matmul_pack_set_limit(int(2.5 * one))
+    _C._weight_pack_set_limit(int(2.5 * one))
     for w in ws:
         run_thrice(lambda: lucid.linear(x, w))
     st = stats()
     assert st["packs"] == 4 and st["packed"] <= 2 and st["bytes"] <= 2.5 * one, st
     for w in ws:  # evicted weights repack correctly
         close(lucid.linear(x, w), F.linear(torch.from_numpy(x.numpy()), torch.from_numpy(w.numpy())))
-    _C._matmul_pack_set_limit(0)
-    _C._matmul_pack_clear()
+    _C._weight_pack_set_limit(0)
+    _C._weight_pack_clear()
     for w in ws:
         run_thrice(lambda: lucid.linear(x, w))
     assert stats()["packs"] == 0 and stats()["entries"] == 0
@@ -334,3 +334,62 @@ def test_empty_cache_drops_packed_weights_of_live_models():
     ref = model(x)
     close(run_thrice(lambda: model(x))[-1], ref.detach().numpy())  # packs again, same result
     assert stats()["packed"] == 2
+
+
+# ------------------------------------------------------------------ convolution weights
+CONV_CASES = {  # (x shape, conv kwargs): blocked (channels % 16 == 0) and plain layouts, groups, depthwise
+    "blocked": ((1, 16, 10, 10), dict(in_channels=16, out_channels=32, kernel_size=3, padding=1)),
+    "plain": ((2, 3, 9, 9), dict(in_channels=3, out_channels=8, kernel_size=3, stride=2)),
+    "grouped": ((1, 32, 8, 8), dict(in_channels=32, out_channels=32, kernel_size=3, padding=1, groups=4)),
+    "depthwise": ((1, 32, 8, 8), dict(in_channels=32, out_channels=32, kernel_size=3, padding=1, groups=32)),
+    "pointwise": ((1, 32, 7, 7), dict(in_channels=32, out_channels=64, kernel_size=1)),
+}
+
+
+def torch_conv(conv, x):
+    return F.conv2d(torch.from_numpy(x.numpy()), torch.from_numpy(conv.weight.detach().numpy().copy()),
+                    torch.from_numpy(conv.bias.detach().numpy().copy()), conv.stride, conv.padding,
+                    conv.dilation, conv.groups)
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv_weights_are_packed_and_never_stale(case):
+    shape, kw = CONV_CASES[case]
+    conv = nn.Conv2d(**kw)
+    x = lucid.tensor(arr(*shape))
+    ref = torch_conv(conv, x)
+    for _ in range(3):
+        close(conv(x), ref)
+    packed = stats()["packs"]
+    with lucid.no_grad():
+        conv.weight[0].mul_(-2.0)  # through a view: the storage's version moves
+    ref = torch_conv(conv, x)
+    for _ in range(3):
+        close(conv(x), ref)
+    a = conv.weight.detach().numpy()  # NumPy writes bump nothing: never served while it lives
+    a[1] = 0.5
+    ref = torch_conv(conv, x)
+    close(conv(x), ref)
+    a[2] = -0.5
+    ref = torch_conv(conv, x)
+    close(conv(x), ref)
+    del a  # its last write came just before it died
+    gc.collect()
+    for _ in range(3):
+        close(conv(x), ref)
+    st = stats()
+    if case in ("blocked", "pointwise"):  # oneDNN reorders these weights: packed each time
+        assert packed >= 1 and st["packs"] == packed + 2 and st["hits"] >= 3, st
+
+
+def test_conv_backward_data_reads_the_current_weights():
+    conv = nn.Conv2d(16, 16, 3, padding=1)
+    x0 = arr(1, 16, 8, 8)
+    for step in range(4):
+        x = lucid.tensor(x0, requires_grad=True)
+        conv(x).sum().backward()
+        tx = torch.from_numpy(x0.copy()).requires_grad_(True)
+        F.conv2d(tx, torch.from_numpy(conv.weight.detach().numpy().copy()), None, 1, 1).sum().backward()
+        close(x.grad, tx.grad)
+        with lucid.no_grad():
+            conv.weight.mul_(0.5 if step % 2 else 1.0)  # unchanged on even steps: packed, then served
