@@ -39,6 +39,7 @@ class Block(nn.Module):
         make = {"linear": lambda: nn.Linear(6, 5, bias=bias, dtype=dt),
                 "conv1d": lambda: nn.Conv1d(3, 5, 3, padding=1, bias=bias, dtype=dt),
                 "conv2d": lambda: nn.Conv2d(3, 5, 3, padding=1, bias=bias, dtype=dt),
+                "conv2d_1x1": lambda: nn.Conv2d(3, 5, 1, bias=bias, dtype=dt),  # the pointwise (GEMM) path
                 "conv_transpose2d": lambda: nn.ConvTranspose2d(3, 5, 3, padding=1, bias=bias, dtype=dt)}
         self.op = make[op]()
         self.bn = (nn.BatchNorm1d if op == "conv1d" else nn.BatchNorm2d)(5, dtype=dt).eval() if bn else None
@@ -56,14 +57,25 @@ class Block(nn.Module):
             return F.relu(y + r)
         if self.tail == "relu_res":
             return F.relu(y) + r
+        if self.tail == "relu6":
+            return F.relu6(y)
+        if self.tail == "res_relu6":
+            return F.relu6(r + y)
+        if self.tail == "silu":
+            return F.silu(y)
+        if self.tail == "silu_res":
+            return F.silu(y) + r
         return r + y  # "res"
 
 
-IN_SHAPES = {"linear": (4, 6), "conv1d": (4, 3, 7), "conv2d": (4, 3, 5, 5), "conv_transpose2d": (4, 3, 5, 5)}
-OUT_SHAPES = {"linear": (4, 5), "conv1d": (4, 5, 7), "conv2d": (4, 5, 5, 5), "conv_transpose2d": (4, 5, 5, 5)}
+IN_SHAPES = {"linear": (4, 6), "conv1d": (4, 3, 7), "conv2d": (4, 3, 5, 5), "conv2d_1x1": (4, 3, 5, 5),
+             "conv_transpose2d": (4, 3, 5, 5)}
+OUT_SHAPES = {"linear": (4, 5), "conv1d": (4, 5, 7), "conv2d": (4, 5, 5, 5), "conv2d_1x1": (4, 5, 5, 5),
+              "conv_transpose2d": (4, 5, 5, 5)}
 EPILOGUE_CASES = [pytest.param(op, bias, bn, tail, dt, id=f"{op}-{'bias' if bias else 'nobias'}{'-bn' if bn else ''}-{tail}-{dt}")
                   for op in IN_SHAPES for bias in (True, False) for bn in ((False, True) if op.startswith("conv") else (False,))
-                  for tail in ("relu", "relu_inplace", "res_relu", "relu_res", "res") for dt in DTYPES]
+                  for tail in ("relu", "relu_inplace", "res_relu", "relu_res", "res", "relu6", "res_relu6", "silu",
+                               "silu_res") for dt in DTYPES]
 
 
 @pytest.mark.parametrize("op,bias,bn,tail,dt", EPILOGUE_CASES)

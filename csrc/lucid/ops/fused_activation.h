@@ -10,16 +10,20 @@
 
 namespace lucid {
 
-enum class FusedActivation : uint8_t { None, Relu, Gelu, GeluTanh };
+enum class FusedActivation : uint8_t { None, Relu, Gelu, GeluTanh, Relu6, Silu };
 
-// Parses attribute 'activation' ("none" or "", "relu", "gelu", "gelu_tanh"); ValueError naming op otherwise.
+// Parses attribute 'activation' ("none" or "", "relu", "gelu", "gelu_tanh", "relu6", "silu");
+// ValueError naming op otherwise.
 inline FusedActivation fused_activation(const Attrs& a, const char* op) {
   const std::string& name = a.s("activation");
   if (name == "none" || name.empty()) return FusedActivation::None;
   if (name == "relu") return FusedActivation::Relu;
   if (name == "gelu") return FusedActivation::Gelu;
   if (name == "gelu_tanh") return FusedActivation::GeluTanh;
-  throw ValueError(str(op, ": argument 'activation' expected one of none, relu, gelu, gelu_tanh, got '", name, "'"));
+  if (name == "relu6") return FusedActivation::Relu6;
+  if (name == "silu") return FusedActivation::Silu;
+  throw ValueError(str(op, ": argument 'activation' expected one of none, relu, gelu, gelu_tanh, relu6, silu, got '", name,
+                       "'"));
 }
 
 }  // namespace lucid

@@ -10,9 +10,14 @@ void run_fused_epilogue(const Attrs& a, const char* op, const Tensor& residual, 
                         const std::function<void(const std::vector<cpu::MatmulPostOp>&)>& product) {
   const FusedActivation act = fused_activation(a, op);
   const bool res = residual.defined(), res_first = a.b("residual_first", false);
-  const bool relu = act == FusedActivation::Relu;
+  // Activations run as eager's kernel in place on the finished output (see the header).
+  const OpId in_place = act == FusedActivation::Relu    ? OpId::Relu
+                        : act == FusedActivation::Relu6 ? OpId::Relu6
+                        : act == FusedActivation::Silu  ? OpId::Silu
+                                                        : OpId::Add;
+  const bool relu = in_place != OpId::Add;
   std::vector<cpu::MatmulPostOp> post;
-  // A residual is a oneDNN Sum post-op unless it is added after a ReLU (which runs below).
+  // A residual is a oneDNN Sum post-op unless it is added after such an activation (below).
   if (res && (res_first || !relu)) cpu::copy_into(out, residual);
   if (res && res_first) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
   if (act == FusedActivation::Gelu || act == FusedActivation::GeluTanh)
@@ -20,7 +25,7 @@ void run_fused_epilogue(const Attrs& a, const char* op, const Tensor& residual, 
   if (res && !res_first && !relu) post.push_back({cpu::MatmulPostOp::Sum, 1.0});
   product(post);
   if (!relu) return;
-  op_def(OpId::Relu).kernel(DeviceType::CPU)({out}, {out}, Attrs{});
+  op_def(in_place).kernel(DeviceType::CPU)({out}, {out}, Attrs{});
   if (res && !res_first) op_def(OpId::Add).kernel(DeviceType::CPU)({out, residual}, {out}, Attrs{});
 }
 

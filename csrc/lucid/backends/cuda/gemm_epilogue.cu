@@ -42,6 +42,11 @@ template <class T> struct Args {
 template <FusedActivation Act, class C> __device__ C activate(C v) {
   if constexpr (Act == FusedActivation::Relu) {
     return sm::Relu::apply<C>(v);
+  } else if constexpr (Act == FusedActivation::Relu6) {
+    return sm::Relu6::apply<C>(v);
+  } else if constexpr (Act == FusedActivation::Silu) {
+    if constexpr (std::is_floating_point_v<C>) return sm::Silu::apply<C>(v);
+    else return static_cast<C>(sm::Silu::apply<double>(static_cast<double>(v)));
   } else if constexpr (Act == FusedActivation::Gelu || Act == FusedActivation::GeluTanh) {
     sm::Gelu g;
     g.tanh_approx = Act == FusedActivation::GeluTanh;
@@ -115,6 +120,8 @@ template <class T> void launch(const Tensor& out, const GemmEpilogue& ep) {
     case FusedActivation::Relu: launch_act<T, FusedActivation::Relu>(a, s); break;
     case FusedActivation::Gelu: launch_act<T, FusedActivation::Gelu>(a, s); break;
     case FusedActivation::GeluTanh: launch_act<T, FusedActivation::GeluTanh>(a, s); break;
+    case FusedActivation::Relu6: launch_act<T, FusedActivation::Relu6>(a, s); break;
+    case FusedActivation::Silu: launch_act<T, FusedActivation::Silu>(a, s); break;
   }
 }
 

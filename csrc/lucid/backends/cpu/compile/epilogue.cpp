@@ -10,8 +10,8 @@
 //   op [-> Add(bias)] -> act -> Add(residual)     act(op) + residual, residual_first=false
 //   op [-> Add(bias)] -> Add(residual) -> act     act(op + residual), residual_first=true
 //   op (no bias) -> Add(bias)                     the bias becomes the op's own bias input
-// act is an activation the fused op computes bit for bit as the eager kernel: Relu, which
-// LinearFused / ConvFused run as eager's relu kernel in place after the primitive, not as a
+// act is an activation the fused op computes bit for bit as the eager kernel: Relu, Relu6 and
+// Silu, which LinearFused / ConvFused run as eager's kernel in place after the primitive, not as a
 // oneDNN post-op (oneDNN's is max(x, 0): NaN became 0 and -0.0 became +0.0; see
 // backends/cpu/fused_epilogue.h). See post_op_activation for why GELU is not absorbed.
 // A bias is an operand of the op's dtype that broadcasts along the channel only (shape
@@ -35,13 +35,18 @@ using ir::Value;
 namespace {
 
 // Name of the fused activation an activation node computes, or "" when there is none. Only
-// Relu, which is exact (eager's kernel, see the header): oneDNN's eltwise post-ops evaluate GELU
+// Relu, Relu6 and Silu, which are exact (eager's kernel, see the header): oneDNN's eltwise post-ops evaluate GELU
 // (erf and tanh) with their own polynomials, 1-2 ulp away from the eager kernel (measured, after
 // Conv and after Linear), and cancellation downstream can magnify that past the compiled == eager
 // tolerance (found by the model fuzzer). GELU stays a node of its own (and joins an elementwise
 // group).
 std::string post_op_activation(const Node& n, OpId /*base*/) {
-  return n.op == OpId::Relu ? "relu" : "";
+  switch (n.op) {
+    case OpId::Relu: return "relu";
+    case OpId::Relu6: return "relu6";  // MobileNet-v2
+    case OpId::Silu: return "silu";    // EfficientNet
+    default: return "";
+  }
 }
 
 struct Epilogue {

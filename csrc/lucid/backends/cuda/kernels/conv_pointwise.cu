@@ -21,6 +21,8 @@ __global__ void epilogue_kernel(S* y, const S* bias, const S* res, I total, I C,
     if constexpr (Act == FusedActivation::Relu) v = sm::Relu::apply<A>(v);
     else if constexpr (Act == FusedActivation::Gelu) v = sm::Gelu{false}.apply<A>(v);
     else if constexpr (Act == FusedActivation::GeluTanh) v = sm::Gelu{true}.apply<A>(v);
+    else if constexpr (Act == FusedActivation::Relu6) v = sm::Relu6::apply<A>(v);
+    else if constexpr (Act == FusedActivation::Silu) v = sm::Silu::apply<A>(v);
     if (res && !res_first) v += to_compute(res[i]);
     y[i] = from_compute<S>(v);
   }
@@ -81,6 +83,8 @@ void conv_epilogue(DType t, void* y, const void* bias, const void* residual, int
         case FusedActivation::Relu: launch(epilogue_kernel<St, FusedActivation::Relu, I>, index); break;
         case FusedActivation::Gelu: launch(epilogue_kernel<St, FusedActivation::Gelu, I>, index); break;
         case FusedActivation::GeluTanh: launch(epilogue_kernel<St, FusedActivation::GeluTanh, I>, index); break;
+        case FusedActivation::Relu6: launch(epilogue_kernel<St, FusedActivation::Relu6, I>, index); break;
+        case FusedActivation::Silu: launch(epilogue_kernel<St, FusedActivation::Silu, I>, index); break;
       }
     };
     if (narrow) with_act(uint32_t{});
