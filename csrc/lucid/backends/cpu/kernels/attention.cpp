@@ -1,8 +1,11 @@
 // CPU kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp).
-// The forward is fused per block of 64 query rows: scores GEMM, masked stable softmax, dropout and
-// the P v GEMM; it writes out and the row statistics lse, never the probabilities. The backward
-// recomputes P = exp(scores - lse) per batch and gives (dq, dk, dv, dscores). Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and
-// compute 16-bit inputs in float.
+// The forward is flash-style: per block of 64 query rows, an online softmax over tiles of 128 keys
+// (running row max and sum, the accumulator rescaled when the max grows), causal tiles above the
+// diagonal skipped, dropout applied from the caller's keep-mask; it writes out and the row
+// statistics lse only, so its memory per thread is O(tile), with no L x S buffer. The backward
+// still recomputes P = exp(scores - lse) per batch as an L x S matrix and gives (dq, dk, dv,
+// dscores) (a tiled backward is the next step). Both use the small register-tiled GEMM of
+// backends/cpu/nn_vec.h and compute 16-bit inputs in float.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -78,32 +81,39 @@ inline compute_t<T> drop_mult(const MaskView<T>& drop, int64_t idx, compute_t<T>
   return C(1);
 }
 
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kRowBlock = 64;  // query rows per forward tile
+constexpr int64_t kKeyBlock = 128;  // keys per forward tile
 
-// The masked scores of rows [l0, l0 + rb) of batch b into sc (row stride S): scale q k^T, then
-// causal (s > l) and bool-masked entries -inf, float-mask values added. Causal rows of the block
-// never look past column l0 + rb - 1, so the product stops there.
+// The masked scores of rows [l0, l0 + rb) against keys [s0, s0 + sb) of batch b into sc (row
+// stride ldc): scale q k^T, then causal (s > l) and bool-masked entries -inf, float-mask values
+// added. Causal rows of the block never look past column l0 + rb - 1, so the product stops there.
 template <class T>
 void masked_scores(const compute_t<T>* q, const compute_t<T>* kT, const MaskView<T>& mask, int64_t b, int64_t l0, int64_t rb,
-                   int64_t L, int64_t S, int64_t E, compute_t<T> scale, bool causal, compute_t<T>* sc) {
+                   int64_t s0, int64_t sb, int64_t L, int64_t S, int64_t E, compute_t<T> scale, bool causal, compute_t<T>* sc,
+                   int64_t ldc) {
   using C = compute_t<T>;
   const C ninf = -std::numeric_limits<C>::infinity();
-  int64_t sl = causal ? std::min(S, l0 + rb) : S;
-  nnvec::gemm<C>(rb, sl, E, q + (b * L + l0) * E, E, kT + b * E * S, S, sc, S, scale, false);
+  int64_t sl = causal ? std::clamp<int64_t>(l0 + rb - s0, 0, sb) : sb;
+  nnvec::gemm<C>(rb, sl, E, q + (b * L + l0) * E, E, kT + b * E * S + s0, S, sc, ldc, scale, false);
   for (int64_t r = 0; r < rb; ++r) {
     int64_t l = l0 + r, row = b * L + l;
-    C* s_ = sc + r * S;
-    int64_t lim = causal ? std::min(S, l + 1) : S;
-    for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
+    C* s_ = sc + r * ldc;
+    int64_t lim = causal ? std::clamp<int64_t>(l + 1 - s0, 0, sb) : sb;
+    for (int64_t s = lim; s < sb; ++s) s_[s] = ninf;
     if (mask.kind == 1) {
       for (int64_t s = 0; s < lim; ++s)
-        if (!mask.b[row * S + s]) s_[s] = ninf;
+        if (!mask.b[row * S + s0 + s]) s_[s] = ninf;
     } else if (mask.kind == 2) {
-      for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s]);
+      for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s0 + s]);
     }
   }
 }
 
+// Flash-style forward: per (batch, block of kRowBlock query rows), an online softmax over tiles of
+// kKeyBlock keys. Each row keeps a running max m and sum l (of the undropped probabilities); a
+// tile with a larger max rescales the accumulator by exp(m_old - m_new) before adding p v. Causal
+// tiles wholly above the diagonal are skipped. Memory per thread is O(tile), independent of S.
+// A row whose every score is -inf gives zeros and lse +inf (as PyTorch's zeros); NaN propagates.
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
@@ -122,31 +132,51 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   const int64_t nblk = (L + kRowBlock - 1) / kRowBlock;
   const C ninf = -std::numeric_limits<C>::infinity();
   parallel_for(0, B * nblk, 1, [&](int64_t wb, int64_t we) {
-    std::vector<C> sc(kRowBlock * S), ob(kRowBlock * Ev);
+    std::vector<C> sc(kRowBlock * kKeyBlock), acc(kRowBlock * Ev), m(kRowBlock);
+    std::vector<double> l(kRowBlock);
     for (int64_t w = wb; w < we; ++w) {
       int64_t b = w / nblk, l0 = (w % nblk) * kRowBlock, rb = std::min(kRowBlock, L - l0);
-      int64_t sl = causal ? std::min(S, l0 + rb) : S;
-      masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, L, S, E, scale, causal, sc.data());
+      int64_t s_end = causal ? std::min(S, l0 + rb) : S;  // later key tiles are all above the diagonal
+      std::fill(acc.begin(), acc.begin() + rb * Ev, C(0));
+      std::fill(m.begin(), m.begin() + rb, ninf);
+      std::fill(l.begin(), l.begin() + rb, 0.0);
+      for (int64_t s0 = 0; s0 < s_end; s0 += kKeyBlock) {
+        int64_t sb = std::min(kKeyBlock, S - s0);
+        int64_t sl = causal ? std::clamp<int64_t>(l0 + rb - s0, 0, sb) : sb;
+        masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, s0, sb, L, S, E, scale, causal, sc.data(), kKeyBlock);
+        for (int64_t r = 0; r < rb; ++r) {
+          int64_t row = b * L + l0 + r;
+          C* s_ = sc.data() + r * kKeyBlock;
+          C tmax = nnvec::vmax(s_, sb);
+          C mnew = (std::isnan(tmax) || std::isnan(m[r])) ? tmax + m[r] : std::max(m[r], tmax);
+          if (mnew == ninf) {  // nothing kept so far: this tile adds nothing
+            std::fill(s_, s_ + sb, C(0));
+            continue;
+          }
+          C alpha = std::exp(m[r] - mnew);  // 0 on the first kept tile, NaN once a NaN is seen
+          m[r] = mnew;
+          nnvec::vexp_sub(s_, sb, mnew);
+          l[r] = l[r] * static_cast<double>(alpha) + nnvec::vsum(s_, sb);
+          if (drop.kind)
+            for (int64_t s = 0; s < sb; ++s) s_[s] *= drop_mult(drop, row * S + s0 + s, dscale);
+          C* ar = acc.data() + r * Ev;
+          if (alpha != C(1))
+            for (int64_t e = 0; e < Ev; ++e) ar[e] *= alpha;
+        }
+        if (sl > 0) nnvec::gemm<C>(rb, Ev, sl, sc.data(), kKeyBlock, vc.p + (b * S + s0) * Ev, Ev, acc.data(), Ev, C(1), true);
+      }
+      T* orow = op + (b * L + l0) * Ev;
       for (int64_t r = 0; r < rb; ++r) {
         int64_t row = b * L + l0 + r;
-        C* s_ = sc.data() + r * S;
-        C mx = nnvec::vmax(s_, S);
-        if (mx == ninf) {  // fully masked row: zeros, like PyTorch; lse +inf gives the backward's zeros
-          for (int64_t s = 0; s < S; ++s) s_[s] = C(0);
+        if (m[r] == ninf) {  // fully masked row
           lse[row] = std::numeric_limits<C>::infinity();
+          for (int64_t e = 0; e < Ev; ++e) orow[r * Ev + e] = T(0);
           continue;
         }
-        nnvec::vexp_sub(s_, S, mx);
-        C sum = static_cast<C>(nnvec::vsum(s_, S));
-        lse[row] = mx + std::log(sum);
-        C inv = C(1) / sum;
-        for (int64_t s = 0; s < S; ++s) s_[s] *= inv;
-        if (drop.kind)
-          for (int64_t s = 0; s < S; ++s) s_[s] *= drop_mult(drop, row * S + s, dscale);
+        lse[row] = m[r] + static_cast<C>(std::log(l[r]));
+        C inv = static_cast<C>(1.0 / l[r]);
+        for (int64_t e = 0; e < Ev; ++e) orow[r * Ev + e] = static_cast<T>(acc[r * Ev + e] * inv);
       }
-      nnvec::gemm<C>(rb, Ev, sl, sc.data(), S, vc.p + b * S * Ev, Ev, ob.data(), Ev, C(1), false);
-      T* orow = op + (b * L + l0) * Ev;
-      for (int64_t i = 0; i < rb * Ev; ++i) orow[i] = static_cast<T>(ob[i]);
     }
   });
 }
@@ -176,7 +206,7 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
     std::vector<C> P(L * S), dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
     for (int64_t b = bb; b < be; ++b) {
       const C* gb = gc.p + b * L * Ev;
-      masked_scores<T>(qc.p, kT.data(), mask, b, 0, L, L, S, E, scale, causal, P.data());
+      masked_scores<T>(qc.p, kT.data(), mask, b, 0, L, 0, S, L, S, E, scale, causal, P.data(), S);
       for (int64_t l = 0; l < L; ++l) nnvec::vexp_sub(P.data() + l * S, S, lse[b * L + l]);
       // dP_dropped = g v^T
       nnvec::gemm<C>(L, S, Ev, gb, Ev, vT.data() + b * Ev * S, S, dP.data(), S, C(1), false);
