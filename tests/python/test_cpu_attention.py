@@ -95,3 +95,50 @@ def test_compiled_gpt2_block_matches_eager():
     cb = lucid.compile(block)
     cb(x)
     np.testing.assert_allclose(cb(x).detach().numpy(), eager, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_grads_with_masks_over_many_tiles(kind):
+    a = qkv(2, 2, 150, 270, 16)
+    shape = (2, 1, 150, 270)
+    if kind == "bool":
+        m = rng.random(shape) > 0.4
+        m[0, 0, 5] = False  # a fully masked row: zero gradients, as torch
+        lm, tm = lucid.tensor(m), torch.tensor(m)
+    else:
+        m = rng.standard_normal(shape).astype(np.float32)
+        lm, tm = lucid.tensor(m).requires_grad_(True), torch.tensor(m, requires_grad=True)
+    lt = [lucid.tensor(x).requires_grad_(True) for x in a]
+    tt = [torch.tensor(x, requires_grad=True) for x in a]
+    w = rng.standard_normal((2, 2, 150, 16)).astype(np.float32)
+    (lucid.scaled_dot_product_attention(*lt, attn_mask=lm) * lucid.tensor(w)).sum().backward()
+    (F.scaled_dot_product_attention(*tt, attn_mask=tm) * torch.tensor(w)).sum().backward()
+    for l, t in zip(lt, tt):
+        np.testing.assert_allclose(l.grad.numpy(), t.grad.numpy(), atol=1e-5, rtol=1e-4)
+    if kind == "float":
+        np.testing.assert_allclose(lm.grad.numpy(), tm.grad.numpy(), atol=1e-5, rtol=1e-4)
+
+
+def test_dropout_grads_match_manual_torch_over_many_tiles():
+    q, k, v = qkv(1, 2, 140, 260, 16)
+    keep = rng.random((1, 2, 140, 260)) > 0.3
+    lt = [lucid.tensor(x).requires_grad_(True) for x in (q, k, v)]
+    tt = [torch.tensor(x, requires_grad=True) for x in (q, k, v)]
+    lo = lucid._C._nn_sdpa(*lt, None, lucid.tensor(keep), 0.3, True, None)
+    p = torch.softmax((tt[0] @ tt[1].transpose(-2, -1)) / 4.0 + torch.full((140, 260), float("-inf")).triu(1), -1)
+    to = (p * torch.tensor(keep) / 0.7) @ tt[2]
+    np.testing.assert_allclose(lo.detach().numpy(), to.detach().numpy(), atol=2e-6, rtol=1e-5)
+    lo.sum().backward()
+    to.sum().backward()
+    for l, t in zip(lt, tt):
+        np.testing.assert_allclose(l.grad.numpy(), t.grad.numpy(), atol=1e-5, rtol=1e-4)
+
+
+def test_bfloat16_grads():
+    a = qkv(1, 2, 130, 200, 32)
+    lt = [lucid.tensor(x).to(lucid.bfloat16).requires_grad_(True) for x in a]
+    tt = [torch.tensor(x).to(torch.bfloat16).requires_grad_(True) for x in a]
+    lucid.scaled_dot_product_attention(*lt, is_causal=True).float().sum().backward()
+    F.scaled_dot_product_attention(*tt, is_causal=True).float().sum().backward()
+    for l, t in zip(lt, tt):
+        np.testing.assert_allclose(l.grad.float().numpy(), t.grad.float().numpy(), atol=5e-2, rtol=5e-2)

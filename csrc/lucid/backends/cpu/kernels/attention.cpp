@@ -2,10 +2,11 @@
 // The forward is flash-style: per block of 64 query rows, an online softmax over tiles of 128 keys
 // (running row max and sum, the accumulator rescaled when the max grows), causal tiles above the
 // diagonal skipped, dropout applied from the caller's keep-mask; it writes out and the row
-// statistics lse only, so its memory per thread is O(tile), with no L x S buffer. The backward
-// still recomputes P = exp(scores - lse) per batch as an L x S matrix and gives (dq, dk, dv,
-// dscores) (a tiled backward is the next step). Both use the small register-tiled GEMM of
-// backends/cpu/nn_vec.h and compute 16-bit inputs in float.
+// statistics lse only, so its memory per thread is O(tile), with no L x S buffer. The backward is
+// tiled the same way: P is recomputed per tile from lse, with D = rowsum(g * out), and dq, dk, dv
+// are accumulated per tile (dscores, L x S, only when the record asks for a float mask's
+// gradient). Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and compute 16-bit
+// inputs in float.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -181,15 +182,18 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   });
 }
 
-// inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores). Per batch: P =
-// exp(masked scores - lse) recomputed, then dv = (P m)^T g, dS = P (dP m - rowsum(P dP m)) with
-// dP = g v^T, dq = scale dS k, dk = scale dS^T q; dscores = dS when it is asked for.
+// inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores). Flash-style, per
+// batch: for each key tile (kKeyBlock keys) and each query tile (kRowBlock rows) that is not wholly
+// above the causal diagonal, P = exp(masked scores - lse) and dP = g v^T are recomputed for the
+// tile; with m the dropout multiplier and D = rowsum(g * out) (= rowsum(P dP m)), dS = P (dP m - D),
+// dv += (P m)^T g, dk += scale dS^T q, dq += scale dS k. dscores = dS, written per tile when the
+// record asks for it (the gradient of a float mask); otherwise nothing of size L x S exists.
 template <class T>
 void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
   DType dt = in[1].dtype();
   Tensor g = nnutil::contig_as(in[0], dt), q = in[1].contiguous_data(), k = in[2].contiguous_data(),
-         v = in[3].contiguous_data(), lse_t = in[7].contiguous_data();
+         v = in[3].contiguous_data(), o = in[6].contiguous_data(), lse_t = in[7].contiguous_data();
   Tensor mk, dk_keep;
   MaskView<T> mask = mask_view<T>(in[4], mk), drop = mask_view<T>(in[5], dk_keep);
   int64_t B = q.shape()[0], L = q.shape()[1], E = q.shape()[2], S = k.shape()[1], Ev = v.shape()[2];
@@ -197,45 +201,53 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   const bool causal = a.b("is_causal");
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
-  CBuf<T> gc(g), qc(q), kc(k), vc(v);
+  CBuf<T> gc(g), qc(q), kc(k), vc(v), oc(o);
   std::vector<C> kT = transposed(kc.p, B, S, E), vT = transposed(vc.p, B, S, Ev);
   const C* lse = lse_t.data<C>();
   T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>();
   T* dsp = out[3].numel() ? out[3].data<T>() : nullptr;
+  constexpr int64_t QB = kRowBlock, KB = kKeyBlock;
   parallel_for(0, B, 1, [&](int64_t bb, int64_t be) {
-    std::vector<C> P(L * S), dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
+    std::vector<C> P(QB * KB), dP(QB * KB), tT(KB * QB), D(L), dq(L * E), dkb(KB * E), dvb(KB * Ev);
     for (int64_t b = bb; b < be; ++b) {
       const C* gb = gc.p + b * L * Ev;
-      masked_scores<T>(qc.p, kT.data(), mask, b, 0, L, 0, S, L, S, E, scale, causal, P.data(), S);
-      for (int64_t l = 0; l < L; ++l) nnvec::vexp_sub(P.data() + l * S, S, lse[b * L + l]);
-      // dP_dropped = g v^T
-      nnvec::gemm<C>(L, S, Ev, gb, Ev, vT.data() + b * Ev * S, S, dP.data(), S, C(1), false);
-      // dv = (P * m)^T g
-      for (int64_t i = 0; i < L * S; ++i) tmp[i] = P[i] * drop_mult(drop, b * L * S + i, dscale);
-      nnvec::transpose(L, S, tmp.data(), S, tT.data(), L);
-      nnvec::gemm<C>(S, Ev, L, tT.data(), L, gb, Ev, dvb.data(), Ev, C(1), false);
-      // dS = P * (dP * m - rowsum(P * dP * m))
       for (int64_t l = 0; l < L; ++l) {
-        C* dpr = dP.data() + l * S;
-        const C* pr = P.data() + l * S;
-        C r = 0;
-        for (int64_t s = 0; s < S; ++s) {
-          dpr[s] *= drop_mult(drop, (b * L + l) * S + s, dscale);
-          r += pr[s] * dpr[s];
-        }
-        for (int64_t s = 0; s < S; ++s) dpr[s] = pr[s] * (dpr[s] - r);
-        if (dsp) {
-          T* dsr = dsp + (b * L + l) * S;
-          for (int64_t s = 0; s < S; ++s) dsr[s] = static_cast<T>(dpr[s]);
-        }
+        double r = 0;
+        for (int64_t e = 0; e < Ev; ++e) r += static_cast<double>(gb[l * Ev + e]) * oc.p[(b * L + l) * Ev + e];
+        D[l] = static_cast<C>(r);
       }
-      // dq = scale dS k ; dk = scale dS^T q
-      nnvec::gemm<C>(L, E, S, dP.data(), S, kc.p + b * S * E, E, dq.data(), E, scale, false);
-      nnvec::transpose(L, S, dP.data(), S, tT.data(), L);
-      nnvec::gemm<C>(S, E, L, tT.data(), L, qc.p + b * L * E, E, dkb.data(), E, scale, false);
+      std::fill(dq.begin(), dq.end(), C(0));
+      for (int64_t s0 = 0; s0 < S; s0 += KB) {
+        int64_t sb = std::min(KB, S - s0);
+        std::fill(dkb.begin(), dkb.end(), C(0));
+        std::fill(dvb.begin(), dvb.end(), C(0));
+        for (int64_t l0 = causal ? (s0 / QB) * QB : 0; l0 < L; l0 += QB) {
+          int64_t rb = std::min(QB, L - l0);
+          if (causal && l0 + rb <= s0) continue;  // every key of the tile is above the diagonal
+          masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, s0, sb, L, S, E, scale, causal, P.data(), KB);
+          nnvec::gemm<C>(rb, sb, Ev, gb + l0 * Ev, Ev, vT.data() + b * Ev * S + s0, S, dP.data(), KB, C(1), false);
+          for (int64_t r = 0; r < rb; ++r) {
+            int64_t row = b * L + l0 + r;
+            C *pr = P.data() + r * KB, *dpr = dP.data() + r * KB;
+            nnvec::vexp_sub(pr, sb, lse[row]);
+            for (int64_t s = 0; s < sb; ++s) {
+              C mlt = drop_mult(drop, row * S + s0 + s, dscale);
+              dpr[s] = pr[s] * (dpr[s] * mlt - D[l0 + r]);  // dS
+              pr[s] *= mlt;                                  // P m
+            }
+            if (dsp)
+              for (int64_t s = 0; s < sb; ++s) dsp[row * S + s0 + s] = static_cast<T>(dpr[s]);
+          }
+          nnvec::transpose(rb, sb, P.data(), KB, tT.data(), QB);
+          nnvec::gemm<C>(sb, Ev, rb, tT.data(), QB, gb + l0 * Ev, Ev, dvb.data(), Ev, C(1), true);
+          nnvec::transpose(rb, sb, dP.data(), KB, tT.data(), QB);
+          nnvec::gemm<C>(sb, E, rb, tT.data(), QB, qc.p + (b * L + l0) * E, E, dkb.data(), E, scale, true);
+          nnvec::gemm<C>(rb, E, sb, dP.data(), KB, kc.p + (b * S + s0) * E, E, dq.data() + l0 * E, E, scale, true);
+        }
+        for (int64_t i = 0; i < sb * E; ++i) dkp[(b * S + s0) * E + i] = static_cast<T>(dkb[i]);
+        for (int64_t i = 0; i < sb * Ev; ++i) dvp[(b * S + s0) * Ev + i] = static_cast<T>(dvb[i]);
+      }
       for (int64_t i = 0; i < L * E; ++i) dqp[b * L * E + i] = static_cast<T>(dq[i]);
-      for (int64_t i = 0; i < S * E; ++i) dkp[b * S * E + i] = static_cast<T>(dkb[i]);
-      for (int64_t i = 0; i < S * Ev; ++i) dvp[b * S * Ev + i] = static_cast<T>(dvb[i]);
     }
   });
 }
