@@ -1,8 +1,12 @@
 // CPU kernels of ScaledDotProductAttention and SdpaBackward (op records in ops/nn_attention.cpp).
-// The forward is fused per block of 64 query rows: scores GEMM, masked stable softmax, dropout and
-// the P v GEMM; it writes out and the row statistics lse, never the probabilities. The backward
-// recomputes P = exp(scores - lse) per batch and gives (dq, dk, dv, dscores). Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and
-// compute 16-bit inputs in float.
+// The forward is flash-style: per block of 64 query rows, an online softmax over tiles of 128 keys
+// (running row max and sum, the accumulator rescaled when the max grows), causal tiles above the
+// diagonal skipped, dropout applied from the caller's keep-mask; it writes out and the row
+// statistics lse only, so its memory per thread is O(tile), with no L x S buffer. The backward is
+// tiled the same way: P is recomputed per tile from lse, with D = rowsum(g * out), and dq, dk, dv
+// are accumulated per tile (dscores, L x S, only when the record asks for a float mask's
+// gradient). Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and compute 16-bit
+// inputs in float.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -78,32 +82,39 @@ inline compute_t<T> drop_mult(const MaskView<T>& drop, int64_t idx, compute_t<T>
   return C(1);
 }
 
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kRowBlock = 64;  // query rows per forward tile
+constexpr int64_t kKeyBlock = 128;  // keys per forward tile
 
-// The masked scores of rows [l0, l0 + rb) of batch b into sc (row stride S): scale q k^T, then
-// causal (s > l) and bool-masked entries -inf, float-mask values added. Causal rows of the block
-// never look past column l0 + rb - 1, so the product stops there.
+// The masked scores of rows [l0, l0 + rb) against keys [s0, s0 + sb) of batch b into sc (row
+// stride ldc): scale q k^T, then causal (s > l) and bool-masked entries -inf, float-mask values
+// added. Causal rows of the block never look past column l0 + rb - 1, so the product stops there.
 template <class T>
 void masked_scores(const compute_t<T>* q, const compute_t<T>* kT, const MaskView<T>& mask, int64_t b, int64_t l0, int64_t rb,
-                   int64_t L, int64_t S, int64_t E, compute_t<T> scale, bool causal, compute_t<T>* sc) {
+                   int64_t s0, int64_t sb, int64_t L, int64_t S, int64_t E, compute_t<T> scale, bool causal, compute_t<T>* sc,
+                   int64_t ldc) {
   using C = compute_t<T>;
   const C ninf = -std::numeric_limits<C>::infinity();
-  int64_t sl = causal ? std::min(S, l0 + rb) : S;
-  nnvec::gemm<C>(rb, sl, E, q + (b * L + l0) * E, E, kT + b * E * S, S, sc, S, scale, false);
+  int64_t sl = causal ? std::clamp<int64_t>(l0 + rb - s0, 0, sb) : sb;
+  nnvec::gemm<C>(rb, sl, E, q + (b * L + l0) * E, E, kT + b * E * S + s0, S, sc, ldc, scale, false);
   for (int64_t r = 0; r < rb; ++r) {
     int64_t l = l0 + r, row = b * L + l;
-    C* s_ = sc + r * S;
-    int64_t lim = causal ? std::min(S, l + 1) : S;
-    for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
+    C* s_ = sc + r * ldc;
+    int64_t lim = causal ? std::clamp<int64_t>(l + 1 - s0, 0, sb) : sb;
+    for (int64_t s = lim; s < sb; ++s) s_[s] = ninf;
     if (mask.kind == 1) {
       for (int64_t s = 0; s < lim; ++s)
-        if (!mask.b[row * S + s]) s_[s] = ninf;
+        if (!mask.b[row * S + s0 + s]) s_[s] = ninf;
     } else if (mask.kind == 2) {
-      for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s]);
+      for (int64_t s = 0; s < lim; ++s) s_[s] += static_cast<C>(mask.f[row * S + s0 + s]);
     }
   }
 }
 
+// Flash-style forward: per (batch, block of kRowBlock query rows), an online softmax over tiles of
+// kKeyBlock keys. Each row keeps a running max m and sum l (of the undropped probabilities); a
+// tile with a larger max rescales the accumulator by exp(m_old - m_new) before adding p v. Causal
+// tiles wholly above the diagonal are skipped. Memory per thread is O(tile), independent of S.
+// A row whose every score is -inf gives zeros and lse +inf (as PyTorch's zeros); NaN propagates.
 template <class T>
 void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
@@ -122,44 +133,67 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   const int64_t nblk = (L + kRowBlock - 1) / kRowBlock;
   const C ninf = -std::numeric_limits<C>::infinity();
   parallel_for(0, B * nblk, 1, [&](int64_t wb, int64_t we) {
-    std::vector<C> sc(kRowBlock * S), ob(kRowBlock * Ev);
+    std::vector<C> sc(kRowBlock * kKeyBlock), acc(kRowBlock * Ev), m(kRowBlock);
+    std::vector<double> l(kRowBlock);
     for (int64_t w = wb; w < we; ++w) {
       int64_t b = w / nblk, l0 = (w % nblk) * kRowBlock, rb = std::min(kRowBlock, L - l0);
-      int64_t sl = causal ? std::min(S, l0 + rb) : S;
-      masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, L, S, E, scale, causal, sc.data());
+      int64_t s_end = causal ? std::min(S, l0 + rb) : S;  // later key tiles are all above the diagonal
+      std::fill(acc.begin(), acc.begin() + rb * Ev, C(0));
+      std::fill(m.begin(), m.begin() + rb, ninf);
+      std::fill(l.begin(), l.begin() + rb, 0.0);
+      for (int64_t s0 = 0; s0 < s_end; s0 += kKeyBlock) {
+        int64_t sb = std::min(kKeyBlock, S - s0);
+        int64_t sl = causal ? std::clamp<int64_t>(l0 + rb - s0, 0, sb) : sb;
+        masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, s0, sb, L, S, E, scale, causal, sc.data(), kKeyBlock);
+        for (int64_t r = 0; r < rb; ++r) {
+          int64_t row = b * L + l0 + r;
+          C* s_ = sc.data() + r * kKeyBlock;
+          C tmax = nnvec::vmax(s_, sb);
+          C mnew = (std::isnan(tmax) || std::isnan(m[r])) ? tmax + m[r] : std::max(m[r], tmax);
+          if (mnew == ninf) {  // nothing kept so far: this tile adds nothing
+            std::fill(s_, s_ + sb, C(0));
+            continue;
+          }
+          C alpha = std::exp(m[r] - mnew);  // 0 on the first kept tile, NaN once a NaN is seen
+          m[r] = mnew;
+          nnvec::vexp_sub(s_, sb, mnew);
+          l[r] = l[r] * static_cast<double>(alpha) + nnvec::vsum(s_, sb);
+          if (drop.kind)
+            for (int64_t s = 0; s < sb; ++s) s_[s] *= drop_mult(drop, row * S + s0 + s, dscale);
+          C* ar = acc.data() + r * Ev;
+          if (alpha != C(1))
+            for (int64_t e = 0; e < Ev; ++e) ar[e] *= alpha;
+        }
+        if (sl > 0) nnvec::gemm<C>(rb, Ev, sl, sc.data(), kKeyBlock, vc.p + (b * S + s0) * Ev, Ev, acc.data(), Ev, C(1), true);
+      }
+      T* orow = op + (b * L + l0) * Ev;
       for (int64_t r = 0; r < rb; ++r) {
         int64_t row = b * L + l0 + r;
-        C* s_ = sc.data() + r * S;
-        C mx = nnvec::vmax(s_, S);
-        if (mx == ninf) {  // fully masked row: zeros, like PyTorch; lse +inf gives the backward's zeros
-          for (int64_t s = 0; s < S; ++s) s_[s] = C(0);
+        if (m[r] == ninf) {  // fully masked row
           lse[row] = std::numeric_limits<C>::infinity();
+          for (int64_t e = 0; e < Ev; ++e) orow[r * Ev + e] = T(0);
           continue;
         }
-        nnvec::vexp_sub(s_, S, mx);
-        C sum = static_cast<C>(nnvec::vsum(s_, S));
-        lse[row] = mx + std::log(sum);
-        C inv = C(1) / sum;
-        for (int64_t s = 0; s < S; ++s) s_[s] *= inv;
-        if (drop.kind)
-          for (int64_t s = 0; s < S; ++s) s_[s] *= drop_mult(drop, row * S + s, dscale);
+        lse[row] = m[r] + static_cast<C>(std::log(l[r]));
+        C inv = static_cast<C>(1.0 / l[r]);
+        for (int64_t e = 0; e < Ev; ++e) orow[r * Ev + e] = static_cast<T>(acc[r * Ev + e] * inv);
       }
-      nnvec::gemm<C>(rb, Ev, sl, sc.data(), S, vc.p + b * S * Ev, Ev, ob.data(), Ev, C(1), false);
-      T* orow = op + (b * L + l0) * Ev;
-      for (int64_t i = 0; i < rb * Ev; ++i) orow[i] = static_cast<T>(ob[i]);
     }
   });
 }
 
-// inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores). Per batch: P =
-// exp(masked scores - lse) recomputed, then dv = (P m)^T g, dS = P (dP m - rowsum(P dP m)) with
-// dP = g v^T, dq = scale dS k, dk = scale dS^T q; dscores = dS when it is asked for.
+// inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores). Flash-style, per
+// batch: for each key tile (kKeyBlock keys) and each query tile (kRowBlock rows) that is not wholly
+// above the causal diagonal, P = exp(masked scores - lse) and dP = g v^T are recomputed for the
+// tile; with m the dropout multiplier and D = rowsum(g * out) (= rowsum(P dP m)), dS = P (dP m - D),
+// dv += (P m)^T g, dk += scale dS^T q, dq += scale dS k. dscores = dS, written per tile when the
+// record asks for it (the gradient of a float mask); otherwise nothing of size L x S exists.
 template <class T>
 void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) {
   using C = compute_t<T>;
   DType dt = in[1].dtype();
   Tensor g = nnutil::contig_as(in[0], dt), q = in[1].contiguous_data(), k = in[2].contiguous_data(),
-         v = in[3].contiguous_data(), lse_t = in[7].contiguous_data();
+         v = in[3].contiguous_data(), o = in[6].contiguous_data(), lse_t = in[7].contiguous_data();
   Tensor mk, dk_keep;
   MaskView<T> mask = mask_view<T>(in[4], mk), drop = mask_view<T>(in[5], dk_keep);
   int64_t B = q.shape()[0], L = q.shape()[1], E = q.shape()[2], S = k.shape()[1], Ev = v.shape()[2];
@@ -167,45 +201,53 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   const bool causal = a.b("is_causal");
   const double p = a.f("dropout_p");
   const C dscale = (drop.kind && p < 1.0) ? static_cast<C>(1.0 / (1.0 - p)) : C(drop.kind ? 0 : 1);
-  CBuf<T> gc(g), qc(q), kc(k), vc(v);
+  CBuf<T> gc(g), qc(q), kc(k), vc(v), oc(o);
   std::vector<C> kT = transposed(kc.p, B, S, E), vT = transposed(vc.p, B, S, Ev);
   const C* lse = lse_t.data<C>();
   T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>();
   T* dsp = out[3].numel() ? out[3].data<T>() : nullptr;
+  constexpr int64_t QB = kRowBlock, KB = kKeyBlock;
   parallel_for(0, B, 1, [&](int64_t bb, int64_t be) {
-    std::vector<C> P(L * S), dP(L * S), tmp(L * S), tT(S * L), dq(L * E), dkb(S * E), dvb(S * Ev);
+    std::vector<C> P(QB * KB), dP(QB * KB), tT(KB * QB), D(L), dq(L * E), dkb(KB * E), dvb(KB * Ev);
     for (int64_t b = bb; b < be; ++b) {
       const C* gb = gc.p + b * L * Ev;
-      masked_scores<T>(qc.p, kT.data(), mask, b, 0, L, L, S, E, scale, causal, P.data());
-      for (int64_t l = 0; l < L; ++l) nnvec::vexp_sub(P.data() + l * S, S, lse[b * L + l]);
-      // dP_dropped = g v^T
-      nnvec::gemm<C>(L, S, Ev, gb, Ev, vT.data() + b * Ev * S, S, dP.data(), S, C(1), false);
-      // dv = (P * m)^T g
-      for (int64_t i = 0; i < L * S; ++i) tmp[i] = P[i] * drop_mult(drop, b * L * S + i, dscale);
-      nnvec::transpose(L, S, tmp.data(), S, tT.data(), L);
-      nnvec::gemm<C>(S, Ev, L, tT.data(), L, gb, Ev, dvb.data(), Ev, C(1), false);
-      // dS = P * (dP * m - rowsum(P * dP * m))
       for (int64_t l = 0; l < L; ++l) {
-        C* dpr = dP.data() + l * S;
-        const C* pr = P.data() + l * S;
-        C r = 0;
-        for (int64_t s = 0; s < S; ++s) {
-          dpr[s] *= drop_mult(drop, (b * L + l) * S + s, dscale);
-          r += pr[s] * dpr[s];
-        }
-        for (int64_t s = 0; s < S; ++s) dpr[s] = pr[s] * (dpr[s] - r);
-        if (dsp) {
-          T* dsr = dsp + (b * L + l) * S;
-          for (int64_t s = 0; s < S; ++s) dsr[s] = static_cast<T>(dpr[s]);
-        }
+        double r = 0;
+        for (int64_t e = 0; e < Ev; ++e) r += static_cast<double>(gb[l * Ev + e]) * oc.p[(b * L + l) * Ev + e];
+        D[l] = static_cast<C>(r);
       }
-      // dq = scale dS k ; dk = scale dS^T q
-      nnvec::gemm<C>(L, E, S, dP.data(), S, kc.p + b * S * E, E, dq.data(), E, scale, false);
-      nnvec::transpose(L, S, dP.data(), S, tT.data(), L);
-      nnvec::gemm<C>(S, E, L, tT.data(), L, qc.p + b * L * E, E, dkb.data(), E, scale, false);
+      std::fill(dq.begin(), dq.end(), C(0));
+      for (int64_t s0 = 0; s0 < S; s0 += KB) {
+        int64_t sb = std::min(KB, S - s0);
+        std::fill(dkb.begin(), dkb.end(), C(0));
+        std::fill(dvb.begin(), dvb.end(), C(0));
+        for (int64_t l0 = causal ? (s0 / QB) * QB : 0; l0 < L; l0 += QB) {
+          int64_t rb = std::min(QB, L - l0);
+          if (causal && l0 + rb <= s0) continue;  // every key of the tile is above the diagonal
+          masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, s0, sb, L, S, E, scale, causal, P.data(), KB);
+          nnvec::gemm<C>(rb, sb, Ev, gb + l0 * Ev, Ev, vT.data() + b * Ev * S + s0, S, dP.data(), KB, C(1), false);
+          for (int64_t r = 0; r < rb; ++r) {
+            int64_t row = b * L + l0 + r;
+            C *pr = P.data() + r * KB, *dpr = dP.data() + r * KB;
+            nnvec::vexp_sub(pr, sb, lse[row]);
+            for (int64_t s = 0; s < sb; ++s) {
+              C mlt = drop_mult(drop, row * S + s0 + s, dscale);
+              dpr[s] = pr[s] * (dpr[s] * mlt - D[l0 + r]);  // dS
+              pr[s] *= mlt;                                  // P m
+            }
+            if (dsp)
+              for (int64_t s = 0; s < sb; ++s) dsp[row * S + s0 + s] = static_cast<T>(dpr[s]);
+          }
+          nnvec::transpose(rb, sb, P.data(), KB, tT.data(), QB);
+          nnvec::gemm<C>(sb, Ev, rb, tT.data(), QB, gb + l0 * Ev, Ev, dvb.data(), Ev, C(1), true);
+          nnvec::transpose(rb, sb, dP.data(), KB, tT.data(), QB);
+          nnvec::gemm<C>(sb, E, rb, tT.data(), QB, qc.p + (b * L + l0) * E, E, dkb.data(), E, scale, true);
+          nnvec::gemm<C>(rb, E, sb, dP.data(), KB, kc.p + (b * S + s0) * E, E, dq.data() + l0 * E, E, scale, true);
+        }
+        for (int64_t i = 0; i < sb * E; ++i) dkp[(b * S + s0) * E + i] = static_cast<T>(dkb[i]);
+        for (int64_t i = 0; i < sb * Ev; ++i) dvp[(b * S + s0) * Ev + i] = static_cast<T>(dvb[i]);
+      }
       for (int64_t i = 0; i < L * E; ++i) dqp[b * L * E + i] = static_cast<T>(dq[i]);
-      for (int64_t i = 0; i < S * E; ++i) dkp[b * S * E + i] = static_cast<T>(dkb[i]);
-      for (int64_t i = 0; i < S * Ev; ++i) dvp[b * S * Ev + i] = static_cast<T>(dvb[i]);
     }
   });
 }
