@@ -51,6 +51,16 @@ LUCID_BINDER(nn) {
     double s = scale.is_none() ? NAN : nb::cast<double>(scale);
     return scaled_dot_product_attention(q, k, v, opt(mask, op, "attn_mask"), opt(dmask, op, "dropout_mask"), p, causal, s);
   }, nb::arg("query"), nb::arg("key"), nb::arg("value"), nb::arg("attn_mask").none(), nb::arg("dropout_mask").none(), nb::arg("dropout_p"), nb::arg("is_causal"), nb::arg("scale").none());
+  // One direction of one LSTM / GRU layer over time-major xp = x @ w_ih^T + biases (ops/nn_rnn.cpp).
+  m.def("_nn_lstm_recurrence", [](const Tensor& xp, const Tensor& h0, const Tensor& c0, const Tensor& w_hh, bool reverse) {
+    TensorList r = lstm_recurrence(xp, h0, c0, w_hh, reverse);
+    return nb::make_tuple(r[0], r[1]);
+  }, nb::arg("xp"), nb::arg("h0"), nb::arg("c0"), nb::arg("w_hh"), nb::arg("reverse"),
+     "LSTM recurrence: (y, cells), each (T, B, H); h_n = y[last step], c_n = cells[last step].");
+  m.def("_nn_gru_recurrence", [](const Tensor& xp, const Tensor& h0, const Tensor& w_hh, nb::handle b_hh, bool reverse) {
+    return gru_recurrence(xp, h0, w_hh, opt(b_hh, "gru", "b_hh"), reverse)[0];
+  }, nb::arg("xp"), nb::arg("h0"), nb::arg("w_hh"), nb::arg("b_hh").none(), nb::arg("reverse"),
+     "GRU recurrence: y (T, B, H); h_n = y[last step].");
   m.def("_nn_interpolate", [](const Tensor& x, int64_t oh, int64_t ow, const std::string& mode, bool align, double sh, double sw) {
     return interpolate(x, oh, ow, mode, align, sh, sw);
   });

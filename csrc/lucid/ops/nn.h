@@ -28,6 +28,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 Tensor interpolate(const Tensor& x, int64_t out_h, int64_t out_w, const std::string& mode, bool align_corners,
                    double scale_h, double scale_w);
 
+// One direction of one LSTM / GRU layer (ops/nn_rnn.cpp): xp (T, B, 4H or 3H) is the input
+// projection of every step; returns the op's outputs (LSTM: y, cells, gates; GRU: y, gates, hn).
+TensorList lstm_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& c0, const Tensor& w_hh, bool reverse);
+TensorList gru_recurrence(const Tensor& xp, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh, bool reverse);
+
 // Losses; reduction is "none", "mean" or "sum".
 Tensor mse_loss(const Tensor& x, const Tensor& t, const std::string& reduction);
 Tensor l1_loss(const Tensor& x, const Tensor& t, const std::string& reduction);

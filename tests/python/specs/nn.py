@@ -1,6 +1,7 @@
 """Spec rows for the nn ops (Softmax, LogSoftmax, Dropout, BatchNorm, BatchNormUpdateStats,
 LayerNorm, GroupNorm, RmsNorm, NormBackward, Embedding, EmbeddingBackward, Interpolate,
-InterpolateBackward, ScaledDotProductAttention, SdpaBackward). Backward-only ops are covered by
+InterpolateBackward, ScaledDotProductAttention, SdpaBackward, LstmRecurrence, LstmRecurrenceBackward,
+GruRecurrence, GruRecurrenceBackward). Backward-only ops are covered by
 the rows whose gradients exercise them."""
 import numpy as np
 
@@ -123,6 +124,46 @@ def _interp_samples(rng, dt):
             Sample([x], {"size": (2, 3), "mode": "bicubic"})]
 
 
+def _lstm_torch(t, xp, h0, c0, w_hh, reverse):
+    """The LSTM recurrence written per step with torch ops: (y, cells)."""
+    steps = range(xp.shape[0] - 1, -1, -1) if reverse else range(xp.shape[0])
+    h, c, ys, cs = h0, c0, [None] * xp.shape[0], [None] * xp.shape[0]
+    for s in steps:
+        i, f, g, o = (xp[s] + h @ w_hh.T).chunk(4, -1)
+        c = t.sigmoid(f) * c + t.sigmoid(i) * t.tanh(g)
+        h = t.sigmoid(o) * t.tanh(c)
+        ys[s], cs[s] = h, c
+    return t.stack(ys), t.stack(cs)
+
+
+def _gru_torch(t, xp, h0, w_hh, b_hh, reverse):
+    steps = range(xp.shape[0] - 1, -1, -1) if reverse else range(xp.shape[0])
+    h, ys = h0, [None] * xp.shape[0]
+    for s in steps:
+        hp = h @ w_hh.T + (0 if b_hh is None else b_hh)
+        xr, xz, xn = xp[s].chunk(3, -1)
+        hr, hz, hn = hp.chunk(3, -1)
+        r, z = t.sigmoid(xr + hr), t.sigmoid(xz + hz)
+        n = t.tanh(xn + r * hn)
+        h = (1 - z) * n + z * h
+        ys[s] = h
+    return t.stack(ys)
+
+
+def _rnn_samples(rng, dt, gates):
+    out = []
+    for steps, batch, hidden, reverse in ((1, 1, 1, False), (4, 3, 5, True), (3, 2, 9, False), (2, 1, 33, True)):
+        G = gates * hidden
+        args = [arr(rng, (steps, batch, G), dt), arr(rng, (batch, hidden), dt, -1, 1)]
+        if gates == 4:
+            args.append(arr(rng, (batch, hidden), dt, -1, 1))
+        args.append(arr(rng, (G, hidden), dt, -0.5, 0.5))
+        if gates == 3:
+            args.append(arr(rng, (G,), dt, -0.5, 0.5) if hidden != 9 else None)
+        out.append(Sample(args, {"reverse": reverse}))
+    return out
+
+
 SPECS = [
     OpSpec("softmax", ["Softmax"], lambda l, x, **k: l.softmax(x, **k), lambda t, x, **k: _F(t).softmax(x, **k),
            _softmax_samples, dtypes=FLOATS),
@@ -178,6 +219,10 @@ SPECS = [
            lambda t, q, k, v, m: _F(t).scaled_dot_product_attention(q, k, v, attn_mask=m), _sdpa_mask_samples),
     OpSpec("interpolate", ["Interpolate", "InterpolateBackward"], lambda l, x, **k: l.interpolate(x, **k),
            lambda t, x, **k: _F(t).interpolate(x, **k), _interp_samples, dtypes=FLOATS),
+    OpSpec("lstm_recurrence", ["LstmRecurrence", "LstmRecurrenceBackward"],
+           lambda l, *a, **k: l._C._nn_lstm_recurrence(*a, **k), _lstm_torch, lambda rng, dt: _rnn_samples(rng, dt, 4)),
+    OpSpec("gru_recurrence", ["GruRecurrence", "GruRecurrenceBackward"],
+           lambda l, *a, **k: l._C._nn_gru_recurrence(*a, **k), _gru_torch, lambda rng, dt: _rnn_samples(rng, dt, 3)),
 ]
 
 

@@ -1,6 +1,13 @@
-"""RNN, LSTM, GRU and their cells, as Python composites over linear/sigmoid/tanh (torch computes
-them with fused kernels, but the math, gate order (LSTM i,f,g,o; GRU r,z,n), parameter names
-(weight_ih_l0, ..., _reverse) and init (U(-1/sqrt(H), 1/sqrt(H))) are torch's).
+"""RNN, LSTM, GRU and their cells, with torch's math, gate order (LSTM i,f,g,o; GRU r,z,n),
+parameter names (weight_ih_l0, ..., _reverse) and init (U(-1/sqrt(H), 1/sqrt(H))).
+
+LSTM and GRU on float32/float64 CPU tensors run each (layer, direction) as one linear over all
+time steps (the input projection) plus one fused recurrence op (LstmRecurrence / GruRecurrence,
+csrc/lucid/ops/nn_rnn.cpp: per step a small GEMM and a fused gate kernel; the backward op runs the
+reversed recurrence and the weight gradients are one GEMM), so lucid.compile records a few nodes
+per layer instead of ~10 per step. Multi-layer, bidirectional and dropout between layers stay here.
+RNN (tanh/relu), the cells, other dtypes, CUDA tensors and PackedSequence input keep the per-step
+Python composite (linear + chunk + sigmoid/tanh).
 
 RNN, LSTM and GRU also take a PackedSequence (nn.utils.rnn) and return one, as torch: each time
 step runs on the sequences still running (batch_sizes[t] of them), so h_n holds each sequence's
@@ -149,6 +156,26 @@ class RNNBase(Module):
             return _gru_cell(xp, state, w_hh, b_hh)
         return _rnn_cell(xp, state, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
 
+    def _fusable(self, x):
+        """LSTM / GRU on float32 or float64 CPU tensors run the fused recurrence ops; other dtypes
+        and CUDA (no kernel yet: tests/python/cuda_pending_ops.txt) keep the per-step composite."""
+        return self.mode in ("LSTM", "GRU") and x.dtype in (lucid.float32, lucid.float64) and not x.is_cuda
+
+    def _fused_layer(self, layer_input, state, w_ih, w_hh, b_ih, b_hh, reverse):
+        """One direction of one LSTM / GRU layer on the fused recurrence ops: one linear for the
+        input projection of every step (LSTM folds both biases into it; GRU keeps b_hh inside the
+        recurrence, where r multiplies its n part), then the recurrence. Returns y (L, N, H) and
+        the final state ((h_n, c_n) for LSTM)."""
+        last = 0 if reverse else layer_input.shape[0] - 1
+        if self.mode == "LSTM":
+            bias = None if b_ih is None else b_ih + b_hh
+            x_proj = F.linear(layer_input, w_ih, bias)
+            y, cells = lucid._C._nn_lstm_recurrence(x_proj, state[0], state[1], w_hh, reverse)
+            return y, (y[last], cells[last])
+        x_proj = F.linear(layer_input, w_ih, b_ih)
+        y = lucid._C._nn_gru_recurrence(x_proj, state, w_hh, b_hh, reverse)
+        return y, y[last]
+
     def _run(self, input, hx):
         """input (L, N, H_in); hx: list of per-(layer, direction) states. Returns output, new states."""
         num_directions = 2 if self.bidirectional else 1
@@ -159,14 +186,18 @@ class RNNBase(Module):
             dir_outputs = []
             for d in range(num_directions):
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
-                x_proj = F.linear(layer_input, w_ih, b_ih)  # all time steps at once
                 state = hx[layer * num_directions + d]
-                steps = range(seq_len - 1, -1, -1) if d == 1 else range(seq_len)
-                outs = [None] * seq_len
-                for t in steps:
-                    state = self._cell(x_proj[t], state, w_hh, b_hh)
-                    outs[t] = state[0] if self.mode == "LSTM" else state
-                dir_outputs.append(lucid.stack(outs, 0))
+                if self._fusable(layer_input):
+                    out, state = self._fused_layer(layer_input, state, w_ih, w_hh, b_ih, b_hh, d == 1)
+                else:
+                    x_proj = F.linear(layer_input, w_ih, b_ih)  # all time steps at once
+                    steps = range(seq_len - 1, -1, -1) if d == 1 else range(seq_len)
+                    outs = [None] * seq_len
+                    for t in steps:
+                        state = self._cell(x_proj[t], state, w_hh, b_hh)
+                        outs[t] = state
+                    out = lucid.stack(outs, 0)
+                dir_outputs.append(out)
                 new_states.append(state)
             layer_input = dir_outputs[0] if num_directions == 1 else lucid.cat(dir_outputs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
