@@ -220,9 +220,11 @@ SPECS = [
     OpSpec("interpolate", ["Interpolate", "InterpolateBackward"], lambda l, x, **k: l.interpolate(x, **k),
            lambda t, x, **k: _F(t).interpolate(x, **k), _interp_samples, dtypes=FLOATS),
     OpSpec("lstm_recurrence", ["LstmRecurrence", "LstmRecurrenceBackward"],
-           lambda l, *a, **k: l._C._nn_lstm_recurrence(*a, **k), _lstm_torch, lambda rng, dt: _rnn_samples(rng, dt, 4)),
+           lambda l, *a, **k: l._C._nn_lstm_recurrence(*a, **k), _lstm_torch, lambda rng, dt: _rnn_samples(rng, dt, 4),
+           cuda_dtypes=("float32", "float64")),  # the records take float32 / float64 only
     OpSpec("gru_recurrence", ["GruRecurrence", "GruRecurrenceBackward"],
-           lambda l, *a, **k: l._C._nn_gru_recurrence(*a, **k), _gru_torch, lambda rng, dt: _rnn_samples(rng, dt, 3)),
+           lambda l, *a, **k: l._C._nn_gru_recurrence(*a, **k), _gru_torch, lambda rng, dt: _rnn_samples(rng, dt, 3),
+           cuda_dtypes=("float32", "float64")),
 ]
 
 

@@ -195,7 +195,7 @@ class RNNBase(Module):
                     outs = [None] * seq_len
                     for t in steps:
                         state = self._cell(x_proj[t], state, w_hh, b_hh)
-                        outs[t] = state
+                        outs[t] = state[0] if self.mode == "LSTM" else state
                     out = lucid.stack(outs, 0)
                 dir_outputs.append(out)
                 new_states.append(state)
