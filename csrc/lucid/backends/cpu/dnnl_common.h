@@ -18,6 +18,10 @@
 
 #include "lucid/core/tensor.h"
 
+namespace lucid::cpu {
+struct MatmulPostOp;  // dnnl_matmul.h
+}
+
 namespace lucid::dnnl_util {
 
 dnnl::engine& engine();
@@ -30,6 +34,11 @@ dnnl::memory::data_type to_dnnl(DType t, bool* ok = nullptr);
 dnnl::memory::desc strided_desc(const Shape& dims, const Strides& strides, DType t);
 inline dnnl::memory::desc desc_of(const Tensor& t) { return strided_desc(t.shape(), t.strides(), t.dtype()); }
 dnnl::memory::desc plain_desc(const Shape& dims, DType t);  // contiguous (row-major)
+
+// A primitive attribute with the caller's scratchpad (scratchpad_mode::user: oneDNN's own is shared
+// by concurrent executions of one primitive) and these post-ops in order (defined beside the
+// post-op vocabulary, dnnl_matmul.cpp).
+dnnl::primitive_attr post_op_attr(const std::vector<cpu::MatmulPostOp>& post);
 
 inline dnnl::memory mem(const dnnl::memory::desc& md, const void* p) {
   return dnnl::memory(md, engine(), const_cast<void*>(p));

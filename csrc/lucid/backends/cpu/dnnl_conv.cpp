@@ -113,18 +113,7 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
       } else if (kind == Kind::Fwd) {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           xa, wa, b_md, ya, strides, dil, pl, pr);
-        dnnl::primitive_attr attr;
-        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        if (!post.empty()) {
-          dnnl::post_ops po;
-          for (auto& op : post) {
-            if (op.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(op.scale));
-            else po.append_eltwise(1.f, op.kind == MatmulPostOp::Gelu ? dnnl::algorithm::eltwise_gelu_erf
-                                                                      : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
-          }
-          attr.set_post_ops(po);
-        }
-        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+        dnnl::convolution_forward::primitive_desc pd(d, post_op_attr(post), engine());
         e->prim = dnnl::convolution_forward(pd);
         e->scratch = pd.scratchpad_desc();
         e->arg[0] = DNNL_ARG_SRC; e->arg[1] = DNNL_ARG_WEIGHTS; e->arg[2] = DNNL_ARG_DST;
@@ -229,6 +218,20 @@ bool run_entry(const std::shared_ptr<ConvEntry>& e, const void* in0, const void*
   return true;
 }
 
+// y += scale * r (same shape, contiguous), in the compute type: a residual added after the
+// primitive, rounded as the unfused add.
+void add_scaled(const Tensor& y, const Tensor& r, double scale) {
+  LUCID_DISPATCH_FLOATING(y.dtype(), "conv", [&] {
+    using C = compute_t<scalar_t>;
+    scalar_t* yp = y.data<scalar_t>();
+    const scalar_t* rp = r.data<scalar_t>();
+    parallel_for(0, y.numel(), kParallelGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        yp[i] = static_cast<scalar_t>(static_cast<C>(yp[i]) + static_cast<C>(scale) * static_cast<C>(rp[i]));
+    });
+  });
+}
+
 // ---- pointwise convolutions as one GEMM ------------------------------------------------------
 // A 1x1 convolution with stride 1, no padding and one group is, per image, y[n] = W x[n] with x[n]
 // viewed as an [IC, H*W] matrix: one oneDNN matmul over the plain NCHW buffers, the weights
@@ -279,16 +282,7 @@ bool pointwise_forward(const Tensor& x, const Tensor& w, const Tensor& b, const 
       d->w = strided_desc({1, OC, IC}, {OC * IC, IC, 1}, t);
       d->x = strided_desc({N, IC, HW}, {IC * HW, HW, 1}, t);
       d->y = strided_desc({N, OC, HW}, {OC * HW, HW, 1}, t);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      dnnl::post_ops po;
-      for (auto& op : post) {
-        if (op.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(op.scale));
-        else po.append_eltwise(1.f, op.kind == MatmulPostOp::Gelu ? dnnl::algorithm::eltwise_gelu_erf
-                                                                  : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
-      }
-      attr.set_post_ops(po);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(d->w, d->x, d->y), attr, engine());
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(d->w, d->x, d->y), post_op_attr(post), engine());
       d->prim = dnnl::matmul(pd);
       d->scratch = pd.scratchpad_desc();
       return d;
@@ -317,18 +311,7 @@ bool pointwise_forward(const Tensor& x, const Tensor& w, const Tensor& b, const 
   if (size_t sb = e->scratch.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, mem(e->scratch, scratch(3, sb)));
   e->prim.execute(stream(), args);
   stream().wait();
-  if (residual) {
-    const double scale = post0[0].scale;
-    LUCID_DISPATCH_FLOATING(t, "conv", [&] {
-      using C = compute_t<scalar_t>;
-      scalar_t* yp = y.data<scalar_t>();
-      const scalar_t* rp = res.data<scalar_t>();
-      parallel_for(0, y.numel(), kParallelGrain, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i)
-          yp[i] = static_cast<scalar_t>(static_cast<C>(yp[i]) + static_cast<C>(scale) * static_cast<C>(rp[i]));
-      });
-    });
-  }
+  if (residual) add_scaled(y, res, post0[0].scale);
   return true;
 }
 
@@ -482,16 +465,7 @@ void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Co
     copy_into(prev, y);
     std::vector<MatmulPostOp> head(post.begin(), post.end() - 1);
     conv_forward(x, w, b, p, y, head);
-    const double scale = post.back().scale;
-    LUCID_DISPATCH_FLOATING(t, "conv", [&] {
-      using C = compute_t<scalar_t>;
-      scalar_t* yp = y.data<scalar_t>();
-      const scalar_t* pp = prev.data<scalar_t>();
-      parallel_for(0, y.numel(), kParallelGrain, [&](int64_t b0, int64_t b1) {
-        for (int64_t i = b0; i < b1; ++i)
-          yp[i] = static_cast<scalar_t>(static_cast<C>(yp[i]) + static_cast<C>(scale) * static_cast<C>(pp[i]));
-      });
-    });
+    add_scaled(y, prev, post.back().scale);
     return;
   }
   if (use_dnnl(t) && x.numel() > 0 && is_pointwise(w.shape(), p) && pointwise_forward(x, w, b, y, post)) return;

@@ -81,6 +81,26 @@ dnnl::algorithm eltwise_alg(MatmulPostOp::Kind k) {
   }
 }
 
+}  // namespace
+
+}  // namespace lucid::cpu
+
+dnnl::primitive_attr lucid::dnnl_util::post_op_attr(const std::vector<cpu::MatmulPostOp>& post) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops po;
+  for (const cpu::MatmulPostOp& p : post) {
+    if (p.kind == cpu::MatmulPostOp::Sum) po.append_sum(static_cast<float>(p.scale));
+    else po.append_eltwise(1.f, cpu::eltwise_alg(p.kind), 0.f, 0.f);
+  }
+  attr.set_post_ops(po);
+  return attr;
+}
+
+namespace lucid::cpu {
+
+namespace {
+
 // ---- Packed weights ------------------------------------------------------------------------
 // A product with few rows and a 2-D B spends most of its time in oneDNN's per-call repacking of B
 // into its blocked layout (brgemm's copy_B). For those products the primitive is created with
@@ -104,15 +124,8 @@ std::shared_ptr<MatmulPrim> matmul_prim(const Geometry& A, const Geometry& B, co
                                              dnnl::memory::format_tag::any)
                         : strided_desc(B.dims, B.strides, dt);
       auto dmd = strided_desc(D.dims, D.strides, dt);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::primitive_attr attr = post_op_attr(ep.post_ops);
       if (ep.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(ep.alpha)});
-      dnnl::post_ops po;
-      for (auto& p : ep.post_ops) {
-        if (p.kind == MatmulPostOp::Sum) po.append_sum(static_cast<float>(p.scale));
-        else po.append_eltwise(1.f, eltwise_alg(p.kind), 0.f, 0.f);
-      }
-      attr.set_post_ops(po);
       if (bias.defined()) {
         Shape bd(nd, 1);
         bd[nd - 1] = N;
