@@ -4,8 +4,8 @@ float32 inference, in one run, against the peers a CPU user would deploy with.
 Columns, each fed the same weights (the torch twin of tests/python/torch_reference_models.py built
 under torch.manual_seed(0), its state_dict saved as safetensors and loaded into the lucid model,
 tied weights stored once as Hugging Face does) and the same inputs, eval mode:
-  lucid eager (no_grad), lucid compiled (lucid.compile(model)), lucid bf16 (autocast: "not built"
-  until issue 13 item 5 lands; never faked), torch eager (inference_mode), torch.compile (default
+  lucid eager (no_grad), lucid compiled (lucid.compile(model)), lucid bf16 (the same compiled model
+  called under lucid.autocast("cpu", dtype=lucid.bfloat16): its own executable), torch eager (inference_mode), torch.compile (default
   mode, a fresh inductor cache per run so its first call is a cold compile), ONNX Runtime
   (CPUExecutionProvider) and OpenVINO (CPU plugin, INFERENCE_PRECISION_HINT f32 and bf16), both on
   the ONNX file that torch.onnx.export (the dynamo exporter) writes from the twin at that batch.
@@ -75,7 +75,6 @@ from compile_models import max_rel_err  # noqa: E402
 from _common import environment, fmt_ratio, is_time, print_table, timeit, timeit_interleaved, write_json  # noqa: E402
 
 TOLERANCE = {"f32": 1e-4, "bf16": 5e-2}  # max |out - ref| / max |ref| against torch eager float32
-NOT_BUILT = "not built"  # lucid bf16 under autocast: issue 13 item 5
 COLUMNS = ["lucid compiled", "lucid eager", "lucid bf16", "torch eager", "torch.compile", "onnxruntime",
            "openvino f32", "openvino bf16"]
 PEERS = ["lucid eager", "torch eager", "torch.compile", "onnxruntime", "openvino f32", "openvino bf16"]
@@ -115,8 +114,8 @@ def _error(e):
 def _numpy_outputs(out):
     """A model's output (a tensor of any framework, an array, or a tuple of them) as numpy arrays."""
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-    return tuple(o.detach().numpy() if isinstance(o, torch.Tensor) else o.numpy() if isinstance(o, lucid.Tensor)
-                 else np.asarray(o) for o in outs)
+    return tuple(o.detach().float().numpy() if isinstance(o, torch.Tensor) else o.float().numpy()
+                 if isinstance(o, lucid.Tensor) else np.asarray(o) for o in outs)
 
 
 def _check(out, ref_outs, precision):
@@ -291,7 +290,13 @@ def bench_model(name, tm, lm, cm, batch, threads, rounds, tmp_dir):
             r["notes"].append(f"lucid compiled fell back to eager: {info['eager_only']}")
         if info["from_disk"]:
             r["notes"].append("lucid compiled: program came from the persistent compile cache")
-    r["times"]["lucid bf16"] = NOT_BUILT
+
+    def under_autocast(fn):
+        def run():
+            with lucid.no_grad(), lucid.autocast("cpu", dtype=lucid.bfloat16):
+                return fn()
+        return run
+    add("lucid bf16", under_autocast(lambda: cm(*largs)), under_autocast(lambda: cm(*largs)))
 
     torch._dynamo.reset()
     tc = torch.compile(tm)
@@ -351,7 +356,7 @@ def _cell(r, col):
     """A time cell in ms; "!" marks a failed check; a reason string as it is, shortened."""
     v = r["times"].get(col, "n/a")
     if not is_time(v):
-        return v if v in (NOT_BUILT, "n/a") else "error"
+        return v if v == "n/a" else "error"
     return f"{v * 1e3:.3f}" + ("" if r["checks"].get(col, {"ok": True})["ok"] else "!")
 
 
@@ -363,6 +368,8 @@ def ratios(r):
     deploy = [t[c] for c in ("onnxruntime", "openvino f32") if is_time(t.get(c))]
     if deploy and is_time(base):
         out["faster of ORT / OpenVINO f32"] = min(deploy) / base
+    if is_time(t.get("lucid bf16")) and is_time(t.get("openvino bf16")):
+        out["lucid bf16 vs openvino bf16"] = t["openvino bf16"] / t["lucid bf16"]
     return out
 
 
@@ -383,8 +390,7 @@ def draw_chart(results, path):
     ax.set_xticks(np.arange(len(rows)))
     ax.set_xticklabels(["\nb".join(k.rsplit("_b", 1)) for k, _ in rows], fontsize=8)
     ax.set_ylabel("peer time / lucid compiled time\n(> 1: lucid compiled faster)")
-    ax.set_title(f"lucid.models on the CPU, float32 unless named ({results['threads']} threads; "
-                 f"lucid bf16: {NOT_BUILT})")
+    ax.set_title(f"lucid.models on the CPU, float32 unless named ({results['threads']} threads)")
     ax.legend(fontsize=7, ncol=4)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -468,7 +474,9 @@ def main():
                 "ORT and OpenVINO f32, >= 1.3 vs lucid eager on CNNs",
                 ["model", "batch", "faster of ORT / OV f32"] + PEERS + ["lucid bf16 vs OV bf16"],
                 [(m, b, *(f"{r['ratios'][c]:.2f}" if c in r["ratios"] else "n/a"
-                          for c in ["faster of ORT / OpenVINO f32"] + PEERS), NOT_BUILT) for m, b, r in rows])
+                          for c in ["faster of ORT / OpenVINO f32"] + PEERS),
+                  f"{r['ratios']['lucid bf16 vs openvino bf16']:.2f}" if "lucid bf16 vs openvino bf16" in r["ratios"]
+                  else "n/a") for m, b, r in rows])
     print_table("first calls (s): lucid compile = first compiled call - one eager call; torch.compile cold",
                 ["model", "batch", "lucid compile", "torch.compile first call", "ONNX export"],
                 [(m, b, *(f"{v:.2f}" if is_time(v) else "n/a" for v in (r.get("lucid_compile_s"),
@@ -481,7 +489,7 @@ def main():
                   f"{100 * r['fraction_of_fp32_peak'][r['fastest_peer']]:.1f}% ({r['fastest_peer']})"
                   if r["fastest_peer"] in r["fraction_of_fp32_peak"] else "n/a") for m, b, r in rows])
     notes = [f"{m} b{b} {c}: {v}" for m, b, r in rows for c, v in r["times"].items()
-             if not is_time(v) and v != NOT_BUILT]
+             if not is_time(v)]
     notes += [f"{m} b{b} {n}" for m, b, r in rows for n in r["notes"]]
     if notes:
         print("\nnotes:")

@@ -22,6 +22,12 @@ from lucid._ops_torch_toplevel import *  # noqa: E402,F401,F403  (nn.functional 
 from lucid.linalg._legacy import *  # noqa: E402,F401,F403  (torch.cholesky, qr, svd, ... : the pre-linalg forms)
 from lucid.serialization import save, load  # noqa: E402  (pylib)
 from lucid import compile  # noqa: E402,A004  (callable namespace: lucid.compile(model))
+from lucid import amp  # noqa: E402  (torch.amp: autocast)
+from lucid.amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype,  # noqa: E402,F401
+                                     set_autocast_dtype, is_autocast_cpu_enabled, set_autocast_cpu_enabled,
+                                     get_autocast_cpu_dtype, set_autocast_cpu_dtype, get_autocast_gpu_dtype,
+                                     set_autocast_gpu_dtype, clear_autocast_cache, is_autocast_cache_enabled,
+                                     set_autocast_cache_enabled, autocast_increment_nesting, autocast_decrement_nesting)
 
 from lucid._missing import NotImplementedYetError, module_getattr as _module_getattr  # noqa: E402
 

@@ -4,6 +4,7 @@ Most functions are the C++ bindings themselves (lucid._C), exported under torch'
 activation functions add torch.nn.functional's `inplace` flag here, so the nn package can
 re-export them as they are.
 """
+from lucid._autocast_policy import autocast_policy
 from lucid import _C
 from lucid._C import (  # noqa: F401
     abs, exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin, cos, tanh, sigmoid, erf, sign, floor, ceil,
@@ -115,6 +116,7 @@ def threshold_(input, threshold, value):
     return _C._threshold_(input, threshold, value)
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def prelu(input, weight):
     """x if x > 0 else weight * x, weight broadcast along dim 1 (channels), as torch."""
     if weight.numel() != 1:

@@ -3,6 +3,7 @@ addmv/addr/baddbmm/addbmm, chain_matmul, tensordot, kron, block_diag, cartesian_
 combinations, trace, cdist, cov/corrcoef, diagflat, vander and tril/triu_indices. Written once
 here with lucid ops, so they are differentiable as torch's are and compile. (lucid.linalg is a
 separate package.)"""
+from lucid._autocast_policy import autocast_policy
 from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import functools
 import itertools
@@ -52,22 +53,27 @@ def inner(input, other):
     return out.reshape(list(input.shape[:-1]) + list(other.shape[:-1]))
 
 
+@autocast_policy(cuda="promote")
 def vdot(input, other):
     return _C.dot(input, other)  # real tensors: no conjugation
 
 
+@autocast_policy(cuda="lower")
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     return _beta_alpha("addmv", input, _C.mv(mat, vec), beta, alpha)
 
 
+@autocast_policy(cuda="lower")
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _beta_alpha("addr", input, outer(vec1, vec2), beta, alpha)
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _beta_alpha("baddbmm", input, _C.bmm(batch1, batch2), beta, alpha)
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _beta_alpha("addbmm", input, _C.bmm(batch1, batch2).sum(0), beta, alpha)
 
@@ -82,6 +88,7 @@ def chain_matmul(*matrices):
     return functools.reduce(_C.mm, matrices) if len(matrices) > 1 else matrices[0].clone()
 
 
+@autocast_policy(cuda="promote")
 def tensordot(a, b, dims=2):
     """Contract dims of a with dims of b: dims is a count (last of a with first of b) or two lists."""
     _need(a, "tensordot", "a"), _need(b, "tensordot", "b")
@@ -177,6 +184,7 @@ def combinations(input, r=2, with_replacement=False):
     return _C.stack([input.index_select(0, cols[:, j]) for j in range(r)], 1)
 
 
+@autocast_policy(cpu="fp32")
 def trace(input):
     _need(input, "trace", "input", 2)
     return input.diagonal().sum()
@@ -189,6 +197,7 @@ def _safe_root(s, p):
     return _C.where(zero, 0.0, root)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M] -> [..., P, R]."""
     _need(x1, "cdist", "x1"), _need(x2, "cdist", "x2")
@@ -303,6 +312,7 @@ def adjoint(input):
     return input.transpose(-2, -1)
 
 
+@autocast_policy(cuda="promote")
 def cross(input, other, dim=None):
     """The 3-vector cross product along dim (default: the first dim of size 3, as torch.cross)."""
     _need(input, "cross", "input"), _need(other, "cross", "other")
@@ -316,6 +326,7 @@ def cross(input, other, dim=None):
     return (_C.roll(a, -1, dim) * _C.roll(b, -2, dim)) - (_C.roll(a, -2, dim) * _C.roll(b, -1, dim))
 
 
+@autocast_policy(cuda="fp32")
 def dist(input, other, p=2):
     """The p-norm of input - other (p may be 0, inf or -inf), as torch.dist."""
     _need(input, "dist", "input"), _need(other, "dist", "other")

@@ -3,6 +3,7 @@ ops: hsplit/vsplit/dsplit, row_stack, ravel, split_with_sizes and the unsafe_* n
 forms of the views (a view's values in fresh storage), diagonal_scatter, index_copy,
 masked_scatter, put, scatter_reduce/index_reduce, unravel_index, reshape_as and sum_to_size. Differentiable
 through the ops they are written with, and traceable (no host reads)."""
+from lucid._autocast_policy import autocast_policy
 from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import math
 
@@ -125,6 +126,7 @@ def _index_along(index, dim, like):
     return index.reshape(shape).expand(like.shape) if like.ndim else index.reshape(())
 
 
+@autocast_policy(cpu="promote", cuda="promote")
 def index_copy(input, dim, index, source):
     """input with input.select(dim, index[i]) = source.select(dim, i), as torch.index_copy."""
     _need(input, "index_copy"), _need(index, "index_copy", "index"), _need(source, "index_copy", "source")

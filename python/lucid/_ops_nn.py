@@ -5,6 +5,7 @@ Random numbers: dropout (and its channel / alpha variants, and the dropout of
 scaled_dot_product_attention) take their keep-mask as a tensor input of the op, drawn by
 _keep_mask with lucid.rand, so the random draw is its own (traceable) op.
 """
+from lucid._autocast_policy import autocast_policy
 import math
 import numbers
 
@@ -347,6 +348,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / _pnorm(input, p, dim, True).clamp_min(eps).expand_as(input)
 
 
+@autocast_policy(cuda="fp32")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     n1 = _pnorm(x1, 2, dim, True).clamp_min(eps)
     n2 = _pnorm(x2, 2, dim, True).clamp_min(eps)
@@ -357,6 +359,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
     return _pnorm(x1 - x2 + eps, p, -1, keepdim)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-08, reduce=None,
                      reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
@@ -388,6 +391,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean
     return _reduce(loss, reduction, "gaussian_nll_loss")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     zeros = lucid.zeros_like(input)
@@ -396,11 +400,13 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, reduction, "hinge_embedding_loss")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction, "margin_ranking_loss")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce(lucid.softplus(-target * input), reduction, "soft_margin_loss")
@@ -416,6 +422,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction, "multilabel_soft_margin_loss")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     dim = input1.ndim - 1
@@ -428,6 +435,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction, "cosine_embedding_loss")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
@@ -438,6 +446,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
     return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction, "triplet_margin_loss")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):

@@ -8,6 +8,7 @@ kernels, VJPs and lowerings, so autograd and lucid.compile work through them wit
 C++. torch writes several of them as Python composites too (local_response_norm,
 triplet_margin_with_distance_loss, affine_grid). lucid.nn.functional re-exports them by name.
 """
+from lucid._autocast_policy import autocast_policy
 from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 import numbers
 
@@ -125,6 +126,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 # ---- distances ----------------------------------------------------------------------------
+@autocast_policy(cuda="fp32")
 def pdist(input, p=2):
     """p-norm distance between each pair of rows i < j of an (N, M) input, in row-major order."""
     if input.ndim != 2:
@@ -195,6 +197,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 # ---- losses -------------------------------------------------------------------------------
+@autocast_policy(cpu="fp32", cuda="fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C; the
     targets of a row are its entries before the first -1."""
@@ -396,6 +399,7 @@ def _source_coord(coord, size, padding_mode, align_corners):
     return c
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples a 4-D input (N, C, H, W) at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, y):
     gathers of the corner pixels weighted by their distances, so gradients reach input and grid."""

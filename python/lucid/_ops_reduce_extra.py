@@ -3,6 +3,7 @@ aminmax, cummax/cummin, logcumsumexp, diff, gradient, renorm, searchsorted/bucke
 O(values x boundaries), no sort kernel), and the histograms bincount, histc and histogram (whose
 output size or range may depend on the data: they read it on the host, so a compiled function that
 calls them falls back to eager, as torch.compile graph-breaks on them). Differentiable where torch is."""
+from lucid._autocast_policy import autocast_policy
 from lucid._C import ArgumentError  # a ValueError and a RuntimeError, as torch raises
 from lucid import _C
 from lucid import return_types
@@ -150,6 +151,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
 
 
 
+@autocast_policy(cuda="fp32")
 def renorm(input, p, dim, maxnorm):
     """Each slice along dim whose p-norm exceeds maxnorm scaled down to norm maxnorm (torch.renorm)."""
     _need(input, "renorm")

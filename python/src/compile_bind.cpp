@@ -24,6 +24,7 @@
 #include "lucid/compile/runtime/compiled_entry.h"
 #include "lucid/compile/trace/tracer.h"
 #include "lucid/core/mem_overlap.h"
+#include "lucid/dispatch/autocast.h"
 
 namespace lucid::py {
 
@@ -194,6 +195,7 @@ SigWalk signature(nb::handle args, nb::handle kwargs, int64_t mode, const std::v
   // No keyword arguments (a null dict from tp_call, or {}) hash alike.
   if (kwargs.is_valid() && PyDict_Check(kwargs.ptr()) && PyDict_Size(kwargs.ptr()) > 0) w.walk(kwargs, 0);
   w.s.mix(GradMode::is_enabled() ? 0x51 : 0x50);
+  w.s.mix(autocast_key());  // a trace made under one autocast state never serves another
   w.s.mix(static_cast<uint64_t>(mode));
   return w;
 }

@@ -11,6 +11,7 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/compile/trace/trace_hook.h"
+#include "lucid/dispatch/autocast.h"
 #include "lucid/ops/core.h"
 
 namespace lucid::py {
@@ -364,6 +365,24 @@ static void bind_tensor(nb::module_& m) {
   m.def("mul", [](nb::handle a, nb::handle b) { return mul(to_tensor(a, "mul", "input"), to_tensor(b, "mul", "other")); });
   m.def("neg", [](const Tensor& a) { return neg(a); });
   m.def("expand", [](const Tensor& t, nb::handle s) { return expand(t, to_shape(s, "expand", "size")); });
+
+  // Autocast state (dispatch/autocast.h); lucid/amp/autocast_mode.py validates the arguments.
+  auto dev = [](const std::string& d) { return d == "cuda" ? DeviceType::CUDA : DeviceType::CPU; };
+  m.def("_autocast_enabled", [dev](const std::string& d) { return autocast_enabled(dev(d)); });
+  m.def("_autocast_set_enabled", [dev](const std::string& d, bool on) { set_autocast_enabled(dev(d), on); });
+  m.def("_autocast_dtype", [dev](const std::string& d) { return autocast_dtype(dev(d)); });
+  m.def("_autocast_set_dtype", [dev](const std::string& d, nb::handle t) {
+    set_autocast_dtype(dev(d), to_dtype(t, "autocast"));
+  });
+  m.def("_autocast_cache_enabled", &autocast_cache_enabled);
+  m.def("_autocast_set_cache_enabled", &set_autocast_cache_enabled);
+  m.def("_autocast_increment_nesting", &autocast_increment_nesting);
+  m.def("_autocast_decrement_nesting", &autocast_decrement_nesting);
+  m.def("_autocast_clear_cache", &clear_autocast_cache);
+  m.def("_autocast_cache_size", &autocast_cache_size);
+  m.def("_autocast_policy", [dev](const std::string& op, const std::string& d, const std::string& pad_mode) {
+    return autocast_policy(op_from_name(op), {{"mode", pad_mode}}, dev(d));
+  });
 
   // Autograd.
   m.def("is_grad_enabled", &GradMode::is_enabled);

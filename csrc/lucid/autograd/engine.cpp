@@ -10,6 +10,7 @@
 #include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/device.h"
 #include "lucid/core/mem_overlap.h"
+#include "lucid/dispatch/autocast.h"
 #include "lucid/dispatch/dispatch.h"
 #include "lucid/ops/core.h"
 
@@ -83,6 +84,7 @@ struct Runner {
   TensorList captured;
 
   void run(const TensorList& roots, const TensorList& grad_roots) {
+    AutocastOffGuard no_autocast;  // each VJP takes the dtypes its forward saw (dispatch/autocast.h)
     std::unordered_map<Node*, int> deps;
     std::unordered_map<Node*, TensorList> buffers;
     std::vector<Node*> stack;

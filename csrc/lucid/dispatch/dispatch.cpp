@@ -9,6 +9,7 @@
 #include "lucid/autograd/node.h"
 #include "lucid/compile/trace/trace_hook.h"
 #include "lucid/core/mem_overlap.h"
+#include "lucid/dispatch/autocast.h"
 #include "lucid/ops/core.h"
 
 namespace lucid {
@@ -224,8 +225,19 @@ static TensorList run_op(const OpDef& def, const TensorList& inputs, const Attrs
   return outs;
 }
 
-TensorList dispatch(OpId id, const TensorList& inputs, const Attrs& attrs) {
+// The device type autocast keys an op by: its first input that is not a CPU 0-dim tensor.
+static DeviceType autocast_device(const TensorList& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && !(t.device().is_cpu() && t.ndim() == 0)) return t.device().type;
+  return DeviceType::CPU;
+}
+
+TensorList dispatch(OpId id, const TensorList& in, const Attrs& attrs) {
   const OpDef& def = checked_def(id, attrs);
+  TensorList cast;  // autocast's copies of the inputs (dispatch/autocast.h), when it casts any
+  const TensorList& inputs = autocast_any_enabled() && autocast_enabled(autocast_device(in))
+                                 ? autocast_inputs(id, attrs, autocast_device(in), in, cast)
+                                 : in;
   TensorList outs = run_op(def, inputs, attrs);
   if (def.differentiable && GradMode::is_enabled() && any_requires_grad(def, inputs))
     record_node(id, def, inputs, attrs, outs);

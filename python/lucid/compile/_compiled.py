@@ -17,6 +17,7 @@ import warnings
 import lucid
 from lucid import _C
 from lucid._C import Tensor
+from lucid.amp.autocast_mode import _state as _autocast_state
 from lucid.autograd import _tensor_hooks
 from lucid.compile._advice import advice
 from lucid.compile._errors import CompileError, CompileWarning
@@ -435,7 +436,9 @@ class CompiledModule(_C._CompiledCore):
         # the entry's key is computed after the trace, with the bound tensors it found (_key_of)
         fn = self._fn
         self._misses += 1
-        descr = self._describe(flat, args, kwargs) + (" grad" if lucid.is_grad_enabled() else "")
+        autocast = _autocast_state()
+        descr = (self._describe(flat, args, kwargs) + "".join(f" autocast({d}={t})" for d, t in autocast.items())
+                 + (" grad" if lucid.is_grad_enabled() else ""))
         t0 = time.perf_counter()
         tr = _C._Tracer()
         for t in flat:
@@ -495,7 +498,7 @@ class CompiledModule(_C._CompiledCore):
                               wrt_inputs, wrt_states, used)
         self._info[key] = {"descr": descr, "reason": None, "compile_ms": ms, "names": names,
                            "stats": stats, "order": self._order, "grad_enabled": lucid.is_grad_enabled(),
-                           "call": _call_spec(args, kwargs, flat), "out": _output_spec(out),
+                           "autocast": autocast, "call": _call_spec(args, kwargs, flat), "out": _output_spec(out),
                            "training": self._watched[0].training if self._watched else None}
         self._order += 1
         if log.isEnabledFor(logging.INFO):

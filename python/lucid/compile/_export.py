@@ -163,7 +163,7 @@ def _entries(cm, keys, table, extra=None):
         states = [table.add(t, f"captured.{len(table.rows)}") for t in rec.pop("states")]
         rec.pop("out_kind")
         py = {"descr": info["descr"], "call": info["call"], "out": info["out"], "grad_enabled": info["grad_enabled"],
-              "training": info["training"]}
+              "autocast": info.get("autocast", {}), "training": info["training"]}
         input_names, defaults = _input_names(info["call"]), []
         if extra is not None:
             more = extra(key)

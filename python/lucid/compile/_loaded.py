@@ -14,6 +14,7 @@ import os
 import lucid
 from lucid import _C
 from lucid._C import Tensor
+from lucid.amp.autocast_mode import _restored as _autocast_restored
 from lucid.compile._compiled import _OUT_SINGLE, _OUT_TUPLE, _OUT_UNFLATTEN
 from lucid.compile._export import ArtifactError, _hyper, _value
 from lucid.compile._optim import _TESTS, hyper_input
@@ -142,7 +143,7 @@ class LoadedModule(_C._CompiledCore):
             args = _exemplar(py["call"]["args"])
             kwargs = _exemplar(py["call"]["kwargs"]) if py["call"]["kwargs"] is not None else {}
             self._set_mode(mode, _C._compile_epoch())
-            with lucid.set_grad_enabled(py["grad_enabled"]):
+            with lucid.set_grad_enabled(py["grad_enabled"]), _autocast_restored(py.get("autocast")):
                 key = self._key_of(args, kwargs)[0]
             n_out = e["n_out"] if e["grad"] else e["forward"].num_outputs
             out_kind, unflatten = _builder(py["out"], n_out)

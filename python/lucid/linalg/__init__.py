@@ -7,6 +7,7 @@ namedtuple results (lucid.return_types). The norms are composites of ops (_norms
 matrix, a matrix that is not positive-definite) raise LinAlgError, a RuntimeError subclass as in
 torch.
 """
+from lucid._autocast_policy import autocast_policy
 import lucid
 from lucid import _C, return_types
 from lucid._C import LinAlgError, matmul  # noqa: F401
@@ -22,39 +23,46 @@ def _no_out(op, out):
         raise NotImplementedError(f"linalg.{op}: argument 'out' is not supported in lucid")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def solve(A, B, *, left=True, out=None):
     """X with A @ X = B (X @ A = B when left=False); B may be a (batch of) vector(s)."""
     _no_out("solve", out)
     return _C._linalg_solve(A, B, left)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """Solution of a triangular system; only the upper (or lower) triangle of A is read."""
     _no_out("solve_triangular", out)
     return _C._linalg_solve_triangular(A, B, upper, left, unitriangular)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def inv(A, *, out=None):
     _no_out("inv", out)
     return _C._linalg_inv(A)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def det(A, *, out=None):
     _no_out("det", out)
     return _C._linalg_det(A)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def slogdet(A, *, out=None):
     """(sign, logabsdet): det(A) = sign * exp(logabsdet)."""
     _no_out("slogdet", out)
     return return_types.linalg_slogdet(*_C._linalg_slogdet(A))
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def cholesky(A, *, upper=False, out=None):
     _no_out("cholesky", out)
     return _C._linalg_cholesky(A, upper)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def qr(A, mode="reduced", *, out=None):
     """(Q, R); mode 'reduced', 'complete' or 'r' (Q is then an empty tensor)."""
     _no_out("qr", out)
@@ -67,6 +75,7 @@ def _check_driver(op, driver):
                                   f"uses LAPACK's gesdd, got driver={driver!r}")
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U @ diag(S) @ Vh; singular values descending."""
     _no_out("svd", out)
@@ -74,23 +83,27 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return return_types.linalg_svd(*_C._linalg_svd(A, full_matrices))
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def svdvals(A, *, driver=None, out=None):
     _no_out("svdvals", out)
     _check_driver("svdvals", driver)
     return _C._linalg_svdvals(A)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of a symmetric matrix (its UPLO triangle)."""
     _no_out("eigh", out)
     return return_types.linalg_eigh(*_C._linalg_eigh(A, UPLO))
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def eigvalsh(A, UPLO="L", *, out=None):
     _no_out("eigvalsh", out)
     return _C._linalg_eigvalsh(A, UPLO)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Moore-Penrose pseudo-inverse through the SVD; singular values at most
     max(atol, rtol * largest) are dropped (torch's defaults). A symmetric input (hermitian=True)
@@ -99,6 +112,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _C._linalg_pinv(A, atol, rtol)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of A @ X = B: (solution, residuals, rank, singular_values) as torch
     fills them per driver (default 'gelsy'; rank for every driver but 'gels', singular values for
@@ -126,6 +140,7 @@ def _eps(dtype):
     return 1.1920928955078125e-07 if dtype == lucid.float32 else 2.220446049250313e-16
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Number of singular values above max(atol, rtol * largest), with torch's defaults (int64)."""
     _no_out("matrix_rank", out)
@@ -160,6 +175,7 @@ def matrix_power(A, n, *, out=None):
     return result.clone() if result is A else result  # n == 1: a new tensor, as torch
 
 
+@autocast_policy(cuda="lower")
 def multi_dot(tensors, *, out=None):
     """tensors[0] @ ... @ tensors[-1]; the first may be 1-D (a row), the last 1-D (a column)."""
     _no_out("multi_dot", out)
@@ -176,6 +192,7 @@ def multi_dot(tensors, *, out=None):
     return r
 
 
+@autocast_policy(cpu="lower", cuda="lower")
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot products of x and y along dim (broadcasting)."""
     _no_out("vecdot", out)
@@ -183,6 +200,7 @@ def vecdot(x, y, *, dim=-1, out=None):
 
 
 
+@autocast_policy(cuda="promote")
 def cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along dim (default the last), broadcasting the other dims."""
     _no_out("cross", out)
@@ -219,6 +237,7 @@ def _prod(dims):
     return n
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A for tensordot over its first `ind` dims: A.shape[ind:] + A.shape[:ind]."""
     _no_out("tensorinv", out)
@@ -231,6 +250,7 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(_prod(lead), _prod(rest))).reshape(*rest, *lead)
 
 
+@autocast_policy(cpu="fp32", cuda="fp32")
 def tensorsolve(A, B, dims=None, *, out=None):
     """X with tensordot(A, X, X.ndim) == B; dims: dims of A moved to the end first."""
     _no_out("tensorsolve", out)
