@@ -142,7 +142,7 @@ def run_once(L, exe, env, filt):
 def fmt(v, nd=None):
     if v is None:
         return "-"
-    return f"{v:.{nd if nd is not None else 4 if v < 1 else 3 if v < 10 else 2}f}"
+    return f"{v:.{nd if nd is not None else 5 if v < 0.01 else 4 if v < 1 else 3 if v < 10 else 2}f}"
 
 
 def main():
