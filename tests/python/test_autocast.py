@@ -457,3 +457,21 @@ def test_saved_artifact_keeps_the_autocast_state(tmp_path):
         np.testing.assert_array_equal(to_numpy(out), to_numpy(ref))
         with pytest.raises(ArtifactError, match="no saved signature"):
             loaded(x)  # float32 now: the bfloat16 program must not serve it
+
+
+@pytest.mark.parametrize("act", ["relu", "relu6", "silu"])
+def test_compiled_autocast_absorbs_activation_exactly(act):
+    lucid.manual_seed(2)
+    A = {"relu": lucid.nn.ReLU, "relu6": lucid.nn.ReLU6, "silu": lucid.nn.SiLU}[act]
+    m = lucid.nn.Sequential(lucid.nn.Conv2d(3, 8, 3, padding=1), A(), lucid.nn.Flatten(),
+                            lucid.nn.Linear(8 * 6 * 6, 10), A()).eval()
+    f = lucid.compile(m)
+    x = lucid.tensor(arr(2, 3, 6, 6, lo=-3, hi=3))
+    with lucid.no_grad(), lucid.autocast("cpu"):
+        f(x)
+        got = f(x)
+        ref = m(x)
+    ir = f.ir()
+    assert "ConvFused" in ir and "LinearFused" in ir, ir
+    assert got.dtype == lucid.bfloat16
+    np.testing.assert_array_equal(to_numpy(got), to_numpy(ref))  # the chain's roundings, bit for bit

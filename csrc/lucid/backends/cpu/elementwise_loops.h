@@ -9,7 +9,8 @@
 // parameters (leaky_relu's slope, clamp's bounds...) is an object made from the op's Attrs and
 // runs through ew_attr_row, in the eager kernel and (as param_row) in the fused interpreter.
 // Where cpu::VecF32<F> (backends/cpu/scalar_vec.h) has a vectorised (Sleef/AVX2) float32 row
-// path, the loops use it for float32 rows (and 16-bit rows widened to float); apply stays the
+// path, the loops use it for float32 rows (and 16-bit rows widened to float, plain unary functors
+// and functors with parameters of one or two inputs); apply stays the
 // definition and serves every other dtype.
 #pragma once
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <type_traits>
 
 #include "lucid/backends/cpu/elementwise_blocks.h"
+#include "lucid/backends/cpu/float16_convert.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/backends/cpu/scalar_vec.h"
 #include "lucid/ops/elementwise_functors.h"
@@ -27,9 +29,42 @@ namespace lucid::cpu {
 template <class F>
 concept HasVecF32 = requires(float* o, const float* a, int64_t n) { VecF32<F>::run(o, a, n); };
 
+template <class T>
+constexpr bool is_16bit_float = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// A contiguous 16-bit row (output and `arity` inputs of type T; an input of stride 0 is a
+// broadcast scalar) computed in float 256 at a time: widen the inputs (float16_convert.h), run
+// body(out, in, m) over the floats, narrow the result. The values of the scalar loop
+// `T(apply<float>(float(a)...))`, vectorised.
+template <class T, int Arity, class Body>
+void widened_row(char** p, const int64_t* s, int64_t n, Body body) {
+  float in[Arity][256], out[256];
+  for (int k = 0; k < Arity; ++k)
+    if (s[k + 1] == 0) std::fill(in[k], in[k] + 256, static_cast<float>(*reinterpret_cast<const T*>(p[k + 1])));
+  for (int64_t b = 0; b < n; b += 256) {
+    int64_t m = std::min<int64_t>(256, n - b);
+    for (int k = 0; k < Arity; ++k)
+      if (s[k + 1] != 0) widen(reinterpret_cast<const T*>(p[k + 1]) + b, in[k], m);
+    body(out, in, m);
+    narrow(out, reinterpret_cast<T*>(p[0]) + b, m);
+  }
+}
+
+template <class T>
+bool unit_or_broadcast(int64_t st) { return st == 0 || st == static_cast<int64_t>(sizeof(T)); }
+
 template <class F, class T, class O>
 void unary_block(char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
+  if constexpr (is_16bit_float<T> && std::is_same_v<O, T>) {
+    if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
+      widened_row<T, 1>(p, s, n, [](float* o, float (*in)[256], int64_t m) {
+        if constexpr (HasVecF32<F>) VecF32<F>::run(o, in[0], m);
+        else for (int64_t i = 0; i < m; ++i) o[i] = F::template apply<float>(in[0][i]);
+      });
+      return;
+    }
+  }
   if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
     O* o = reinterpret_cast<O*>(p[0]);
     const T* a = reinterpret_cast<const T*>(p[1]);
@@ -77,6 +112,15 @@ concept HasVec2F32 = requires(float* o, const float* a, const float* b, int64_t 
 template <class F, class T, class O>
 void binary_block(char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
+  if constexpr (is_16bit_float<T> && std::is_same_v<O, T>) {
+    if (s[0] == sizeof(O) && unit_or_broadcast<T>(s[1]) && unit_or_broadcast<T>(s[2]) && (s[1] | s[2])) {
+      widened_row<T, 2>(p, s, n, [](float* o, float (*in)[256], int64_t m) {
+        if constexpr (HasVec2F32<F>) VecF32<F>::run(o, in[0], in[1], m);
+        else for (int64_t i = 0; i < m; ++i) o[i] = F::template apply<float>(in[0][i], in[1][i]);
+      });
+      return;
+    }
+  }
   O* o = reinterpret_cast<O*>(p[0]);
   const T* a = reinterpret_cast<const T*>(p[1]);
   const T* b = reinterpret_cast<const T*>(p[2]);
@@ -187,6 +231,37 @@ template <class F, class T, class O, int Arity>
 void ew_attr_row(const F& fref, char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
   const F f = fref;  // a local copy: the compiler knows stores to o can't change the parameters
+  if constexpr (is_16bit_float<T> && std::is_same_v<O, T> && Arity <= 2) {
+    bool unit = s[0] == sizeof(O);
+    for (int k = 1; k <= Arity; ++k) unit = unit && unit_or_broadcast<T>(s[k]);
+    if (unit && (Arity == 1 ? s[1] != 0 : (s[1] | s[2]) != 0)) {
+      widened_row<T, Arity>(p, s, n, [&f](float* o, float (*in)[256], int64_t m) {
+        if constexpr (Arity == 1 && HasVecF32Member<F>) VecF32<F>::run(f, o, in[0], m);
+        else if constexpr (Arity == 2 && HasVec2F32Member<F>) VecF32<F>::run(f, o, in[0], in[1], m);
+        else if constexpr (Arity == 1) for (int64_t i = 0; i < m; ++i) o[i] = f.template apply<float>(in[0][i]);
+        else for (int64_t i = 0; i < m; ++i) o[i] = f.template apply<float>(in[0][i], in[1][i]);
+      });
+      return;
+    }
+  }
+  if constexpr (is_16bit_float<T> && std::is_same_v<O, T> &&
+                ((Arity == 1 && HasVecF32Member<F>) || (Arity == 2 && HasVec2F32Member<F>))) {
+    // 16-bit floats compute in float (as apply<float> does): widen 256 at a time, run the float32
+    // vector path, round back. Strided or not, the same values.
+    float in0[256], in1[256], out[256];
+    for (int64_t b = 0; b < n; b += 256) {
+      int64_t m = std::min<int64_t>(256, n - b);
+      for (int64_t i = 0; i < m; ++i) in0[i] = static_cast<float>(*reinterpret_cast<const T*>(p[1] + (b + i) * s[1]));
+      if constexpr (Arity == 1) {
+        VecF32<F>::run(f, out, in0, m);
+      } else {
+        for (int64_t i = 0; i < m; ++i) in1[i] = static_cast<float>(*reinterpret_cast<const T*>(p[2] + (b + i) * s[2]));
+        VecF32<F>::run(f, out, in0, in1, m);
+      }
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
+    }
+    return;
+  }
   bool contig = s[0] == sizeof(O);
   for (int k = 1; k <= Arity; ++k) contig = contig && s[k] == sizeof(T);
   if (contig) {

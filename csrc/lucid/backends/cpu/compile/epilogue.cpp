@@ -18,9 +18,11 @@
 // [1,...,1,C] for Linear, [1,C,1,...] for Conv, leading ones optional); it is reshaped to [C]
 // when needed. A residual has exactly the output's shape and dtype (no broadcasting). Every
 // intermediate must have a single reader and not be a graph output or assigned value, since it
-// no longer exists afterwards. Only float32 and float64: the fused kernels apply the epilogue
-// in the output dtype's accumulator, which matches the unfused chain for these; for float16 and
-// bfloat16 they would round once where the chain rounds after each step.
+// no longer exists afterwards. Bias and residual adds only in float32 and float64: the fused
+// kernels apply them in the output dtype's accumulator, which matches the unfused chain for
+// these; for float16 and bfloat16 they would round once where the chain rounds after each step.
+// A 16-bit op (autocast) absorbs only an activation right after it: the primitive's output is
+// rounded as the op's, and the activation runs as eager's kernel on it, so that is exact too.
 #include "lucid/backends/cpu/compile/epilogue.h"
 
 #include "lucid/compile/passes/passes.h"
@@ -68,8 +70,15 @@ class Matcher {
     if (op.op != OpId::Linear && op.op != OpId::Conv) return ep;
     int cur = op.outputs[0];
     DType t = g_.value(cur).dtype;
-    if (t != DType::Float32 && t != DType::Float64) return ep;
     int j, other;
+    if (t == DType::BFloat16 || t == DType::Float16) {  // the activation alone (see the header)
+      if (next_of(cur, j) && !post_op_activation(g_.nodes()[j], op.op).empty()) {
+        ep.activation = post_op_activation(g_.nodes()[j], op.op);
+        ep.chain.push_back(j);
+      }
+      return ep;
+    }
+    if (t != DType::Float32 && t != DType::Float64) return ep;
     if (op.inputs[2] < 0 && add_of(cur, j, other) && is_bias(op, g_.value(cur), other)) {
       ep.bias = other;
       ep.chain.push_back(j);
