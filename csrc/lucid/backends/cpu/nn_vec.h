@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace lucid::nnvec {
 
@@ -69,37 +70,41 @@ namespace lucid::nnvec {
 
 // Small row-major GEMM for the attention kernels (the linalg family's matmul is not a dependency
 // of the nn ops): Cm[M,N] = alpha * A[M,K] B[K,N] (+ Cm when accumulate). A 4 x (2 vectors)
-// register tile accumulates over K; edges fall back to a row-at-a-time loop.
+// register tile accumulates over K; the last N % 16 columns go through the same tile from a
+// zero-padded copy, the last M % 4 rows through a row-at-a-time loop.
 template <class C>
 void gemm(int64_t M, int64_t N, int64_t K, const C* A, int64_t lda, const C* B, int64_t ldb, C* Cm, int64_t ldc, C alpha,
           bool accumulate) {
   constexpr int MR = 4;
   constexpr int NR = sizeof(C) == 4 ? 16 : 8;
-  int64_t i = 0;
-  for (; i + MR <= M; i += MR) {
-    int64_t j = 0;
-    for (; j + NR <= N; j += NR) {
-      C acc[MR][NR] = {};
-      for (int64_t k = 0; k < K; ++k) {
-        const C* b = B + k * ldb + j;
-        for (int r = 0; r < MR; ++r) {
-          const C a = A[(i + r) * lda + k];
-#pragma omp simd
-          for (int c = 0; c < NR; ++c) acc[r][c] += a * b[c];
-        }
-      }
+  const int64_t n_full = N / NR * NR, rem = N - n_full;
+  // The last N % NR columns of B, zero-padded to NR, so they take the register tile too (a
+  // column at a time, their strided dot products cost more than the whole tile).
+  std::vector<C> pad;
+  if (rem && M >= MR) {
+    pad.assign(static_cast<size_t>(K * NR), C(0));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < rem; ++c) pad[k * NR + c] = B[k * ldb + n_full + c];
+  }
+  auto tile = [&](int64_t i, const C* Bt, int64_t ldbt, int64_t j, int64_t ncols) {
+    C acc[MR][NR] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const C* b = Bt + k * ldbt;
       for (int r = 0; r < MR; ++r) {
-        C* o = Cm + (i + r) * ldc + j;
-        for (int c = 0; c < NR; ++c) o[c] = (accumulate ? o[c] : C(0)) + alpha * acc[r][c];
+        const C a = A[(i + r) * lda + k];
+#pragma omp simd
+        for (int c = 0; c < NR; ++c) acc[r][c] += a * b[c];
       }
     }
-    for (; j < N; ++j)
-      for (int r = 0; r < MR; ++r) {
-        C s = 0;
-        for (int64_t k = 0; k < K; ++k) s += A[(i + r) * lda + k] * B[k * ldb + j];
-        C* o = Cm + (i + r) * ldc + j;
-        *o = (accumulate ? *o : C(0)) + alpha * s;
-      }
+    for (int r = 0; r < MR; ++r) {
+      C* o = Cm + (i + r) * ldc + j;
+      for (int64_t c = 0; c < ncols; ++c) o[c] = (accumulate ? o[c] : C(0)) + alpha * acc[r][c];
+    }
+  };
+  int64_t i = 0;
+  for (; i + MR <= M; i += MR) {
+    for (int64_t j = 0; j < n_full; j += NR) tile(i, B + j, ldb, j, NR);
+    if (rem) tile(i, pad.data(), NR, n_full, rem);
   }
   for (; i < M; ++i) {
     C* o = Cm + i * ldc;

@@ -83,7 +83,12 @@ inline compute_t<T> drop_mult(const MaskView<T>& drop, int64_t idx, compute_t<T>
 }
 
 constexpr int64_t kRowBlock = 64;  // query rows per forward tile
-constexpr int64_t kKeyBlock = 128;  // keys per forward tile
+constexpr int64_t kKeyBlock = 128;  // keys per tile, for S above kWholeRow
+
+// Up to this many keys, a tile spans the whole row of keys: no rescaling passes and longer GEMM
+// rows (ViT's 197 keys in one tile, not 128 + 69); memory per thread stays O(64 x S).
+constexpr int64_t kWholeRow = 256;
+inline int64_t key_block(int64_t S) { return S <= kWholeRow ? std::max<int64_t>(S, 1) : kKeyBlock; }
 
 // The masked scores of rows [l0, l0 + rb) against keys [s0, s0 + sb) of batch b into sc (row
 // stride ldc): scale q k^T, then causal (s > l) and bool-masked entries -inf, float-mask values
@@ -111,7 +116,7 @@ void masked_scores(const compute_t<T>* q, const compute_t<T>* kT, const MaskView
 }
 
 // Flash-style forward: per (batch, block of kRowBlock query rows), an online softmax over tiles of
-// kKeyBlock keys. Each row keeps a running max m and sum l (of the undropped probabilities); a
+// key_block(S) keys. Each row keeps a running max m and sum l (of the undropped probabilities); a
 // tile with a larger max rescales the accumulator by exp(m_old - m_new) before adding p v. Causal
 // tiles wholly above the diagonal are skipped. Memory per thread is O(tile), independent of S.
 // A row whose every score is -inf gives zeros and lse +inf (as PyTorch's zeros); NaN propagates.
@@ -132,8 +137,9 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
   C* lse = out[1].data<C>();
   const int64_t nblk = (L + kRowBlock - 1) / kRowBlock;
   const C ninf = -std::numeric_limits<C>::infinity();
+  const int64_t KB = key_block(S);
   parallel_for(0, B * nblk, 1, [&](int64_t wb, int64_t we) {
-    std::vector<C> sc(kRowBlock * kKeyBlock), acc(kRowBlock * Ev), m(kRowBlock);
+    std::vector<C> sc(kRowBlock * KB), acc(kRowBlock * Ev), m(kRowBlock);
     std::vector<double> l(kRowBlock);
     for (int64_t w = wb; w < we; ++w) {
       int64_t b = w / nblk, l0 = (w % nblk) * kRowBlock, rb = std::min(kRowBlock, L - l0);
@@ -141,13 +147,13 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
       std::fill(acc.begin(), acc.begin() + rb * Ev, C(0));
       std::fill(m.begin(), m.begin() + rb, ninf);
       std::fill(l.begin(), l.begin() + rb, 0.0);
-      for (int64_t s0 = 0; s0 < s_end; s0 += kKeyBlock) {
-        int64_t sb = std::min(kKeyBlock, S - s0);
+      for (int64_t s0 = 0; s0 < s_end; s0 += KB) {
+        int64_t sb = std::min(KB, S - s0);
         int64_t sl = causal ? std::clamp<int64_t>(l0 + rb - s0, 0, sb) : sb;
-        masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, s0, sb, L, S, E, scale, causal, sc.data(), kKeyBlock);
+        masked_scores<T>(qc.p, kT.data(), mask, b, l0, rb, s0, sb, L, S, E, scale, causal, sc.data(), KB);
         for (int64_t r = 0; r < rb; ++r) {
           int64_t row = b * L + l0 + r;
-          C* s_ = sc.data() + r * kKeyBlock;
+          C* s_ = sc.data() + r * KB;
           C tmax = nnvec::vmax(s_, sb);
           C mnew = (std::isnan(tmax) || std::isnan(m[r])) ? tmax + m[r] : std::max(m[r], tmax);
           if (mnew == ninf) {  // nothing kept so far: this tile adds nothing
@@ -164,7 +170,7 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
           if (alpha != C(1))
             for (int64_t e = 0; e < Ev; ++e) ar[e] *= alpha;
         }
-        if (sl > 0) nnvec::gemm<C>(rb, Ev, sl, sc.data(), kKeyBlock, vc.p + (b * S + s0) * Ev, Ev, acc.data(), Ev, C(1), true);
+        if (sl > 0) nnvec::gemm<C>(rb, Ev, sl, sc.data(), KB, vc.p + (b * S + s0) * Ev, Ev, acc.data(), Ev, C(1), true);
       }
       T* orow = op + (b * L + l0) * Ev;
       for (int64_t r = 0; r < rb; ++r) {
@@ -183,7 +189,7 @@ void sdpa_forward(const TensorList& in, const TensorList& out, const Attrs& a) {
 }
 
 // inputs (g, q, k, v, mask, dropout_mask, out, lse) -> (dq, dk, dv, dscores). Flash-style, per
-// batch: for each key tile (kKeyBlock keys) and each query tile (kRowBlock rows) that is not wholly
+// batch: for each key tile (key_block(S) keys) and each query tile (kRowBlock rows) that is not wholly
 // above the causal diagonal, P = exp(masked scores - lse) and dP = g v^T are recomputed for the
 // tile; with m the dropout multiplier and D = rowsum(g * out) (= rowsum(P dP m)), dS = P (dP m - D),
 // dv += (P m)^T g, dk += scale dS^T q, dq += scale dS k. dscores = dS, written per tile when the
@@ -206,7 +212,7 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
   const C* lse = lse_t.data<C>();
   T *dqp = out[0].data<T>(), *dkp = out[1].data<T>(), *dvp = out[2].data<T>();
   T* dsp = out[3].numel() ? out[3].data<T>() : nullptr;
-  constexpr int64_t QB = kRowBlock, KB = kKeyBlock;
+  const int64_t QB = kRowBlock, KB = key_block(S);
   parallel_for(0, B, 1, [&](int64_t bb, int64_t be) {
     std::vector<C> P(QB * KB), dP(QB * KB), tT(KB * QB), D(L), dq(L * E), dkb(KB * E), dvb(KB * Ev);
     for (int64_t b = bb; b < be; ++b) {
