@@ -74,7 +74,10 @@ import torch_reference_models as ref  # noqa: E402
 from compile_models import max_rel_err  # noqa: E402
 from _common import environment, fmt_ratio, is_time, print_table, timeit, timeit_interleaved, write_json  # noqa: E402
 
-TOLERANCE = {"f32": 1e-4, "bf16": 5e-2}  # max |out - ref| / max |ref| against torch eager float32
+# max |out - ref| / max |ref| against torch eager float32. bf16: torch.autocast's own bfloat16 error
+# on these random-weight models reaches 0.16 (ResNet-50; bench/bf16_accuracy.py), OpenVINO bf16's
+# 0.14, so 0.2 separates a wrong answer from bfloat16 rounding (5e-2 flagged every framework).
+TOLERANCE = {"f32": 1e-4, "bf16": 0.2}
 COLUMNS = ["lucid compiled", "lucid eager", "lucid bf16", "torch eager", "torch.compile", "onnxruntime",
            "openvino f32", "openvino bf16"]
 PEERS = ["lucid eager", "torch eager", "torch.compile", "onnxruntime", "openvino f32", "openvino bf16"]
