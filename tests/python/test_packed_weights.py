@@ -272,6 +272,23 @@ def test_byte_bound_evicts_and_zero_turns_packing_off():
     assert stats()["packs"] == 0 and stats()["entries"] == 0
 
 
+def test_weights_cycling_past_the_budget_do_not_thrash():
+    """Four weights used in turn, every call, with room for two and a half: plain LRU would evict
+    and repack each weight on each use; the cache keeps two packed and runs the others as they
+    are (a model larger than the budget)."""
+    xv, wvs = arr(2, 64), [arr(64, 64) for _ in range(4)]
+    x, ws = lucid.tensor(xv), [lucid.tensor(w) for w in wvs]  # no NumPy view of them stays alive
+    refs = [F.linear(torch.from_numpy(xv), torch.from_numpy(w)) for w in wvs]
+    one = 64 * 64 * 4
+    _C._weight_pack_clear()
+    _C._weight_pack_set_limit(int(2.5 * one))
+    for _ in range(8):
+        for w, ref in zip(ws, refs):
+            close(lucid.linear(x, w), ref)
+    st = stats()
+    assert st["packs"] <= 4 and st["packed"] == 2 and st["hits"] >= 2 * 5, st
+
+
 def test_compiled_calls_from_threads_share_packed_weights():
     # Compiled runs release the GIL, so these threads pack and read the cache concurrently.
     import threading

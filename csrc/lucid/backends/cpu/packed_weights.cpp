@@ -22,7 +22,7 @@ class PackCache {
  public:
   PackCache() {
     const char* e = std::getenv("LUCID_WEIGHT_PACK_MB");
-    limit_ = static_cast<size_t>(e ? std::max(0L, std::atol(e)) : 256L) << 20;
+    limit_ = static_cast<size_t>(e ? std::max(0L, std::atol(e)) : 1024L) << 20;
   }
 
   bool enabled() const { return limit_.load(std::memory_order_relaxed) > 0; }
@@ -55,6 +55,10 @@ class PackCache {
         ++hits_;
         return e.data;
       }
+      // Evicted for the budget before and back: the working set is larger than the budget (a
+      // model's weights cycled through every call). Evicting again would repack every weight on
+      // every call; instead this one runs unpacked and the packed ones stay.
+      if (bytes_ + bytes > limit_ && ghosts_.count(k)) return nullptr;
     }
     std::shared_ptr<void> data = pack();
     std::lock_guard<std::mutex> g(mu_);
@@ -90,6 +94,7 @@ class PackCache {
     const int64_t freed = static_cast<int64_t>(bytes_);
     order_.clear();
     map_.clear();
+    ghosts_.clear();
     bytes_ = 0;
     return freed;
   }
@@ -138,16 +143,30 @@ class PackCache {
       if (it->second.storage == s) it = erase(it);
       else ++it;
     }
+    for (auto it = ghosts_.begin(); it != ghosts_.end();) {
+      if (it->second == s) it = ghosts_.erase(it);
+      else ++it;
+    }
   }
   // Evicts least recently used entries over the byte or entry limit.
+  // A packed entry evicted for the byte budget leaves a ghost (its key), so that its return is
+  // recognised (get); ghosts are bounded and die with their storage.
   void trim() {
-    while (!order_.empty() && (bytes_ > limit_ || order_.size() > kPackMaxEntries)) erase(std::prev(order_.end()));
+    while (!order_.empty() && (bytes_ > limit_ || order_.size() > kPackMaxEntries)) {
+      auto last = std::prev(order_.end());
+      if (last->second.data && bytes_ > limit_) {
+        if (ghosts_.size() >= kPackMaxEntries) ghosts_.clear();
+        ghosts_.emplace(last->first, last->second.storage);
+      }
+      erase(last);
+    }
   }
 
   std::mutex mu_;
   std::atomic<size_t> limit_{0};
   List order_;
   std::unordered_map<Key, List::iterator, KeyHash> map_;
+  std::unordered_map<Key, const Storage*, KeyHash> ghosts_;  // evicted for the budget (trim)
   size_t bytes_ = 0;
   uint64_t hits_ = 0, packs_ = 0;
 };
