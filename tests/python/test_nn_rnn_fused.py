@@ -1,6 +1,6 @@
 """nn.LSTM / nn.GRU on the fused recurrence ops (LstmRecurrence, GruRecurrence; ops/nn_rnn.cpp)
 against torch: outputs, h_n / c_n, and the gradients of the input, the initial state and every
-parameter, in float32 (1e-5) and float64, over sequence lengths 1..50, batch 1 and 3, hidden 1..64,
+parameter, in float32 (1e-5) and float64, over sequence lengths 1..50, batch 1, 3 and 7, hidden 1..64,
 1-2 layers, bidirectional, batch_first, with and without h0, bias=False. Then lucid.compile: the
 compiled forward and a compiled training step (make_step) equal eager."""
 import numpy as np
@@ -22,6 +22,7 @@ CONFIGS = [
     (50, 1, 16, 64, 1, False, True, False, True),
     (50, 3, 8, 64, 1, True, False, True, False),
     (3, 3, 6, 5, 2, True, True, True, False),
+    (40, 7, 8, 64, 1, True, True, True, True),  # batch rows split over the threads (rnn.cpp over_rows)
 ]
 TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-9, atol=1e-10)}
 

@@ -3,8 +3,10 @@
 // one fused pass over the gates (Sleef sigmoid/tanh, 8 lanes, for float32). The GEMM is a
 // register-tiled AVX2 kernel over a row-major right operand (w_hh transposed once per call for the
 // forward), sized for the recurrence's products (B rows, 4H x H weights). float64 runs the same
-// loops in scalar C++. Everything is single-threaded: a step is a few microseconds of work,
-// below the parallel threshold; the input projection outside the op is the parallel GEMM.
+// loops in scalar C++. The batch rows of a recurrence are independent of each other through
+// time, so the rows are split over the threads (over_rows), each running every step for its rows:
+// no synchronisation per step. A batch of one runs on one thread (a step is a few microseconds);
+// the input projection outside the op is the parallel GEMM.
 #include <immintrin.h>
 #include <sleef.h>
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "lucid/backends/cpu/kernels/nn_operands.h"
+#include "lucid/core/parallel.h"
 #include "lucid/backends/cpu/scalar_vec.h"
 #include "lucid/ops/op_def.h"
 
@@ -98,6 +101,14 @@ std::vector<T> transposed(const T* w, int64_t N, int64_t K) {
 
 template <class T> const T* ptr(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
+// f(b0, b1) over batch-row ranges, split over the threads when the rows' work (per row: the
+// elements the steps touch) is worth it.
+template <class F>
+void over_rows(int64_t B, int64_t work_per_row, const F& f) {
+  const int64_t grain = std::max<int64_t>(1, 8 * kParallelGrain / std::max<int64_t>(work_per_row, 1));
+  parallel_for(0, B, grain, f);
+}
+
 struct Steps {
   int64_t T;
   bool reverse;
@@ -113,14 +124,16 @@ void lstm_forward(const TensorList& in, const TensorList& out, bool reverse) {
   const Steps st{Tn, reverse};
   std::vector<T> wt = transposed(w.data<T>(), G, H);
   T *y = out[0].data<T>(), *cs = out[1].data<T>(), *gates = out[2].data<T>();
-  const T *hprev = h0.data<T>(), *cprev = c0.data<T>();
+  over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
+  const int64_t nb = b1 - b0;
+  const T *hprev = h0.data<T>() + b0 * H, *cprev = c0.data<T>() + b0 * H;
   for (int64_t s = 0; s < Tn; ++s) {
     const int64_t t = st.at(s);
-    T* g = gates + t * B * G;
-    std::memcpy(g, xp.data<T>() + t * B * G, sizeof(T) * B * G);
-    gemm_rows(hprev, B, H, wt.data(), G, g, true);
-    T *h = y + t * B * H, *c = cs + t * B * H;
-    for (int64_t b = 0; b < B; ++b) {
+    T* g = gates + (t * B + b0) * G;
+    std::memcpy(g, xp.data<T>() + (t * B + b0) * G, sizeof(T) * nb * G);
+    gemm_rows(hprev, nb, H, wt.data(), G, g, true);
+    T *h = y + (t * B + b0) * H, *c = cs + (t * B + b0) * H;
+    for (int64_t b = 0; b < nb; ++b) {
       T* gb = g + b * G;
       activate<false>(gb, 2 * H);   // i, f
       activate<true>(gb + 2 * H, H);  // g
@@ -135,6 +148,7 @@ void lstm_forward(const TensorList& in, const TensorList& out, bool reverse) {
     hprev = h;
     cprev = c;
   }
+  });
 }
 
 // inputs (gy, gcells, y, cells, gates, h0, c0, w_hh) -> (dxp, dh0, dc0)
@@ -151,20 +165,22 @@ void lstm_backward(const TensorList& in, const TensorList& out, bool reverse) {
   std::fill(dh, dh + B * H, T(0));
   std::fill(dc, dc + B * H, T(0));
   const T *pgy = ptr<T>(gy), *pgc = ptr<T>(gc);
+  over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
+  const int64_t nb = b1 - b0;
   for (int64_t s = Tn - 1; s >= 0; --s) {
     const int64_t t = st.at(s), tp = s > 0 ? st.at(s - 1) : -1;
-    const T* cprev = tp >= 0 ? cs.data<T>() + tp * B * H : c0.data<T>();
-    const T* c = cs.data<T>() + t * B * H;
-    const T* g = gates.data<T>() + t * B * G;
-    T* dg = dxp + t * B * G;
-    for (int64_t b = 0; b < B; ++b) {
+    const T* cprev = (tp >= 0 ? cs.data<T>() + tp * B * H : c0.data<T>()) + b0 * H;
+    const T* c = cs.data<T>() + (t * B + b0) * H;
+    const T* g = gates.data<T>() + (t * B + b0) * G;
+    T* dg = dxp + (t * B + b0) * G;
+    for (int64_t b = 0; b < nb; ++b) {
       const T *gb = g + b * G, *cb = c + b * H, *cpb = cprev + b * H;
-      T *dhb = dh + b * H, *dcb = dc + b * H, *dgb = dg + b * G;
+      T *dhb = dh + (b0 + b) * H, *dcb = dc + (b0 + b) * H, *dgb = dg + b * G;
       for (int64_t k = 0; k < H; ++k) {
         const T i = gb[k], f = gb[H + k], gg = gb[2 * H + k], o = gb[3 * H + k];
-        const T dhk = dhb[k] + (pgy ? pgy[(t * B + b) * H + k] : T(0));
+        const T dhk = dhb[k] + (pgy ? pgy[(t * B + b0 + b) * H + k] : T(0));
         const T tc = std::tanh(cb[k]);
-        const T dck = dcb[k] + (pgc ? pgc[(t * B + b) * H + k] : T(0)) + dhk * o * (T(1) - tc * tc);
+        const T dck = dcb[k] + (pgc ? pgc[(t * B + b0 + b) * H + k] : T(0)) + dhk * o * (T(1) - tc * tc);
         dgb[k] = dck * gg * i * (T(1) - i);
         dgb[H + k] = dck * cpb[k] * f * (T(1) - f);
         dgb[2 * H + k] = dck * i * (T(1) - gg * gg);
@@ -172,8 +188,9 @@ void lstm_backward(const TensorList& in, const TensorList& out, bool reverse) {
         dcb[k] = dck * f;
       }
     }
-    gemm_rows(dg, B, G, w.data<T>(), H, dh, false);
+    gemm_rows(dg, nb, G, w.data<T>(), H, dh + b0 * H, false);
   }
+  });
 }
 
 template <class T>
@@ -186,19 +203,22 @@ void gru_forward(const TensorList& in, const TensorList& out, bool reverse) {
   std::vector<T> wt = transposed(w.data<T>(), G, H), hp(static_cast<size_t>(B * G));
   const T* pb = ptr<T>(bias);
   T *y = out[0].data<T>(), *gates = out[1].data<T>(), *hn = out[2].data<T>();
-  const T* hprev = h0.data<T>();
+  over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
+  const int64_t nb = b1 - b0;
+  const T* hprev = h0.data<T>() + b0 * H;
+  T* hpr = hp.data() + b0 * G;  // this range's rows of the h @ w_hh^T buffer
   for (int64_t s = 0; s < Tn; ++s) {
     const int64_t t = st.at(s);
-    for (int64_t b = 0; b < B; ++b) {
-      if (pb) std::memcpy(hp.data() + b * G, pb, sizeof(T) * G);
-      else std::fill(hp.data() + b * G, hp.data() + (b + 1) * G, T(0));
+    for (int64_t b = 0; b < nb; ++b) {
+      if (pb) std::memcpy(hpr + b * G, pb, sizeof(T) * G);
+      else std::fill(hpr + b * G, hpr + (b + 1) * G, T(0));
     }
-    gemm_rows(hprev, B, H, wt.data(), G, hp.data(), true);
-    T *g = gates + t * B * G, *h = y + t * B * H, *n_pre = hn + t * B * H;
-    const T* x = xp.data<T>() + t * B * G;
-    for (int64_t b = 0; b < B; ++b) {
+    gemm_rows(hprev, nb, H, wt.data(), G, hpr, true);
+    T *g = gates + (t * B + b0) * G, *h = y + (t * B + b0) * H, *n_pre = hn + (t * B + b0) * H;
+    const T* x = xp.data<T>() + (t * B + b0) * G;
+    for (int64_t b = 0; b < nb; ++b) {
       T* gb = g + b * G;
-      const T *xb = x + b * G, *hb = hp.data() + b * G, *hpb = hprev + b * H;
+      const T *xb = x + b * G, *hb = hpr + b * G, *hpb = hprev + b * H;
       for (int64_t k = 0; k < 2 * H; ++k) gb[k] = xb[k] + hb[k];
       activate<false>(gb, 2 * H);  // r, z
       for (int64_t k = 0; k < H; ++k) {
@@ -213,6 +233,7 @@ void gru_forward(const TensorList& in, const TensorList& out, bool reverse) {
     }
     hprev = h;
   }
+  });
 }
 
 // inputs (gy, y, gates, hn, h0, w_hh) -> (dxp, dhp, dh0)
@@ -225,17 +246,22 @@ void gru_backward(const TensorList& in, const TensorList& out, bool reverse) {
   const Steps st{Tn, reverse};
   T *dxp = out[0].data<T>(), *dhp = out[1].data<T>(), *dh = out[2].data<T>();
   std::fill(dh, dh + B * H, T(0));
-  std::vector<T> direct(static_cast<size_t>(B * H));
+  std::vector<T> direct_all(static_cast<size_t>(B * H));
+  over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
+  const int64_t nb = b1 - b0;
+  T* direct = direct_all.data() + b0 * H;
+  T* dhr = dh + b0 * H;
   for (int64_t s = Tn - 1; s >= 0; --s) {
     const int64_t t = st.at(s), tp = s > 0 ? st.at(s - 1) : -1;
-    const T* hprev = tp >= 0 ? y.data<T>() + tp * B * H : h0.data<T>();
-    const T *g = gates.data<T>() + t * B * G, *npre = hn.data<T>() + t * B * H, *pgy = gy.data<T>() + t * B * H;
-    T *dx = dxp + t * B * G, *dhh = dhp + t * B * G;
-    for (int64_t b = 0; b < B; ++b)
+    const T* hprev = (tp >= 0 ? y.data<T>() + tp * B * H : h0.data<T>()) + b0 * H;
+    const T *g = gates.data<T>() + (t * B + b0) * G, *npre = hn.data<T>() + (t * B + b0) * H,
+            *pgy = gy.data<T>() + (t * B + b0) * H;
+    T *dx = dxp + (t * B + b0) * G, *dhh = dhp + (t * B + b0) * G;
+    for (int64_t b = 0; b < nb; ++b)
       for (int64_t k = 0; k < H; ++k) {
         const int64_t j = b * H + k;
         const T r = g[b * G + k], z = g[b * G + H + k], n = g[b * G + 2 * H + k];
-        const T dhk = dh[j] + pgy[j];
+        const T dhk = dhr[j] + pgy[j];
         const T dan = dhk * (T(1) - z) * (T(1) - n * n);
         const T dar = dan * npre[j] * r * (T(1) - r);
         const T daz = dhk * (hprev[j] - n) * z * (T(1) - z);
@@ -247,9 +273,10 @@ void gru_backward(const TensorList& in, const TensorList& out, bool reverse) {
         dhh[b * G + 2 * H + k] = dan * r;
         direct[j] = dhk * z;
       }
-    std::memcpy(dh, direct.data(), sizeof(T) * B * H);
-    gemm_rows(dhh, B, G, w.data<T>(), H, dh, true);
+    std::memcpy(dhr, direct, sizeof(T) * nb * H);
+    gemm_rows(dhh, nb, G, w.data<T>(), H, dhr, true);
   }
+  });
 }
 
 #define LUCID_RNN_KERNEL(name, fn, dtype_input)                                            \
