@@ -381,12 +381,28 @@ TEST(AbsorbEpilogues, LeavesUnsupportedChainsAlone) {
       "  %3 = Conv(%0, %1, none) $C : float32[2,4,6,6]\n"
       "  %4 = Add(%3, %2) : float32[2,4,6,6]\n"
       "  return (%4)\n}\n"));
-  // float16: the fused kernel would round once where the chain rounds after each step.
+  // float16 residual and bias adds: the fused kernel would round once where the chain rounds
+  // after each step.
   unchanged(
-      "graph(%0: float16[5,8] input, %1: float16[6,8] state) {\n"
-      "  %2 = Linear(%0, %1, none) : float16[5,6]\n"
-      "  %3 = Relu(%2) : float16[5,6]\n"
-      "  return (%3)\n}\n");
+      "graph(%0: float16[5,8] input, %1: float16[6,8] state, %2: float16[5,6] input) {\n"
+      "  %3 = Linear(%0, %1, none) : float16[5,6]\n"
+      "  %4 = Add(%3, %2) : float16[5,6]\n"
+      "  return (%4)\n}\n");
+}
+
+TEST(AbsorbEpilogues, SixteenBitTakesTheActivationAlone) {
+  // A 16-bit product followed by its activation: exact (the activation runs as eager's kernel on
+  // the rounded product), so it is absorbed; a residual after it is not.
+  const std::string out = epi_text(
+      "graph(%0: bfloat16[5,8] input, %1: bfloat16[6,8] state, %2: bfloat16[5,6] input) {\n"
+      "  %3 = Linear(%0, %1, none) : bfloat16[5,6]\n"
+      "  %4 = Relu(%3) : bfloat16[5,6]\n"
+      "  %5 = Add(%4, %2) : bfloat16[5,6]\n"
+      "  return (%5)\n}\n");
+  EXPECT_NE(out.find("LinearFused"), std::string::npos) << out;
+  EXPECT_NE(out.find("activation=\"relu\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("Relu("), std::string::npos) << out;
+  EXPECT_NE(out.find("Add("), std::string::npos) << out;  // the residual stays an op of its own
 }
 
 TEST(AbsorbEpilogues, AfterBatchNormFoldConvBnReluIsOneKernel) {
