@@ -154,3 +154,19 @@ def test_create_graph_raises():
     y = m(x)[0].sum()
     with pytest.raises(NotImplementedError, match="double backward"):
         lucid.autograd.grad(y, x, create_graph=True)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_cached_transposed_weight_follows_writes(mode):
+    """The forward reads w_hh transposed from the packed-weights cache after a second call; an
+    in-place write of the weight must be seen at the next call (never a stale transpose)."""
+    cfg = (20, 1, 8, 64, 1, False, True, False, True)
+    lm, tm = _twins(mode, cfg, "float32")
+    x, _ = _inputs(mode, cfg, "float32")
+    lx, tx = lucid.tensor(x), torch.tensor(x)
+    with lucid.no_grad(), torch.no_grad():
+        for _ in range(3):
+            np.testing.assert_allclose(lm(lx)[0].numpy(), tm(tx)[0].numpy(), **TOL["float32"])
+        lm.weight_hh_l0.mul_(-0.5)
+        tm.weight_hh_l0.mul_(-0.5)
+        np.testing.assert_allclose(lm(lx)[0].numpy(), tm(tx)[0].numpy(), **TOL["float32"])

@@ -1,9 +1,9 @@
 // CPU kernels of LstmRecurrence, GruRecurrence and their backward ops (op records and the math in
 // ops/nn_rnn.cpp). Each step is one small GEMM (h @ w_hh^T forward, dgates @ w_hh backward) and
 // one fused pass over the gates (Sleef sigmoid/tanh, 8 lanes, for float32). The GEMM is a
-// register-tiled AVX2 kernel over a row-major right operand (w_hh transposed once per call for the
-// forward), sized for the recurrence's products (B rows, 4H x H weights). float64 runs the same
-// loops in scalar C++. The batch rows of a recurrence are independent of each other through
+// register-tiled AVX2 kernel over a row-major right operand (w_hh transposed for the forward, once
+// per weight version through the packed-weights cache), sized for the recurrence's products (B
+// rows, 4H x H weights). float64 runs the same loops in scalar C++. The batch rows of a recurrence are independent of each other through
 // time, so the rows are split over the threads (over_rows), each running every step for its rows:
 // no synchronisation per step. A batch of one runs on one thread (a step is a few microseconds);
 // the input projection outside the op is the parallel GEMM.
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lucid/backends/cpu/kernels/nn_operands.h"
+#include "lucid/backends/cpu/packed_weights.h"
 #include "lucid/core/parallel.h"
 #include "lucid/backends/cpu/scalar_vec.h"
 #include "lucid/ops/op_def.h"
@@ -60,6 +61,20 @@ void gemm_tile_f32(const float* A, int64_t Q, const float* R, int64_t P, float* 
     for (int j = 0; j < 4; ++j) _mm256_storeu_ps(C + i * P + p + 8 * j, acc[i][j]);
 }
 
+// One row x 64 columns: eight independent accumulator chains, so a batch-of-one step is bound by
+// FMA throughput rather than latency (four chains of the 32-column tile wait on each other). Each
+// column sums over q in the same order as the other tiles: the same bits.
+void gemm_row_f32_wide(const float* A, int64_t Q, const float* R, int64_t P, float* C, bool accumulate, int64_t p) {
+  __m256 acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = accumulate ? _mm256_loadu_ps(C + p + 8 * j) : _mm256_setzero_ps();
+  for (int64_t q = 0; q < Q; ++q) {
+    const float* r = R + q * P + p;
+    const __m256 a = _mm256_broadcast_ss(A + q);
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(a, _mm256_loadu_ps(r + 8 * j), acc[j]);
+  }
+  for (int j = 0; j < 8; ++j) _mm256_storeu_ps(C + p + 8 * j, acc[j]);
+}
+
 template <class T>
 void gemm_rows(const T* A, int64_t M, int64_t Q, const T* R, int64_t P, T* C, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
@@ -67,8 +82,11 @@ void gemm_rows(const T* A, int64_t M, int64_t Q, const T* R, int64_t P, T* C, bo
     int64_t m = 0;
     for (; m + 3 <= M; m += 3)
       for (int64_t p = 0; p < pv; p += 32) gemm_tile_f32<3>(A + m * Q, Q, R, P, C + m * P, accumulate, p);
-    for (; m < M; ++m)
-      for (int64_t p = 0; p < pv; p += 32) gemm_tile_f32<1>(A + m * Q, Q, R, P, C + m * P, accumulate, p);
+    for (; m < M; ++m) {
+      int64_t p = 0;
+      for (; p + 64 <= pv; p += 64) gemm_row_f32_wide(A + m * Q, Q, R, P, C + m * P, accumulate, p);
+      for (; p < pv; p += 32) gemm_tile_f32<1>(A + m * Q, Q, R, P, C + m * P, accumulate, p);
+    }
     if (pv < P) gemm_rows_scalar(A, M, Q, R, P, C, accumulate, pv);
   } else {
     gemm_rows_scalar(A, M, Q, R, P, C, accumulate, 0);
@@ -109,6 +127,28 @@ void over_rows(int64_t B, int64_t work_per_row, const F& f) {
   parallel_for(0, B, grain, f);
 }
 
+// w_hh^T (H x G), the forward GEMM's right operand: from the packed-weights cache
+// (packed_weights.h: keyed by w's storage, guarded by its version) for a weight seen before at
+// this version, so a model's w_hh is transposed once, not at every call; else a fresh copy.
+template <class T>
+const T* transposed_weight(const Tensor& w, int64_t G, int64_t H, std::vector<T>& local, std::shared_ptr<void>& hold) {
+  if (weight_pack_enabled()) {
+    dnnl_util::Key k;
+    k.add(3);  // a recurrence's transposed w_hh (GEMMs key on 1, convolutions on 2)
+    k.add(reinterpret_cast<intptr_t>(w.impl()->storage.get())).add(w.offset()).add(static_cast<int64_t>(w.dtype()));
+    k.add(G).add(H);
+    hold = packed_weight(k, w.impl()->storage, sizeof(T) * G * H, [&] {
+      std::shared_ptr<void> buf(new T[G * H], [](void* q) { delete[] static_cast<T*>(q); });
+      std::vector<T> t = transposed(w.data<T>(), G, H);
+      std::memcpy(buf.get(), t.data(), sizeof(T) * G * H);
+      return buf;
+    });
+    if (hold) return static_cast<const T*>(hold.get());
+  }
+  local = transposed(w.data<T>(), G, H);
+  return local.data();
+}
+
 struct Steps {
   int64_t T;
   bool reverse;
@@ -122,7 +162,9 @@ void lstm_forward(const TensorList& in, const TensorList& out, bool reverse) {
          w = nnutil::contig_as(in[3], dt);
   const int64_t Tn = xp.shape()[0], B = xp.shape()[1], H = w.shape()[1], G = 4 * H;
   const Steps st{Tn, reverse};
-  std::vector<T> wt = transposed(w.data<T>(), G, H);
+  std::vector<T> wt_local;
+  std::shared_ptr<void> wt_hold;
+  const T* wt = transposed_weight<T>(w, G, H, wt_local, wt_hold);
   T *y = out[0].data<T>(), *cs = out[1].data<T>(), *gates = out[2].data<T>();
   over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
   const int64_t nb = b1 - b0;
@@ -131,7 +173,7 @@ void lstm_forward(const TensorList& in, const TensorList& out, bool reverse) {
     const int64_t t = st.at(s);
     T* g = gates + (t * B + b0) * G;
     std::memcpy(g, xp.data<T>() + (t * B + b0) * G, sizeof(T) * nb * G);
-    gemm_rows(hprev, nb, H, wt.data(), G, g, true);
+    gemm_rows(hprev, nb, H, wt, G, g, true);
     T *h = y + (t * B + b0) * H, *c = cs + (t * B + b0) * H;
     for (int64_t b = 0; b < nb; ++b) {
       T* gb = g + b * G;
@@ -200,7 +242,9 @@ void gru_forward(const TensorList& in, const TensorList& out, bool reverse) {
   Tensor bias = in[3].defined() ? nnutil::contig_as(in[3], dt) : Tensor();
   const int64_t Tn = xp.shape()[0], B = xp.shape()[1], H = w.shape()[1], G = 3 * H;
   const Steps st{Tn, reverse};
-  std::vector<T> wt = transposed(w.data<T>(), G, H), hp(static_cast<size_t>(B * G));
+  std::vector<T> wt_local, hp(static_cast<size_t>(B * G));
+  std::shared_ptr<void> wt_hold;
+  const T* wt = transposed_weight<T>(w, G, H, wt_local, wt_hold);
   const T* pb = ptr<T>(bias);
   T *y = out[0].data<T>(), *gates = out[1].data<T>(), *hn = out[2].data<T>();
   over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
@@ -213,7 +257,7 @@ void gru_forward(const TensorList& in, const TensorList& out, bool reverse) {
       if (pb) std::memcpy(hpr + b * G, pb, sizeof(T) * G);
       else std::fill(hpr + b * G, hpr + (b + 1) * G, T(0));
     }
-    gemm_rows(hprev, nb, H, wt.data(), G, hpr, true);
+    gemm_rows(hprev, nb, H, wt, G, hpr, true);
     T *g = gates + (t * B + b0) * G, *h = y + (t * B + b0) * H, *n_pre = hn + (t * B + b0) * H;
     const T* x = xp.data<T>() + (t * B + b0) * G;
     for (int64_t b = 0; b < nb; ++b) {
