@@ -75,8 +75,13 @@ void max_pool_kernel(const Tensor& x, const Tensor& out, const Tensor& idx, cons
     };
     thread_local std::vector<C> mv;
     thread_local std::vector<int64_t> mi;
+    thread_local std::vector<int32_t> mi32;
     mv.resize(OW);
     mi.resize(OW);
+    mi32.resize(OW);
+    // Interior indices in 32 bits when the plane allows: the select then has the values' lane
+    // width (8 floats and 8 indices per AVX2 vector), widened to int64 when stored.
+    const bool narrow_index = H * W < (int64_t{1} << 31);
     for (int64_t oh = 0; oh < OH; ++oh) {
       const int64_t hs = oh * sh - ph;
       int64_t i0 = 0, i1 = kh;  // the window rows inside the plane
@@ -90,30 +95,36 @@ void max_pool_kernel(const Tensor& x, const Tensor& out, const Tensor& idx, cons
       // columns), a compare-and-select over the whole run of columns (vector selects, no
       // branches: which element wins is a coin flip on real data, which branch prediction loses).
       C* __restrict m = mv.data();
-      int64_t* __restrict ix = mi.data();
       const int64_t first = (hs + i0 * dh) * W - pw;
-      for (int64_t ow = lo; ow < hi; ++ow) {
-        m[ow] = -std::numeric_limits<C>::infinity();
-        ix[ow] = first + ow * sw;
-      }
       const int64_t step = sw;  // a local: the stores below can't alias it
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = 0; j < kw; ++j) {
-          const int64_t base = (hs + i * dh) * W + j * dw - pw;
-          const T* __restrict row = xp + base;
-          for (int64_t ow = lo; ow < hi; ++ow) {
-            const C v = static_cast<C>(row[ow * step]);
-            const C cur = m[ow];
-            const bool take = (v > cur) | (v != v);
-            m[ow] = take ? v : cur;
-            const int64_t at = base + ow * step, was = ix[ow];
-            ix[ow] = take ? at : was;
-          }
+      auto interior = [&](auto tag, auto* ix_buf) {
+        using I = decltype(tag);
+        I* __restrict ix = ix_buf;
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          m[ow] = -std::numeric_limits<C>::infinity();
+          ix[ow] = static_cast<I>(first + ow * sw);
         }
-      for (int64_t ow = lo; ow < hi; ++ow) {
-        op[oh * OW + ow] = static_cast<T>(m[ow]);
-        ip[oh * OW + ow] = ix[ow];
-      }
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t base = (hs + i * dh) * W + j * dw - pw;
+            const T* __restrict row = xp + base;
+            const I b = static_cast<I>(base), st = static_cast<I>(step);
+            for (int64_t ow = lo; ow < hi; ++ow) {
+              const C v = static_cast<C>(row[ow * step]);
+              const C cur = m[ow];
+              const bool take = (v > cur) | (v != v);
+              m[ow] = take ? v : cur;
+              const I at = b + static_cast<I>(ow) * st, was = ix[ow];
+              ix[ow] = take ? at : was;
+            }
+          }
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          op[oh * OW + ow] = static_cast<T>(m[ow]);
+          ip[oh * OW + ow] = static_cast<int64_t>(ix[ow]);
+        }
+      };
+      if (narrow_index) interior(int32_t{}, mi32.data());
+      else interior(int64_t{}, mi.data());
     }
   });
 }
