@@ -211,6 +211,7 @@ void lstm_backward(const TensorList& in, const TensorList& out, bool reverse) {
   const T *pgy = ptr<T>(gy), *pgc = ptr<T>(gc);
   over_rows(B, Tn * G * H, [&](int64_t b0, int64_t b1) {
   const int64_t nb = b1 - b0;
+  std::vector<T> tanh_c(static_cast<size_t>(H));  // tanh of one row's cells, vectorised as the forward's
   for (int64_t s = Tn - 1; s >= 0; --s) {
     const int64_t t = st.at(s), tp = s > 0 ? st.at(s - 1) : -1;
     const T* cprev = (tp >= 0 ? cs.data<T>() + tp * B * H : c0.data<T>()) + b0 * H;
@@ -220,10 +221,12 @@ void lstm_backward(const TensorList& in, const TensorList& out, bool reverse) {
     for (int64_t b = 0; b < nb; ++b) {
       const T *gb = g + b * G, *cb = c + b * H, *cpb = cprev + b * H;
       T *dhb = dh + (b0 + b) * H, *dcb = dc + (b0 + b) * H, *dgb = dg + b * G;
+      std::memcpy(tanh_c.data(), cb, sizeof(T) * H);
+      activate<true>(tanh_c.data(), H);
       for (int64_t k = 0; k < H; ++k) {
         const T i = gb[k], f = gb[H + k], gg = gb[2 * H + k], o = gb[3 * H + k];
         const T dhk = dhb[k] + (pgy ? pgy[(t * B + b0 + b) * H + k] : T(0));
-        const T tc = std::tanh(cb[k]);
+        const T tc = tanh_c[k];
         const T dck = dcb[k] + (pgc ? pgc[(t * B + b0 + b) * H + k] : T(0)) + dhk * o * (T(1) - tc * tc);
         dgb[k] = dck * gg * i * (T(1) - i);
         dgb[H + k] = dck * cpb[k] * f * (T(1) - f);
