@@ -11,7 +11,7 @@ import functools
 
 from lucid import _C
 
-__all__ = ["autocast_policy"]
+__all__ = ["autocast_policy", "cast_eligible"]
 
 
 def _first_device_type(args):
@@ -38,11 +38,15 @@ def _widest(args, dev, acc=None):
     return acc
 
 
-def _cast(a, dtype, dev):
+def cast_eligible(a, dtype, dev):
+    """a with its floating tensors (not float64) of device type dev cast to dtype, through lists,
+    tuples and dicts: autocast's cast of an op's arguments (also torch.amp.custom_fwd's)."""
     if _eligible(a, dev):
         return a if a.dtype == dtype else _C.cast(a, dtype)
     if isinstance(a, (list, tuple)):
-        return type(a)(_cast(v, dtype, dev) for v in a)
+        return type(a)(cast_eligible(v, dtype, dev) for v in a)
+    if isinstance(a, dict):
+        return {k: cast_eligible(v, dtype, dev) for k, v in a.items()}
     return a
 
 
@@ -61,8 +65,7 @@ def autocast_policy(cpu=None, cuda=None):
                 return fn(*args, **kwargs)
             to = _C._autocast_dtype(dev) if p == "lower" else _C.dtype.float32 if p == "fp32" else _widest(args, dev)
             if to is not None:
-                args = _cast(args, to, dev)
-                kwargs = {k: _cast(v, to, dev) for k, v in kwargs.items()}
+                args, kwargs = cast_eligible(args, to, dev), cast_eligible(kwargs, to, dev)
             _C._autocast_set_enabled(dev, False)
             try:
                 return fn(*args, **kwargs)

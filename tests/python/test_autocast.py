@@ -475,3 +475,33 @@ def test_compiled_autocast_absorbs_activation_exactly(act):
     assert "ConvFused" in ir and "LinearFused" in ir, ir
     assert got.dtype == lucid.bfloat16
     np.testing.assert_array_equal(to_numpy(got), to_numpy(ref))  # the chain's roundings, bit for bit
+
+
+def test_custom_fwd_casts_inputs_and_custom_bwd_sees_the_forward_state():
+    seen = {}
+
+    class MyMM(lucid.autograd.Function):
+        @staticmethod
+        @lucid.amp.custom_fwd(device_type="cpu", cast_inputs=lucid.float32)
+        def forward(ctx, a, b):
+            seen["fwd"] = (a.dtype, b.dtype, lucid.is_autocast_cpu_enabled())
+            ctx.save_for_backward(a, b)
+            return a @ b
+
+        @staticmethod
+        @lucid.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            seen["bwd"] = lucid.is_autocast_cpu_enabled()
+            return g @ b.t(), a.t() @ g
+
+    a = lucid.tensor(arr(3, 4)).bfloat16().requires_grad_(True)
+    b = lucid.tensor(arr(4, 5)).requires_grad_(True)
+    with lucid.autocast("cpu"):
+        out = MyMM.apply(a, b)
+    assert seen["fwd"] == (lucid.float32, lucid.float32, False)  # cast, and autocast off inside
+    assert out.dtype == lucid.float32
+    out.sum().backward()
+    assert seen["bwd"] is True  # the backward runs under the forward's autocast state
+    assert a.grad.dtype == lucid.bfloat16 and b.grad.dtype == lucid.float32
+    np.testing.assert_allclose(to_numpy(b.grad), to_numpy(a.float().t() @ lucid.ones(3, 5)), rtol=2e-2, atol=2e-2)

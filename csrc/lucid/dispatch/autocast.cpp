@@ -19,6 +19,12 @@ namespace lucid {
 
 namespace {
 
+struct AutocastState {
+  bool enabled[2] = {false, false};                    // indexed by idx(DeviceType): CPU, CUDA
+  DType dtype[2] = {DType::BFloat16, DType::Float16};  // torch's defaults
+  bool cache_enabled = true;
+};
+
 thread_local AutocastState tl_state;
 thread_local int tl_nesting = 0;
 
@@ -97,7 +103,6 @@ bool eligible(const Tensor& t, DeviceType dev) {
 
 }  // namespace
 
-AutocastState& autocast_state() { return tl_state; }
 bool autocast_enabled(DeviceType t) { return tl_state.enabled[idx(t)]; }
 void set_autocast_enabled(DeviceType t, bool on) { tl_state.enabled[idx(t)] = on; }
 DType autocast_dtype(DeviceType t) { return tl_state.dtype[idx(t)]; }

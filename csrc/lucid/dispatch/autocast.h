@@ -30,13 +30,7 @@
 
 namespace lucid {
 
-struct AutocastState {
-  bool enabled[2] = {false, false};                     // indexed by DeviceType (CPU, CUDA)
-  DType dtype[2] = {DType::BFloat16, DType::Float16};   // torch's defaults
-  bool cache_enabled = true;
-};
-
-AutocastState& autocast_state();  // this thread's
+// This thread's state, per device type.
 bool autocast_enabled(DeviceType t);
 void set_autocast_enabled(DeviceType t, bool on);
 DType autocast_dtype(DeviceType t);

@@ -235,9 +235,12 @@ static DeviceType autocast_device(const TensorList& inputs) {
 TensorList dispatch(OpId id, const TensorList& in, const Attrs& attrs) {
   const OpDef& def = checked_def(id, attrs);
   TensorList cast;  // autocast's copies of the inputs (dispatch/autocast.h), when it casts any
-  const TensorList& inputs = autocast_any_enabled() && autocast_enabled(autocast_device(in))
-                                 ? autocast_inputs(id, attrs, autocast_device(in), in, cast)
-                                 : in;
+  const TensorList* ins = &in;
+  if (autocast_any_enabled()) {
+    const DeviceType dev = autocast_device(in);
+    if (autocast_enabled(dev)) ins = &autocast_inputs(id, attrs, dev, in, cast);
+  }
+  const TensorList& inputs = *ins;
   TensorList outs = run_op(def, inputs, attrs);
   if (def.differentiable && GradMode::is_enabled() && any_requires_grad(def, inputs))
     record_node(id, def, inputs, attrs, outs);

@@ -13,6 +13,7 @@ import warnings
 
 import lucid
 from lucid import _C
+from lucid._autocast_policy import cast_eligible
 
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
            "set_autocast_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "get_autocast_cpu_dtype",
@@ -184,18 +185,6 @@ class _restored:
         return False
 
 
-def _cast_args(value, dtype, device_type):
-    if isinstance(value, lucid.Tensor):
-        if value.is_floating_point() and value.dtype != lucid.float64 and value.device.type == device_type:
-            return value.to(dtype)
-        return value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast_args(v, dtype, device_type) for v in value)
-    if isinstance(value, dict):
-        return {k: _cast_args(v, dtype, device_type) for k, v in value.items()}
-    return value
-
-
 def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
     """torch.amp.custom_fwd for a custom autograd Function's forward: with cast_inputs, the
     forward runs with autocast off and its floating inputs cast to cast_inputs while autocast is on."""
@@ -211,7 +200,7 @@ def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
         if cast_inputs is None or not on:
             return fwd(*args, **kwargs)
         with autocast(device_type=device_type, enabled=False):
-            return fwd(*_cast_args(args, cast_inputs, device_type), **_cast_args(kwargs, cast_inputs, device_type))
+            return fwd(*cast_eligible(args, cast_inputs, device_type), **cast_eligible(kwargs, cast_inputs, device_type))
     return decorate_fwd
 
 

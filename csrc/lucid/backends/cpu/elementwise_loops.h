@@ -32,38 +32,38 @@ concept HasVecF32 = requires(float* o, const float* a, int64_t n) { VecF32<F>::r
 template <class T>
 constexpr bool is_16bit_float = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
-// A contiguous 16-bit row (output and `arity` inputs of type T; an input of stride 0 is a
-// broadcast scalar) computed in float 256 at a time: widen the inputs (float16_convert.h), run
-// body(out, in, m) over the floats, narrow the result. The values of the scalar loop
-// `T(apply<float>(float(a)...))`, vectorised.
+// A 16-bit row (output and `arity` inputs of type T, any strides; stride 0 is a broadcast
+// scalar) computed in float 256 at a time: widen the inputs (float16_convert.h's vector
+// conversion where contiguous, a gather elsewhere), run body(out, in, m) over the floats, narrow
+// the result. The values of the scalar loop `T(apply<float>(float(a)...))`, vectorised.
 template <class T, int Arity, class Body>
 void widened_row(char** p, const int64_t* s, int64_t n, Body body) {
+  constexpr int64_t unit = sizeof(T);
   float in[Arity][256], out[256];
   for (int k = 0; k < Arity; ++k)
     if (s[k + 1] == 0) std::fill(in[k], in[k] + 256, static_cast<float>(*reinterpret_cast<const T*>(p[k + 1])));
   for (int64_t b = 0; b < n; b += 256) {
     int64_t m = std::min<int64_t>(256, n - b);
-    for (int k = 0; k < Arity; ++k)
-      if (s[k + 1] != 0) widen(reinterpret_cast<const T*>(p[k + 1]) + b, in[k], m);
+    for (int k = 0; k < Arity; ++k) {
+      if (s[k + 1] == unit) widen(reinterpret_cast<const T*>(p[k + 1]) + b, in[k], m);
+      else if (s[k + 1] != 0)
+        for (int64_t i = 0; i < m; ++i) in[k][i] = static_cast<float>(*reinterpret_cast<const T*>(p[k + 1] + (b + i) * s[k + 1]));
+    }
     body(out, in, m);
-    narrow(out, reinterpret_cast<T*>(p[0]) + b, m);
+    if (s[0] == unit) narrow(out, reinterpret_cast<T*>(p[0]) + b, m);
+    else for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
   }
 }
-
-template <class T>
-bool unit_or_broadcast(int64_t st) { return st == 0 || st == static_cast<int64_t>(sizeof(T)); }
 
 template <class F, class T, class O>
 void unary_block(char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
   if constexpr (is_16bit_float<T> && std::is_same_v<O, T>) {
-    if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
-      widened_row<T, 1>(p, s, n, [](float* o, float (*in)[256], int64_t m) {
-        if constexpr (HasVecF32<F>) VecF32<F>::run(o, in[0], m);
-        else for (int64_t i = 0; i < m; ++i) o[i] = F::template apply<float>(in[0][i]);
-      });
-      return;
-    }
+    widened_row<T, 1>(p, s, n, [](float* o, float (*in)[256], int64_t m) {
+      if constexpr (HasVecF32<F>) VecF32<F>::run(o, in[0], m);
+      else for (int64_t i = 0; i < m; ++i) o[i] = F::template apply<float>(in[0][i]);
+    });
+    return;
   }
   if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
     O* o = reinterpret_cast<O*>(p[0]);
@@ -72,20 +72,7 @@ void unary_block(char** p, const int64_t* s, int64_t n) {
       VecF32<F>::run(o, a, n);
       return;
     }
-    if constexpr (!(HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>)) {
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
-      return;
-    }
-  }
-  if constexpr (HasVecF32<F> && (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && std::is_same_v<O, T>) {
-    // 16-bit floats compute in float: widen 256 at a time, run the float32 vector path, round back.
-    float in[256], out[256];
-    for (int64_t b = 0; b < n; b += 256) {
-      int64_t m = std::min<int64_t>(256, n - b);
-      for (int64_t i = 0; i < m; ++i) in[i] = static_cast<float>(*reinterpret_cast<const T*>(p[1] + (b + i) * s[1]));
-      VecF32<F>::run(out, in, m);
-      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
-    }
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::template apply<C>(static_cast<C>(a[i])));
     return;
   }
   if constexpr (HasVecF32<F> && std::is_same_v<T, float> && std::is_same_v<O, float>) {
@@ -113,13 +100,11 @@ template <class F, class T, class O>
 void binary_block(char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
   if constexpr (is_16bit_float<T> && std::is_same_v<O, T>) {
-    if (s[0] == sizeof(O) && unit_or_broadcast<T>(s[1]) && unit_or_broadcast<T>(s[2]) && (s[1] | s[2])) {
-      widened_row<T, 2>(p, s, n, [](float* o, float (*in)[256], int64_t m) {
-        if constexpr (HasVec2F32<F>) VecF32<F>::run(o, in[0], in[1], m);
-        else for (int64_t i = 0; i < m; ++i) o[i] = F::template apply<float>(in[0][i], in[1][i]);
-      });
-      return;
-    }
+    widened_row<T, 2>(p, s, n, [](float* o, float (*in)[256], int64_t m) {
+      if constexpr (HasVec2F32<F>) VecF32<F>::run(o, in[0], in[1], m);
+      else for (int64_t i = 0; i < m; ++i) o[i] = F::template apply<float>(in[0][i], in[1][i]);
+    });
+    return;
   }
   O* o = reinterpret_cast<O*>(p[0]);
   const T* a = reinterpret_cast<const T*>(p[1]);
@@ -232,34 +217,12 @@ void ew_attr_row(const F& fref, char** p, const int64_t* s, int64_t n) {
   using C = compute_t<T>;
   const F f = fref;  // a local copy: the compiler knows stores to o can't change the parameters
   if constexpr (is_16bit_float<T> && std::is_same_v<O, T> && Arity <= 2) {
-    bool unit = s[0] == sizeof(O);
-    for (int k = 1; k <= Arity; ++k) unit = unit && unit_or_broadcast<T>(s[k]);
-    if (unit && (Arity == 1 ? s[1] != 0 : (s[1] | s[2]) != 0)) {
-      widened_row<T, Arity>(p, s, n, [&f](float* o, float (*in)[256], int64_t m) {
-        if constexpr (Arity == 1 && HasVecF32Member<F>) VecF32<F>::run(f, o, in[0], m);
-        else if constexpr (Arity == 2 && HasVec2F32Member<F>) VecF32<F>::run(f, o, in[0], in[1], m);
-        else if constexpr (Arity == 1) for (int64_t i = 0; i < m; ++i) o[i] = f.template apply<float>(in[0][i]);
-        else for (int64_t i = 0; i < m; ++i) o[i] = f.template apply<float>(in[0][i], in[1][i]);
-      });
-      return;
-    }
-  }
-  if constexpr (is_16bit_float<T> && std::is_same_v<O, T> &&
-                ((Arity == 1 && HasVecF32Member<F>) || (Arity == 2 && HasVec2F32Member<F>))) {
-    // 16-bit floats compute in float (as apply<float> does): widen 256 at a time, run the float32
-    // vector path, round back. Strided or not, the same values.
-    float in0[256], in1[256], out[256];
-    for (int64_t b = 0; b < n; b += 256) {
-      int64_t m = std::min<int64_t>(256, n - b);
-      for (int64_t i = 0; i < m; ++i) in0[i] = static_cast<float>(*reinterpret_cast<const T*>(p[1] + (b + i) * s[1]));
-      if constexpr (Arity == 1) {
-        VecF32<F>::run(f, out, in0, m);
-      } else {
-        for (int64_t i = 0; i < m; ++i) in1[i] = static_cast<float>(*reinterpret_cast<const T*>(p[2] + (b + i) * s[2]));
-        VecF32<F>::run(f, out, in0, in1, m);
-      }
-      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(p[0] + (b + i) * s[0]) = T(out[i]);
-    }
+    widened_row<T, Arity>(p, s, n, [&f](float* o, float (*in)[256], int64_t m) {
+      if constexpr (Arity == 1 && HasVecF32Member<F>) VecF32<F>::run(f, o, in[0], m);
+      else if constexpr (Arity == 2 && HasVec2F32Member<F>) VecF32<F>::run(f, o, in[0], in[1], m);
+      else if constexpr (Arity == 1) for (int64_t i = 0; i < m; ++i) o[i] = f.template apply<float>(in[0][i]);
+      else for (int64_t i = 0; i < m; ++i) o[i] = f.template apply<float>(in[0][i], in[1][i]);
+    });
     return;
   }
   bool contig = s[0] == sizeof(O);

@@ -76,12 +76,12 @@ void max_pool_kernel(const Tensor& x, const Tensor& out, const Tensor& idx, cons
     thread_local std::vector<C> mv;
     thread_local std::vector<int64_t> mi;
     thread_local std::vector<int32_t> mi32;
-    mv.resize(OW);
-    mi.resize(OW);
-    mi32.resize(OW);
     // Interior indices in 32 bits when the plane allows: the select then has the values' lane
     // width (8 floats and 8 indices per AVX2 vector), widened to int64 when stored.
     const bool narrow_index = H * W < (int64_t{1} << 31);
+    mv.resize(OW);
+    if (narrow_index) mi32.resize(OW);
+    else mi.resize(OW);
     for (int64_t oh = 0; oh < OH; ++oh) {
       const int64_t hs = oh * sh - ph;
       int64_t i0 = 0, i1 = kh;  // the window rows inside the plane

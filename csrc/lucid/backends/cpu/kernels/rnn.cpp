@@ -3,9 +3,9 @@
 // one fused pass over the gates (Sleef sigmoid/tanh, 8 lanes, for float32). The GEMM is a
 // register-tiled AVX2 kernel over a row-major right operand (w_hh transposed for the forward, once
 // per weight version through the packed-weights cache), sized for the recurrence's products (B
-// rows, 4H x H weights). float64 runs the same loops in scalar C++. The batch rows of a recurrence are independent of each other through
-// time, so the rows are split over the threads (over_rows), each running every step for its rows:
-// no synchronisation per step. A batch of one runs on one thread (a step is a few microseconds);
+// rows, 4H x H weights). float64 runs the same loops in scalar C++. The batch rows of a
+// recurrence are independent of each other through time, so the rows are split over the threads
+// (over_rows), each running every step for its rows: no synchronisation per step. A batch of one runs on one thread (a step is a few microseconds);
 // the input projection outside the op is the parallel GEMM.
 #include <immintrin.h>
 #include <sleef.h>
@@ -18,8 +18,8 @@
 
 #include "lucid/backends/cpu/kernels/nn_operands.h"
 #include "lucid/backends/cpu/packed_weights.h"
-#include "lucid/core/parallel.h"
 #include "lucid/backends/cpu/scalar_vec.h"
+#include "lucid/core/parallel.h"
 #include "lucid/ops/op_def.h"
 
 namespace lucid::cpu {
@@ -110,13 +110,11 @@ void activate(T* x, int64_t n) {
   for (; i < n; ++i) x[i] = Tanh ? std::tanh(x[i]) : sigmoid1(x[i]);
 }
 
-// w (N x K) -> w^T (K x N), contiguous.
+// w (N x K) -> w^T (K x N) into t, contiguous.
 template <class T>
-std::vector<T> transposed(const T* w, int64_t N, int64_t K) {
-  std::vector<T> t(static_cast<size_t>(N * K));
+void transpose_into(const T* w, int64_t N, int64_t K, T* t) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k = 0; k < K; ++k) t[k * N + n] = w[n * K + k];
-  return t;
 }
 
 template <class T> const T* ptr(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
@@ -141,13 +139,13 @@ const T* transposed_weight(const Tensor& w, int64_t G, int64_t H, std::vector<T>
     k.add(G).add(H);
     hold = packed_weight(k, w.impl()->storage, sizeof(T) * G * H, [&] {
       std::shared_ptr<void> buf(new T[G * H], [](void* q) { delete[] static_cast<T*>(q); });
-      std::vector<T> t = transposed(w.data<T>(), G, H);
-      std::memcpy(buf.get(), t.data(), sizeof(T) * G * H);
+      transpose_into(w.data<T>(), G, H, static_cast<T*>(buf.get()));
       return buf;
     });
     if (hold) return static_cast<const T*>(hold.get());
   }
-  local = transposed(w.data<T>(), G, H);
+  local.resize(static_cast<size_t>(G * H));
+  transpose_into(w.data<T>(), G, H, local.data());
   return local.data();
 }
 
