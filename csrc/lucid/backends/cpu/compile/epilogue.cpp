@@ -70,16 +70,11 @@ class Matcher {
     if (op.op != OpId::Linear && op.op != OpId::Conv) return ep;
     int cur = op.outputs[0];
     DType t = g_.value(cur).dtype;
+    // Adds (bias, residual) only in float32/float64; a 16-bit op takes the activation alone.
+    const bool adds = t == DType::Float32 || t == DType::Float64;
+    if (!adds && t != DType::BFloat16 && t != DType::Float16) return ep;
     int j, other;
-    if (t == DType::BFloat16 || t == DType::Float16) {  // the activation alone (see the header)
-      if (next_of(cur, j) && !post_op_activation(g_.nodes()[j], op.op).empty()) {
-        ep.activation = post_op_activation(g_.nodes()[j], op.op);
-        ep.chain.push_back(j);
-      }
-      return ep;
-    }
-    if (t != DType::Float32 && t != DType::Float64) return ep;
-    if (op.inputs[2] < 0 && add_of(cur, j, other) && is_bias(op, g_.value(cur), other)) {
+    if (adds && op.inputs[2] < 0 && add_of(cur, j, other) && is_bias(op, g_.value(cur), other)) {
       ep.bias = other;
       ep.chain.push_back(j);
       cur = g_.nodes()[j].outputs[0];
@@ -91,7 +86,7 @@ class Matcher {
       cur = g_.nodes()[j].outputs[0];
       act_first = true;
     }
-    if (add_of(cur, j, other) && same_meta(other, cur)) {
+    if (adds && add_of(cur, j, other) && same_meta(other, cur)) {
       ep.residual = other;
       ep.chain.push_back(j);
       cur = g_.nodes()[j].outputs[0];
