@@ -39,7 +39,7 @@ def test_schemas_of_known_ops():
     assert _C._op_attr_schema("Softmax") == "dim:int"
     assert _C._op_attr_schema("Clamp") == "min:float?, max:float?"
     assert _C._op_attr_schema("ConvFused") == ("stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int, "
-                                               "activation:str, residual_first:bool?")
+                                               "activation:str, residual_first:bool?, in_block:int?, out_block:int?")
     assert "seed:int" in _C._op_attr_schema("Uniform") and "offset:int" in _C._op_attr_schema("Uniform")
     with pytest.raises(ValueError, match="unknown op name 'NoSuchOp'"):
         _C._op_attr_schema("NoSuchOp")

@@ -8,6 +8,7 @@
 // CPU kernels are in backends/cpu/kernels/conv.cpp (oneDNN, backends/cpu/dnnl_conv). Validation
 // names the Python op (conv1d/conv2d, conv_transpose1d/2d), the argument, what was expected and
 // what was given.
+#include "lucid/ops/blocked_layout.h"
 #include "lucid/ops/core.h"
 #include "lucid/ops/fused_activation.h"
 #include "lucid/ops/linalg.h"
@@ -134,12 +135,34 @@ Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& bias, const C
 // ---- ConvFused: conv + bias + activation + residual in one oneDNN call ----------------------
 // out = act(conv(x, w) + b) + residual, or act(conv(x, w) + b + residual) when residual_first.
 // The compiler emits it after autodiff (like LinearFused), so it is not differentiable.
-LUCID_REGISTER_OP(ConvFused, "stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int, activation:str, residual_first:bool?", [] {
+// in_block / out_block (the CPU layout pass, ops/blocked_layout.h): the input, and the output
+// with its residual, are 2-D activations in the channel-blocked layout [N, C/b, H, W, b] with
+// that block (0 or absent: NCHW); float32 and bfloat16 only.
+LUCID_REGISTER_OP(ConvFused, "stride:ints, padding_l:ints, padding_r:ints, dilation:ints, groups:int, activation:str, residual_first:bool?, in_block:int?, out_block:int?", [] {
   OpDef d;
   d.num_inputs = 4;
   d.differentiable = false;
   d.infer = [](const TensorList& in, const Attrs& a) {
-    Shape out = conv_out_shape(in[0], in[1], in[2], ConvOptions::from(a));
+    const int64_t ib = a.i("in_block", 0), ob = a.i("out_block", 0);
+    Tensor x = in[0];
+    if (ib || ob) {
+      LUCID_CHECK(ib >= 0 && ob >= 0 && in[1].ndim() == 4, ValueError,
+                  "conv_fused: channel-blocked layouts expected a 2-D convolution and blocks >= 0, got in_block=", ib,
+                  ", out_block=", ob, ", weight shape ", shape_str(in[1].shape()));
+      LUCID_CHECK(x.dtype() == DType::Float32 || x.dtype() == DType::BFloat16, TypeError,
+                  "conv_fused: channel-blocked layouts expected float32 or bfloat16, got ", dtype_name(x.dtype()));
+    }
+    if (ib) {
+      LUCID_CHECK(x.ndim() == 5 && x.shape()[4] == ib, ValueError, "conv_fused: argument 'input' expected a blocked tensor [N, C/",
+                  ib, ", H, W, ", ib, "], got shape ", shape_str(x.shape()));
+      x = Tensor::make_view(x, unblocked_shape(x.shape()), Strides(4, 0), 0);  // shape carrier
+    }
+    Shape out = conv_out_shape(x, in[1], in[2], ConvOptions::from(a));
+    if (ob) {
+      LUCID_CHECK(out[1] % ob == 0, ValueError, "conv_fused: attribute 'out_block' expected a divisor of the ", out[1],
+                  " output channels, got ", ob);
+      out = blocked_shape(out, ob);
+    }
     fused_activation(a, "conv_fused");  // validates the name
     if (in[3].defined()) {
       check_float_dtypes("conv_fused", in[0], "input", in[3], "residual");

@@ -11,6 +11,7 @@
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/backends/cpu/packed_weights.h"
 #include "lucid/core/parallel.h"
+#include "lucid/ops/blocked_layout.h"
 
 namespace lucid::cpu {
 
@@ -61,6 +62,15 @@ memory::desc weight_desc(const Shape& ws, int64_t G, bool deconv, memory::data_t
   return memory::desc(dims, dt, strides);
 }
 
+// LUCID_CONV_LAYOUT (read once): see get_entry.
+const std::string& conv_layout() {
+  static const std::string layout = [] {
+    const char* e = std::getenv("LUCID_CONV_LAYOUT");
+    return std::string(e ? e : "blocked");
+  }();
+  return layout;
+}
+
 // Builds (or fetches) the primitive for one convolution call. Shapes: a = src/diff_dst,
 // b = weights/src, c = output, per `kind`.
 std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws, const Shape& ys, bool bias,
@@ -68,13 +78,21 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
   Key k;
   k.add(static_cast<int64_t>(kind)).add(static_cast<int64_t>(t)).add(xs).add(ws).add(ys).add(bias);
   for (auto& po : post) k.add(po.kind).addf(po.scale);
-  k.add(p.stride).add(p.dilation).add(p.pad_l).add(p.pad_r).add(p.groups);
+  k.add(p.stride).add(p.dilation).add(p.pad_l).add(p.pad_r).add(p.groups).add(p.in_block).add(p.out_block);
   return conv_cache().get(k, [&]() -> std::shared_ptr<ConvEntry> {
     auto dt = to_dnnl(t);
     memory::dims strides = to_dims(p.stride), pl = to_dims(p.pad_l), pr = to_dims(p.pad_r), dil;
     for (int64_t d : p.dilation) dil.push_back(d - 1);
     bool deconv = kind == Kind::Deconv;
     memory::desc x_user = plain_desc(xs, t), y_user = plain_desc(ys, t);
+    // Activations the layout pass keeps blocked ([N, C/16, H, W, 16] tensors) are nChw16c.
+    LUCID_CHECK((p.in_block == 0 && p.out_block == 0) ||
+                    ((p.in_block == 0 || p.in_block == 16) && (p.out_block == 0 || p.out_block == 16) && xs.size() == 4),
+                Error,
+                "conv: channel-blocked layouts need a 2-D convolution with block 16, got in_block=", p.in_block,
+                ", out_block=", p.out_block);
+    if (p.in_block) x_user = memory::desc(x_user.dims(), to_dnnl(t), memory::format_tag::nChw16c);
+    if (p.out_block) y_user = memory::desc(y_user.dims(), to_dnnl(t), memory::format_tag::nChw16c);
     memory::desc w_user = weight_desc(ws, p.groups, deconv, dt);
     auto any = [&](const memory::desc& md) { return memory::desc(md.dims(), dt, memory::format_tag::any); };
     memory::desc xa = any(x_user), wa = any(w_user), ya = any(y_user);
@@ -82,10 +100,7 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
     // tensor whose channels are a multiple of 16, cheap reorders from NCHW and oneDNN's fastest
     // direct kernels; oneDNN's choice for the others, e.g. the 3-channel input of a first layer,
     // which its kernels read plain), "any" (oneDNN's choice throughout) or "plain".
-    static const std::string layout = [] {
-      const char* e = std::getenv("LUCID_CONV_LAYOUT");
-      return std::string(e ? e : "blocked");
-    }();
+    const std::string& layout = conv_layout();
     int64_t nsp_dims = static_cast<int64_t>(xs.size()) - 2;
     if (layout == "plain") {
       xa = x_user;
@@ -468,6 +483,31 @@ void conv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Co
     add_scaled(y, prev, post.back().scale);
     return;
   }
+  if (p.in_block || p.out_block) {  // the layout pass's blocked activations: the primitive reads and writes them as they are
+    LUCID_CHECK(use_dnnl(t), Error, "conv: channel-blocked layouts need float32 or bfloat16, got ", dtype_name(t));
+    const Shape xs = p.in_block ? unblocked_shape(x.shape()) : x.shape(), ys = p.out_block ? unblocked_shape(y.shape()) : y.shape();
+    if (run_entry(get_entry(Kind::Fwd, xs, w.shape(), ys, b.defined(), p, t, post), x.data_ptr(), w.data_ptr(),
+                  y.data_ptr(), b.defined() ? b.data_ptr() : nullptr, w))
+      return;
+    // No blocked primitive (a bfloat16 conv on a CPU without AVX-512): the NCHW path between
+    // reorders, with y's residual (a Sum post-op reads it) carried over.
+    ConvParams plain = p;
+    plain.in_block = plain.out_block = 0;
+    Tensor xp = x, yp = y;
+    if (p.in_block) {
+      xp = Tensor::empty(xs, t);
+      copy_into(blocked_view_of_nchw(xp, p.in_block), x);
+    }
+    if (p.out_block) {
+      yp = Tensor::empty(ys, t);
+      bool sum = false;
+      for (auto& op : post) sum = sum || op.kind == MatmulPostOp::Sum;
+      if (sum) copy_into(blocked_view_of_nchw(yp, p.out_block), y);
+    }
+    conv_forward(xp, w, b, plain, yp, post);
+    if (p.out_block) copy_into(y, blocked_view_of_nchw(yp, p.out_block));
+    return;
+  }
   if (use_dnnl(t) && x.numel() > 0 && is_pointwise(w.shape(), p) && pointwise_forward(x, w, b, y, post)) return;
   if (use_dnnl(t) && x.numel() > 0 &&
       run_entry(get_entry(Kind::Fwd, x.shape(), w.shape(), y.shape(), b.defined(), p, t, post), x.data_ptr(),
@@ -560,5 +600,13 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
 }
 
 size_t conv_cache_size() { return conv_cache().size(); }
+
+bool conv_layout_is_blocked() {
+  // oneDNN's ISA values are feature masks (avx2_vnni is numerically above avx512_core).
+  static const bool native = conv_layout() == "blocked" &&
+                             (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(dnnl::cpu_isa::avx512_core)) ==
+                                 static_cast<int>(dnnl::cpu_isa::avx512_core);
+  return native;
+}
 
 }  // namespace lucid::cpu

@@ -18,8 +18,11 @@ void conv_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 }
 
 void conv_fused_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  ConvParams p = params(ConvOptions::from(a));
+  p.in_block = a.i("in_block", 0);
+  p.out_block = a.i("out_block", 0);
   run_fused_epilogue(a, "conv_fused", in[3], out[0], [&](const std::vector<MatmulPostOp>& post) {
-    conv_forward(in[0], in[1], in[2], params(ConvOptions::from(a)), out[0], post);
+    conv_forward(in[0], in[1], in[2], p, out[0], post);
   });
 }
 

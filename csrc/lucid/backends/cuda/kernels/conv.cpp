@@ -175,6 +175,9 @@ void conv_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 }
 
 void conv_fused_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  // The channel-blocked layouts are the CPU layout pass's (ops/blocked_layout.h); no CUDA graph has them.
+  LUCID_CHECK(!a.i("in_block", 0) && !a.i("out_block", 0), NotImplementedError,
+              "conv_fused: channel-blocked layouts are not implemented on cuda");
   const Tensor& y = out[0];
   const FusedActivation act = fused_activation(a, "conv_fused");
   if (y.numel() == 0) return;

@@ -1,0 +1,257 @@
+// keep_blocked_layouts, the CPU backend's layout pass (run as "layout", after "epilogue"): the
+// activations between convolutions stay in oneDNN's channel-blocked layout nChw16c, held as
+// [N, C/16, H, W, 16] tensors (ops/blocked_layout.h), so a conv reads and writes its primitive's
+// layout instead of reordering its input from NCHW and its output back on every call (35
+// reorders per MobileNet-v2 call before this pass; 15% of ResNet-18's time at batch 32).
+//
+// Which values are blocked: a node result that is a batched 2-D float32/bfloat16 activation with
+// a multiple of 16 channels, not a graph output or assigned value, produced by
+//   - a 2-D Conv / ConvFused (its residual, when it has one, blocked too),
+//   - MaxPool2d whose indices are unused, AvgPool2d, AdaptiveAvgPool2d, eval BatchNorm whose
+//     statistics are unused, from a blocked input (they become the *Blocked ops),
+//   - an elementwise op with a blocked operand of its full shape, whose other operands are
+//     blocked too or broadcast along the channel only ([N|1, C, 1, 1], scalars) or along
+//     everything but the channel ([N|1, 1, H|1, W|1]); those are reshaped to the 5-D form
+//     ([N|1, C/16, 1, 1, 16] is the same memory as [N|1, C, 1, 1]),
+//   - Cat along the channels of blocked parts (concatenating [N, C_k/16, H, W, 16] along dim 1
+//     is the blocked form of the NCHW concatenation).
+// A reader that takes the layout gets the blocked value; any other reader (a reshape, a
+// backward op, a graph output) reads it through one UnblockChannels (a Reshape when H = W = 1,
+// where both layouts are the same memory), so every op outside the list still sees NCHW, and a
+// conv output nobody reads blocked stays NCHW (the conv reorders it itself, as before).
+// Everything the pass emits computes what the NCHW graph computes: elementwise ops and the
+// concatenation are layout-blind, the blocked kernels compute each channel as the NCHW kernels
+// do, and a conv runs the same oneDNN primitive (tests/python/test_layout_pass.py). The pass runs
+// only where nChw16c is the convolutions' own layout (cpu::conv_layout_is_blocked: AVX-512, and
+// LUCID_CONV_LAYOUT unset or "blocked").
+#include "lucid/backends/cpu/compile/layout.h"
+
+#include "lucid/backends/cpu/dnnl_conv.h"
+#include "lucid/compile/passes/passes.h"
+#include "lucid/ops/blocked_layout.h"
+
+namespace lucid::cpu {
+
+using ir::Graph;
+using ir::Node;
+using ir::Rewriter;
+using ir::Value;
+
+namespace {
+
+constexpr int64_t kB = kChannelBlock;
+
+class LayoutPlan {
+ public:
+  explicit LayoutPlan(const Graph& g)
+      : g_(g), users_(ir::value_users(g)), esc_(ir::escaping_values(g)), blocked_(g.values().size(), 0),
+        plain_only_(g.values().size(), 0) {
+    // Decide forward (a producer's rule reads only its inputs), then keep NCHW the conv outputs
+    // that no reader takes blocked, and decide again, until nothing changes.
+    for (bool changed = true; changed;) {
+      decide();
+      changed = false;
+      for (size_t i = 0; i < g_.nodes().size(); ++i) {
+        const Node& n = g_.nodes()[i];
+        if (!is_conv(n) || !blocked_[n.outputs[0]]) continue;
+        bool read = false;
+        for (int u : users_[n.outputs[0]]) read = read || reads_blocked_any(g_.nodes()[u], n.outputs[0]);
+        if (!read) {
+          plain_only_[n.outputs[0]] = 1;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  bool blocked(int v) const { return v >= 0 && blocked_[v]; }
+
+  // Node n's input slot s takes its value blocked.
+  bool reads_blocked(const Node& n, size_t s) const {
+    if (!blocked(n.inputs[s])) return false;
+    if (is_conv(n)) return s == 0 || (s == 3 && blocked(n.outputs[0]));
+    return kind(n) != Kind::Other && blocked(n.outputs[0]) && (s == 0 || kind(n) == Kind::Pointwise || kind(n) == Kind::Cat);
+  }
+
+  enum class Kind { Other, Conv, MaxPool, AvgPool, AdaptiveAvgPool, BatchNorm, Pointwise, Cat };
+  Kind kind(const Node& n) const {
+    if (n.body) return Kind::Other;
+    if (is_conv(n)) return Kind::Conv;
+    switch (n.op) {
+      case OpId::MaxPool2d: return unused(n.outputs[1]) ? Kind::MaxPool : Kind::Other;
+      case OpId::AvgPool2d: return Kind::AvgPool;
+      case OpId::AdaptiveAvgPool2d: return Kind::AdaptiveAvgPool;
+      case OpId::BatchNorm:
+        return !n.attrs.b("training") && n.inputs[1] >= 0 && n.inputs[2] >= 0 && unused(n.outputs[1]) && unused(n.outputs[2])
+                   ? Kind::BatchNorm
+                   : Kind::Other;
+      case OpId::Cat: return n.attrs.i("dim") == 1 || n.attrs.i("dim") == -3 ? Kind::Cat : Kind::Other;
+      default: break;
+    }
+    return op_def(n.op).lowering == Lowering::Elementwise && n.outputs.size() == 1 ? Kind::Pointwise : Kind::Other;
+  }
+
+  // A 2-D convolution the blocked primitives run: float32/bfloat16, and groups whose channels
+  // fill whole blocks (or depthwise), which oneDNN's nChw16c kernels take.
+  bool is_conv(const Node& n) const {
+    if ((n.op != OpId::Conv && n.op != OpId::ConvFused) || n.attrs.i("in_block", 0) || n.attrs.i("out_block", 0)) return false;
+    const Value &x = g_.value(n.inputs[0]), &w = g_.value(n.inputs[1]);
+    if (x.shape.size() != 4 || w.shape.size() != 4 || (x.dtype != DType::Float32 && x.dtype != DType::BFloat16)) return false;
+    const int64_t G = n.attrs.i("groups"), icg = x.shape[1] / G, ocg = w.shape[0] / G;
+    return G == 1 || (icg == 1 && ocg == 1) || (icg % kB == 0 && ocg % kB == 0);
+  }
+
+  // Plain operand `v` of pointwise node output shape `out`, broadcast in a way the 5-D form
+  // expresses: right-aligned [a, b, c, d] with b == 1, or b == C and c == d == 1.
+  bool broadcast_ok(int v, const Shape& out) const {
+    const Shape& s = g_.value(v).shape;
+    if (s.size() > 4) return false;
+    Shape r(4 - s.size(), 1);
+    r.insert(r.end(), s.begin(), s.end());
+    return r[1] == 1 || (r[1] == out[1] && r[2] == 1 && r[3] == 1);
+  }
+
+ private:
+  bool unused(int v) const { return users_[v].empty() && !esc_[v]; }
+
+  bool candidate(int v) const {
+    const Value& x = g_.value(v);
+    return x.kind == ir::ValueKind::Node && !esc_[v] && !plain_only_[v] && x.shape.size() == 4 &&
+           (x.dtype == DType::Float32 || x.dtype == DType::BFloat16) && x.device.type == DeviceType::CPU &&
+           x.shape[1] > 0 && x.shape[1] % kB == 0 && numel_of(x.shape) > 0;
+  }
+
+  bool reads_blocked_any(const Node& n, int v) const {
+    for (size_t s = 0; s < n.inputs.size(); ++s)
+      if (n.inputs[s] == v && reads_blocked(n, s)) return true;
+    return false;
+  }
+
+  void decide() {
+    std::fill(blocked_.begin(), blocked_.end(), 0);
+    for (const Node& n : g_.nodes()) {
+      if (n.outputs.empty() || !candidate(n.outputs[0])) continue;
+      const int y = n.outputs[0];
+      bool ok = false;
+      switch (kind(n)) {
+        case Kind::Conv: ok = n.op == OpId::Conv || n.inputs[3] < 0 || blocked(n.inputs[3]); break;
+        case Kind::MaxPool:
+        case Kind::AvgPool:
+        case Kind::AdaptiveAvgPool:
+        case Kind::BatchNorm: ok = blocked(n.inputs[0]); break;
+        case Kind::Cat:
+          ok = true;
+          for (int i : n.inputs) ok = ok && blocked(i);
+          break;
+        case Kind::Pointwise: {
+          const Shape& out = g_.value(y).shape;
+          bool full = false;
+          ok = true;
+          for (int i : n.inputs) {
+            if (i < 0) continue;
+            if (blocked(i)) {
+              full = full || g_.value(i).shape == out;
+              ok = ok && g_.value(i).shape[1] == out[1];
+            } else {
+              ok = ok && broadcast_ok(i, out);
+            }
+          }
+          ok = ok && full;
+          break;
+        }
+        case Kind::Other: break;
+      }
+      blocked_[y] = ok;
+    }
+  }
+
+  const Graph& g_;
+  std::vector<std::vector<int>> users_;
+  std::vector<bool> esc_;
+  std::vector<char> blocked_, plain_only_;
+};
+
+TensorMeta blocked_meta(const Value& v) { return {blocked_shape(v.shape, kB), v.dtype, v.device}; }
+
+}  // namespace
+
+Graph keep_blocked_layouts(const Graph& g) {
+  if (!conv_layout_is_blocked()) return g;
+  LayoutPlan plan(g);
+  bool any = false;
+  for (size_t v = 0; v < g.values().size(); ++v) any = any || plan.blocked(static_cast<int>(v));
+  if (!any) return g;
+
+  Rewriter rw(g);
+  std::vector<int> plain_of(g.values().size(), -1);
+  // v's NCHW form in the new graph (made once, at its first reader that needs it).
+  auto plain = [&](int v) {
+    if (v < 0 || !plan.blocked(v)) return rw.map(v);
+    if (plain_of[v] < 0) {
+      const Value& x = g.value(v);
+      plain_of[v] = x.shape[2] == 1 && x.shape[3] == 1
+                        ? rw.add(OpId::Reshape, {rw.map(v)}, {{"shape", IntList(x.shape)}}, {x.meta()})[0]
+                        : rw.add(OpId::UnblockChannels, {rw.map(v)}, {}, {x.meta()})[0];
+    }
+    return plain_of[v];
+  };
+  using Kind = LayoutPlan::Kind;
+  for (const Node& n : g.nodes()) {
+    bool touches = !n.outputs.empty() && plan.blocked(n.outputs[0]);
+    for (int i : n.inputs) touches = touches || plan.blocked(i);
+    if (!touches) {
+      rw.copy(n);
+      continue;
+    }
+    const Kind k = plan.kind(n);
+    const bool out_blocked = !n.outputs.empty() && plan.blocked(n.outputs[0]);
+    std::vector<int> ins;
+    for (size_t s = 0; s < n.inputs.size(); ++s) {
+      const int i = n.inputs[s];
+      if (plan.reads_blocked(n, s)) {
+        ins.push_back(rw.map(i));
+      } else if (out_blocked && k == Kind::Pointwise && i >= 0) {  // a broadcast operand, in the 5-D form
+        const Value& x = g.value(i);
+        const int64_t C = g.value(n.outputs[0]).shape[1];
+        Shape r(4 - x.shape.size(), 1);
+        r.insert(r.end(), x.shape.begin(), x.shape.end());
+        const Shape s5 = r[1] == 1 ? Shape{r[0], 1, r[2], r[3], 1} : Shape{r[0], C / kB, 1, 1, kB};
+        ins.push_back(rw.add(OpId::Reshape, {plain(i)}, {{"shape", IntList(s5)}}, {{s5, x.dtype, x.device}})[0]);
+      } else {
+        ins.push_back(plain(i));
+      }
+    }
+    std::vector<TensorMeta> outs;
+    for (int o : n.outputs) outs.push_back(g.value(o).meta());
+    if (out_blocked) outs[0] = blocked_meta(g.value(n.outputs[0]));
+    std::vector<int> got;
+    switch (out_blocked ? k : (k == Kind::Conv ? Kind::Conv : Kind::Other)) {
+      case Kind::Conv: {
+        Attrs a = n.attrs;
+        if (n.op == OpId::Conv) {
+          a.set("activation", std::string("none")).set("residual_first", false);
+          ins.push_back(-1);
+        }
+        if (plan.blocked(n.inputs[0])) a.set("in_block", kB);
+        if (out_blocked) a.set("out_block", kB);
+        got = rw.add(OpId::ConvFused, ins, a, outs);
+        break;
+      }
+      case Kind::MaxPool: got = rw.add(OpId::MaxPool2dBlocked, ins, n.attrs, {outs[0]}); break;
+      case Kind::AvgPool: got = rw.add(OpId::AvgPool2dBlocked, ins, n.attrs, outs); break;
+      case Kind::AdaptiveAvgPool: got = rw.add(OpId::AdaptiveAvgPool2dBlocked, ins, n.attrs, outs); break;
+      case Kind::BatchNorm:
+        got = rw.add(OpId::BatchNormBlocked, ins, {{"eps", n.attrs.f("eps")}}, {outs[0]});
+        break;
+      case Kind::Pointwise:
+      case Kind::Cat:
+      case Kind::Other:
+        got = n.body ? rw.out().add_fused(ins, n.body, outs) : rw.add(n.op, ins, n.attrs, outs);
+        break;
+    }
+    for (size_t j = 0; j < got.size(); ++j) rw.set(n.outputs[j], got[j]);
+  }
+  return rw.finish();
+}
+
+}  // namespace lucid::cpu
