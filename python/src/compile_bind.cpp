@@ -617,17 +617,20 @@ LUCID_BINDER(compile) {
       .def_prop_ro("num_nodes", [](const PyGraph& g) { return g.g->nodes().size(); })
       .def_prop_ro("num_states", [](const PyGraph& g) { return g.g->states().size(); })
       .def("nodes", [](const PyGraph& g) {
-        // (op name, first output shape, first output dtype) per node, for diagnose().
+        // (op name, first output shape, first output dtype, first output device) per node, for
+        // diagnose(): a node runs on its result's device, with that device's kernel.
         nb::list l;
         for (const ir::Node& n : g.g->nodes()) {
           nb::list shape;
           nb::object dt = nb::none();
+          std::string dev = "cpu";
           if (!n.outputs.empty()) {
             const ir::Value& v = g.g->value(n.outputs[0]);
             for (int64_t d : v.shape) shape.append(d);
             dt = nb::str(dtype_name(v.dtype));
+            dev = v.device.str();
           }
-          l.append(nb::make_tuple(op_name(n.op), nb::tuple(shape), dt));
+          l.append(nb::make_tuple(op_name(n.op), nb::tuple(shape), dt, dev));
         }
         return l;
       })

@@ -1,10 +1,13 @@
 // The device in the IR: Device parsing and validation (as torch.device), the "@cuda:0" suffix in
 // the IR text and its round trip, canonical_hash separating devices, verify/check_types, and the
 // passes carrying a value's device through, and the backend picked by a graph's device (its pass
-// description, its executor). Only the CPU backend is built: the CUDA graphs here are built,
-// optimised and made into programs, never run.
+// description, its executor), and host scalars (CPU 0-d values) joining a device graph. The CUDA
+// graphs here are built, optimised and made into programs, never run (no GPU is assumed): their
+// executor is registered exactly when the build has the CUDA backend; the CUDA executor's runs
+// are tested from Python on a GPU (tests/python/test_compile_*.py, the "cuda" halves).
 #include <gtest/gtest.h>
 
+#include "lucid/backends/cuda/device_info.h"
 #include "lucid/compile/ir/graph.h"
 #include "lucid/compile/passes/passes.h"
 #include "lucid/compile/runtime/executable.h"
@@ -193,13 +196,18 @@ TEST(IRDevice, ProgramIsDeviceNeutralAndTheExecutorIsTheDevices) {
   ASSERT_EQ(p.instructions().size(), 2u);
   EXPECT_EQ(p.instructions()[0].node->op, OpId::Add);
   EXPECT_EQ(p.instructions()[1].kind, rt::Instruction::Kind::Kernel);
-  // Running it needs the CUDA backend's executor, which this build lacks.
-  EXPECT_EQ(rt::executor_factory(DeviceType::CUDA), nullptr);
-  try {
-    rt::Executable exe(cuda, ir::plan_memory(cuda));
-    FAIL() << "expected NotImplementedError";
-  } catch (const NotImplementedError& e) {
-    EXPECT_NE(std::string(e.what()).find("no executor runs compiled programs on cuda:0"), std::string::npos) << e.what();
+  // Running it needs the CUDA backend's executor: registered by a CUDA build, absent otherwise.
+  if (cuda::is_built()) {
+    EXPECT_NE(rt::executor_factory(DeviceType::CUDA), nullptr);
+    EXPECT_STREQ(ir::backend_passes(DeviceType::CUDA).name, "cuda");
+  } else {
+    EXPECT_EQ(rt::executor_factory(DeviceType::CUDA), nullptr);
+    try {
+      rt::Executable exe(cuda, ir::plan_memory(cuda));
+      FAIL() << "expected NotImplementedError";
+    } catch (const NotImplementedError& e) {
+      EXPECT_NE(std::string(e.what()).find("no executor runs compiled programs on cuda:0"), std::string::npos) << e.what();
+    }
   }
   // The same graph on the CPU runs on the CPU executor: relu(x + s).
   ASSERT_NE(rt::executor_factory(DeviceType::CPU), nullptr);
@@ -215,4 +223,40 @@ TEST(IRDevice, ProgramIsDeviceNeutralAndTheExecutorIsTheDevices) {
   EXPECT_EQ(exe.pooled_frames(), 1u);
   exe.trim();
   EXPECT_EQ(exe.pooled_frames(), 0u);
+}
+
+TEST(IRDevice, HostScalarsJoinADeviceGraph) {
+  // A CPU 0-d input (a hyper-parameter), a CPU 0-d state (a step counter) and an op over them
+  // alone (it runs on the CPU, as eagerly) join a CUDA graph; a CPU value with dims does not.
+  ir::Graph g = ir::parse(
+      "graph(%0: float32[2]@cuda:0 input, %1: float64[] input, %2: float32[] state) {\n"
+      "  %3 = Add(%2, %1) : float64[]\n"
+      "  %4 = Mul(%0, %3) : float32[2]@cuda:0\n"
+      "  return (%4)\n}\n");
+  EXPECT_EQ(ir::graph_device(g), (Device{DeviceType::CUDA, 0}));
+  EXPECT_NO_THROW(ir::check_types(g));
+  rt::Program p(g, ir::plan_memory(g));
+  EXPECT_EQ(p.device(), (Device{DeviceType::CUDA, 0}));
+  // Host scalars alone are a CPU graph; a CPU vector beside a CUDA value spans two devices.
+  EXPECT_EQ(ir::graph_device(ir::parse("graph(%0: float64[] input) {\n  return (%0)\n}\n")), Device{});
+  EXPECT_THROW(ir::graph_device(ir::parse("graph(%0: float32[2]@cuda:0 input, %1: float32[1] input) {\n"
+                                          "  return (%0, %1)\n}\n")),
+               NotImplementedError);
+}
+
+TEST(IRDevice, ConstantFoldingKeepsConstantsOnTheHost) {
+  // Ones on cuda:0 has no inputs, so it would fold; its result lives on the GPU, and a graph's
+  // constants are host tensors, so it stays a node (run per call). The CPU twin folds.
+  const char* text =
+      "graph(%0: float32[3]@cuda:0 input) {\n"
+      "  %1 = Fill() {value=2.0, shape=[3], dtype=float32} : float32[3]@cuda:0\n"
+      "  %2 = Mul(%0, %1) : float32[3]@cuda:0\n"
+      "  return (%2)\n}\n";
+  ir::Graph g = ir::parse(text);
+  ir::Graph folded = ir::constant_folding(g);
+  EXPECT_EQ(ir::print(folded), ir::print(g));
+  EXPECT_TRUE(folded.consts().empty());
+  std::string cpu = text;
+  for (size_t p; (p = cpu.find("@cuda:0")) != std::string::npos;) cpu.erase(p, 7);
+  EXPECT_EQ(ir::constant_folding(ir::parse(cpu)).consts().size(), 1u);
 }

@@ -1,5 +1,7 @@
 """lucid.compile semantics: compiled == eager, signature cache, bound state, side effects,
-fallback policy, threads, memory. Every compiled result is compared with eager on the same inputs."""
+fallback policy, threads, memory. Every compiled result is compared with eager on the same inputs.
+A representative set (the cache, bound state seen in place, the host-read fallback, random ops and
+dropout, backward through a compiled forward, threads) runs on every device of devices.DEVICES."""
 import collections
 import dataclasses
 import gc
@@ -14,11 +16,12 @@ import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
 from lucid import _C
+from devices import DEVICES, to_numpy
 from harness import needs_plain_allocator
 
 
 def close(a, b, rtol=1e-5, atol=1e-6):
-    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=rtol, atol=atol)
 
 
 def mlp(seed=0):
@@ -39,16 +42,17 @@ class BNNet(nn.Module):
 
 
 # ---------------------------------------------------------------- basics and the signature cache
-def test_compiled_equals_eager_and_one_entry_per_shape():
-    m = mlp()
+@pytest.mark.parametrize("device", DEVICES)
+def test_compiled_equals_eager_and_one_entry_per_shape(device):
+    m = mlp().to(device)
     cm = lucid.compile(m)
-    x = lucid.randn(5, 8)
+    x = lucid.randn(5, 8, device=device)
     with lucid.no_grad():
         ref = m(x)
         for _ in range(20):
             close(cm(x), ref)
         # new data with the same signature: same entry, new answer
-        x2 = lucid.randn(5, 8)
+        x2 = lucid.randn(5, 8, device=device)
         close(cm(x2), m(x2))
     info = cm.cache_info()
     assert info["entries"] == 1 and info["misses"] == 1 and info["n_calls"] == 21 and info["hits"] == 20
@@ -108,10 +112,11 @@ def test_train_eval_on_submodule_rekeys():
     assert m.bn.num_batches_tracked.item() == 4
 
 
-def test_load_state_dict_and_in_place_updates_are_seen():
-    m = mlp(0)
+@pytest.mark.parametrize("device", DEVICES)
+def test_load_state_dict_and_in_place_updates_are_seen(device):
+    m = mlp(0).to(device)
     cm = lucid.compile(m)
-    x = lucid.randn(3, 8)
+    x = lucid.randn(3, 8, device=device)
     with lucid.no_grad():
         cm(x)
         m.load_state_dict(mlp(1).state_dict())
@@ -342,14 +347,15 @@ def test_view_read_after_base_write_sees_new_value():
 
 
 # ---------------------------------------------------------------- fallback policy
-def test_host_read_branch_falls_back_and_is_correct_on_both_branches():
+@pytest.mark.parametrize("device", DEVICES)
+def test_host_read_branch_falls_back_and_is_correct_on_both_branches(device):
     @lucid.compile
     def f(x):
         if x.sum().item() > 0:
             return x * 2
         return x - 1
 
-    pos, neg = lucid.ones(3), -lucid.ones(3)
+    pos, neg = lucid.ones(3, device=device), -lucid.ones(3, device=device)
     with pytest.warns(lucid.compile.CompileWarning, match="item"):
         close(f(pos), pos * 2)
     with warnings.catch_warnings():
@@ -360,12 +366,13 @@ def test_host_read_branch_falls_back_and_is_correct_on_both_branches():
     assert len(reasons) == 1 and "item()" in next(iter(reasons.values()))
 
 
-def test_random_ops_compile_draw_fresh_numbers_and_match_eager_for_the_same_seed():
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_ops_compile_draw_fresh_numbers_and_match_eager_for_the_same_seed(device):
     def fn(x):
-        return x + lucid.randn(3) * 0.1, lucid.rand(2)
+        return x + lucid.randn(3, device=x.device) * 0.1, lucid.rand(2, device=x.device)
 
     f = lucid.compile(fn, strict=True)
-    x = lucid.zeros(3)
+    x = lucid.zeros(3, device=device)
     lucid.manual_seed(123)
     eager = [fn(x) for _ in range(4)]
     lucid.manual_seed(123)
@@ -373,16 +380,18 @@ def test_random_ops_compile_draw_fresh_numbers_and_match_eager_for_the_same_seed
     for (a, b), (c, d) in zip(eager, comp):
         close(a, c)
         close(b, d)
-    assert not np.allclose(comp[1][0].numpy(), comp[2][0].numpy())
+    assert not np.allclose(to_numpy(comp[1][0]), to_numpy(comp[2][0]))
+    assert all(t.device.type == device for c in comp for t in c)
     assert f.cache_info()["entries"] == 1 and f.cache_info()["eager_only"] == {}
     assert "rng_draws" in f.ir()
 
 
-def test_dropout_in_train_mode_compiles_with_eager_masks():
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_in_train_mode_compiles_with_eager_masks(device):
     lucid.manual_seed(0)
-    m = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 4))
+    m = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 4)).to(device)
     cm = lucid.compile(m, strict=True)
-    x = lucid.randn(5, 8)
+    x = lucid.randn(5, 8, device=device)
     with lucid.no_grad():
         lucid.manual_seed(7)
         eager = [m(x) for _ in range(3)]
@@ -390,7 +399,7 @@ def test_dropout_in_train_mode_compiles_with_eager_masks():
         comp = [cm(x) for _ in range(3)]
         for a, b in zip(eager, comp):
             close(a, b)
-        assert not np.allclose(comp[1].numpy(), comp[2].numpy())  # fresh masks every call
+        assert not np.allclose(to_numpy(comp[1]), to_numpy(comp[2]))  # fresh masks every call
         m.eval()
         close(cm(x), m(x))  # eval: no dropout, its own entry
     assert cm.cache_info()["entries"] == 2
@@ -416,11 +425,12 @@ def test_data_dependent_shape_op_falls_back():
             close(f(x), x[x > 0] * 2)
 
 
-def test_backward_through_compiled_forward_equals_eager():
-    m, ref = mlp(0), mlp(0)
+@pytest.mark.parametrize("device", DEVICES)
+def test_backward_through_compiled_forward_equals_eager(device):
+    m, ref = mlp(0).to(device), mlp(0).to(device)
     cm = lucid.compile(m, strict=True)
     for i in range(3):
-        x = lucid.randn(5, 8, requires_grad=True)
+        x = lucid.randn(5, 8, device=device).requires_grad_(True)
         xr = x.detach().clone().requires_grad_(True)
         y, yr = cm(x), ref(xr)
         close(y, yr)
@@ -518,12 +528,13 @@ def test_diagnose_report():
 
 
 # ---------------------------------------------------------------- threads and memory
-def test_eight_threads_thousand_calls_each():
-    m = mlp()
+@pytest.mark.parametrize("device", DEVICES)
+def test_eight_threads_thousand_calls_each(device):
+    m = mlp().to(device)
     cm = lucid.compile(m)
-    xs = [lucid.randn(4, 8) for _ in range(8)]
+    xs = [lucid.randn(4, 8, device=device) for _ in range(8)]
     with lucid.no_grad():
-        refs = [m(x).numpy() for x in xs]
+        refs = [to_numpy(m(x)) for x in xs]
         cm(xs[0])
     errors = []
 
@@ -531,7 +542,7 @@ def test_eight_threads_thousand_calls_each():
         try:
             with lucid.no_grad():
                 for _ in range(1000):
-                    y = cm(xs[i]).numpy()
+                    y = to_numpy(cm(xs[i]))
                     if not np.allclose(y, refs[i], rtol=1e-5, atol=1e-6):
                         errors.append(i)
                         return

@@ -1,6 +1,8 @@
 """fused_step: forward + loss + backward + clipping + optimizer update as one executable. Each
 run is compared with the same steps run eagerly on a twin model (same weights, batches, seeds):
-parameters within 1e-4 relative after 100 steps, .grad equal to the step's gradient."""
+parameters within 1e-4 relative after 100 steps, .grad equal to the step's gradient. The
+100-step comparison (for test_compile_optim.CUDA_OPTIMIZERS), clipping with dropout and a
+scheduler, and fresh dropout masks also run on CUDA."""
 import gc
 import os
 
@@ -11,7 +13,8 @@ import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
 import lucid.optim as optim
-from test_compile_optim import MODELS, OPTIMIZERS, assert_params_close, rel_err, twins
+from devices import DEVICES
+from test_compile_optim import MODELS, OPTIMIZERS, assert_params_close, device_cases, rel_err, twins
 
 FUSED_OPTIMIZERS = list(OPTIMIZERS)
 
@@ -27,10 +30,11 @@ def eager_step(model, opt, x, y, max_grad_norm=None):
 
 
 def run(m, ref, step, eopt, shape, steps, max_grad_norm=None, scheds=(None, None), seed=1):
+    device = next(m.parameters()).device
     rng = np.random.default_rng(seed)
     for i in range(steps):
-        x = lucid.tensor(rng.standard_normal(shape).astype(np.float32))
-        y = lucid.tensor(rng.integers(0, 5, shape[0]))
+        x = lucid.tensor(rng.standard_normal(shape).astype(np.float32)).to(device)
+        y = lucid.tensor(rng.integers(0, 5, shape[0])).to(device)
         lucid.manual_seed(1000 + i)
         loss = step(x, y)
         lucid.manual_seed(1000 + i)
@@ -43,11 +47,11 @@ def run(m, ref, step, eopt, shape, steps, max_grad_norm=None, scheds=(None, None
 
 @pytest.mark.parametrize("cosine", [False, True], ids=["constant_lr", "cosine_lr"])
 @pytest.mark.parametrize("model", list(MODELS))
-@pytest.mark.parametrize("name", FUSED_OPTIMIZERS)
-def test_fused_step_matches_eager_for_100_steps(name, model, cosine):
+@pytest.mark.parametrize("name,device", device_cases(FUSED_OPTIMIZERS))
+def test_fused_step_matches_eager_for_100_steps(name, device, model, cosine):
     # cosine: the learning rate changes every step, read at run time with no recompile.
     build, shape = MODELS[model]
-    m, ref = twins(build)
+    m, ref = twins(build, device)
     opt, eopt = OPTIMIZERS[name](m.parameters()), OPTIMIZERS[name](ref.parameters())
     scheds = ((optim.lr_scheduler.CosineAnnealingLR(opt, 100), optim.lr_scheduler.CosineAnnealingLR(eopt, 100))
               if cosine else (None, None))
@@ -64,11 +68,12 @@ def test_fused_step_matches_eager_for_100_steps(name, model, cosine):
     assert info["eager_only"] == {} and info["entries"] == 1
 
 
-def test_fused_step_with_scheduler_clipping_and_dropout():
+@pytest.mark.parametrize("device", DEVICES)
+def test_fused_step_with_scheduler_clipping_and_dropout(device):
     def build():
         return nn.Sequential(nn.Linear(10, 24), nn.ReLU(), nn.Dropout(0.3), nn.Linear(24, 5))
 
-    m, ref = twins(build)
+    m, ref = twins(build, device)
     copt, eopt = optim.AdamW(m.parameters(), lr=1e-2), optim.AdamW(ref.parameters(), lr=1e-2)
     step = lucid.compile.fused_step(m, F.cross_entropy, copt, max_grad_norm=0.5, strict=True)
     scheds = (optim.lr_scheduler.OneCycleLR(copt, max_lr=0.05, total_steps=60),
@@ -78,11 +83,12 @@ def test_fused_step_with_scheduler_clipping_and_dropout():
     assert step.cache_info()["entries"] == 1
 
 
-def test_dropout_masks_are_fresh_each_call():
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_masks_are_fresh_each_call(device):
     lucid.manual_seed(0)
-    m = nn.Sequential(nn.Linear(10, 64), nn.Dropout(0.5), nn.Linear(64, 5))
+    m = nn.Sequential(nn.Linear(10, 64), nn.Dropout(0.5), nn.Linear(64, 5)).to(device)
     step = lucid.compile.fused_step(m, F.cross_entropy, optim.SGD(m.parameters(), lr=0.0))
-    x, y = lucid.randn(4, 10), lucid.randint(0, 5, (4,))
+    x, y = lucid.randn(4, 10, device=device), lucid.randint(0, 5, (4,), device=device)
     losses = [step(x, y).item() for _ in range(6)]  # lr 0: only the masks change the loss
     assert len(set(losses[2:])) > 1
 

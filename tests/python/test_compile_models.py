@@ -6,6 +6,10 @@ BatchNorm models run in eval mode (running statistics used, foldable into the co
 mode (batch statistics used, running statistics updated in place: the compiled calls must leave the
 same running statistics as the same eager calls). All under no_grad: this is the forward path.
 
+The compiled-vs-eager checks (forward, and backward through the compiled forward) run on every
+device of devices.DEVICES: on CUDA the models, inputs and eager reference are on the GPU, so the
+compiled executable (the CUDA executor over the same kernels) is checked against CUDA eager.
+
 Tolerances are max |out - ref| / max |ref| (compile_models.max_rel_err). Measured errors of lucid
 eager vs torch on these models are 1e-8..6e-7 (float32, different GEMM/conv libraries), so 1e-5
 leaves a wide margin while still catching any real mistake (a wrong mask, a missed bias, a stale
@@ -17,6 +21,7 @@ import torch
 
 import lucid
 from compile_models import MODELS, max_rel_err
+from devices import DEVICES, to_device, to_numpy
 from harness import assert_close
 
 BATCH = 4
@@ -27,8 +32,17 @@ CASES = [pytest.param(name, train, id=f"{name}-{'train' if train else 'eval'}")
 
 
 def _batchnorm_state(model):
-    return {k: v.numpy().copy() for k, v in model.state_dict().items()
+    return {k: to_numpy(v).copy() for k, v in model.state_dict().items()
             if k.endswith(("running_mean", "running_var", "num_batches_tracked"))}
+
+
+def _twins_on(device, spec, train):
+    """(eager model, model to compile): the same weights, on device."""
+    return tuple(spec.build(train=train)[0].to(device) for _ in range(2))
+
+
+def _inputs_on(device, spec, seed):
+    return tuple(to_device(a, device) for a in spec.make_inputs(BATCH, seed=seed)[0])
 
 
 @pytest.mark.parametrize("name,train", CASES)
@@ -51,19 +65,19 @@ def test_lucid_eager_matches_torch(name, train):
             assert max_rel_err(lstate[k], tstate[k]) <= spec.eager_tol, k
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,train", CASES)
-def test_compiled_matches_eager(name, train):
+def test_compiled_matches_eager(name, train, device):
     spec = MODELS[name]
-    eager, _ = spec.build(train=train)
-    model, _ = spec.build(train=train)
+    eager, model = _twins_on(device, spec, train)
     cm = lucid.compile(model)
     with lucid.no_grad():
         for i in range(N_CALLS):
-            args, _ = spec.make_inputs(BATCH, seed=10 + i)
-            ref = eager(*args).numpy()
+            args = _inputs_on(device, spec, 10 + i)
+            ref = to_numpy(eager(*args))
             out = cm(*args)
-            assert isinstance(out, lucid.Tensor)
-            err = max_rel_err(out.numpy(), ref)
+            assert isinstance(out, lucid.Tensor) and out.device.type == device
+            err = max_rel_err(to_numpy(out), ref)
             assert err <= spec.compiled_tol, f"{name} call {i}: compiled vs eager max rel err {err:.3g}"
     info = cm.cache_info()
     assert not info["eager_only"], f"{name} fell back to eager: {info['eager_only']}"
@@ -80,7 +94,7 @@ def test_compiled_matches_eager(name, train):
     else:
         # eval mode: the compiled calls must leave bound state untouched
         for k, v in eager.state_dict().items():
-            np.testing.assert_array_equal(model.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+            np.testing.assert_array_equal(to_numpy(model.state_dict()[k]), to_numpy(v), err_msg=k)
 
 
 EMPTY_CASES = [pytest.param(name, train, dim, id=f"{name}-{'train' if train else 'eval'}-dim{dim}")
@@ -127,33 +141,33 @@ def test_compiled_matches_eager_with_an_empty_dim(name, train, dim):
     assert not cm.cache_info()["eager_only"], cm.cache_info()["eager_only"]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,train", CASES)
-def test_backward_through_compiled_forward_matches_eager(name, train):
+def test_backward_through_compiled_forward_matches_eager(name, train, device):
     """Under grad mode the compiled call returns outputs whose backward runs the compiled
     backward graph: parameter gradients (and float input gradients) equal eager's."""
     spec = MODELS[name]
-    eager, _ = spec.build(train=train)
-    model, _ = spec.build(train=train)
+    eager, model = _twins_on(device, spec, train)
     cm = lucid.compile(model, strict=True)
     for i in range(N_CALLS):
-        largs, _ = spec.make_inputs(BATCH, 30 + i)
+        largs = _inputs_on(device, spec, 30 + i)
         ins_e = [a.detach().clone().requires_grad_(a.dtype.is_floating_point) for a in largs]
         ins_c = [a.detach().clone().requires_grad_(a.dtype.is_floating_point) for a in largs]
         for m in (eager, model):
             for p in m.parameters():
                 p.grad = None
         ye, yc = eager(*ins_e), cm(*ins_c)
-        assert max_rel_err(yc.detach().numpy(), ye.detach().numpy()) <= spec.compiled_tol
-        w = lucid.tensor(np.random.default_rng(i).standard_normal(tuple(ye.shape)).astype(np.float32))
+        assert max_rel_err(to_numpy(yc), to_numpy(ye)) <= spec.compiled_tol
+        w = to_device(lucid.tensor(np.random.default_rng(i).standard_normal(tuple(ye.shape)).astype(np.float32)), device)
         (ye * w).sum().backward()
         (yc * w).sum().backward()
         for (n, pe), pc in zip(eager.named_parameters(), model.parameters()):
             assert (pe.grad is None) == (pc.grad is None), n
             if pe.grad is not None:
-                err = max_rel_err(pc.grad.numpy(), pe.grad.numpy())
+                err = max_rel_err(to_numpy(pc.grad), to_numpy(pe.grad))
                 assert err <= 1e-4, f"{name} call {i}: grad of {n} max rel err {err:.3g}"
         for a, b in zip(ins_e, ins_c):
             if a.grad is not None:
-                assert max_rel_err(b.grad.numpy(), a.grad.numpy()) <= 1e-4
+                assert max_rel_err(to_numpy(b.grad), to_numpy(a.grad)) <= 1e-4
     info = cm.cache_info()
     assert info["entries"] == 1 and info["eager_only"] == {}

@@ -2,7 +2,9 @@
 optimizer run eagerly on a twin model (same weights, same batches): parameters within 1e-4
 relative after 100 steps (float32; the compiled update evaluates the same formulas, but a
 hyper-parameter is a float64 0-d tensor rather than a Python float, so roundings can differ by
-an ulp per step)."""
+an ulp per step). The 100-step comparison also runs on CUDA for a subset of the optimizers
+(CUDA_OPTIMIZERS; model and eager twin on the GPU, parameters, gradients and state there, the step
+counter and hyper-parameters host scalars as in eager)."""
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
 import lucid.optim as optim
+from devices import requires_cuda, to_numpy
 
 OPTIMIZERS = {
     "sgd": lambda p: optim.SGD(p, lr=0.05),
@@ -40,25 +43,33 @@ def cnn():
 
 
 MODELS = {"mlp": (mlp, (8, 10)), "cnn_bn": (cnn, (4, 2, 8, 8))}
+CUDA_OPTIMIZERS = ["sgd_momentum", "adam", "adamw"]
 
 
-def twins(build):
+def device_cases(names):
+    """(name, device) parameters: every name on the CPU, those of CUDA_OPTIMIZERS on CUDA too."""
+    return ([pytest.param(n, "cpu", id=f"{n}-cpu") for n in names]
+            + [pytest.param(n, "cuda", id=f"{n}-cuda", marks=requires_cuda) for n in names if n in CUDA_OPTIMIZERS])
+
+
+def twins(build, device="cpu"):
     lucid.manual_seed(0)
     a, b = build(), build()
     b.load_state_dict(a.state_dict())
-    return a, b
+    return a.to(device), b.to(device)
 
 
 def rel_err(a, b):
-    a, b = a.detach().numpy().astype(np.float64), b.detach().numpy().astype(np.float64)
+    a, b = to_numpy(a).astype(np.float64), to_numpy(b).astype(np.float64)
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
 
 
 def train(model, opt, shape, steps, sched=None, seed=1):
+    device = next(model.parameters()).device
     rng = np.random.default_rng(seed)
     for _ in range(steps):
-        x = lucid.tensor(rng.standard_normal(shape).astype(np.float32))
-        y = lucid.tensor(rng.integers(0, 5, shape[0]))
+        x = lucid.tensor(rng.standard_normal(shape).astype(np.float32)).to(device)
+        y = lucid.tensor(rng.integers(0, 5, shape[0])).to(device)
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
         opt.step()
@@ -73,11 +84,11 @@ def assert_params_close(m, ref, tol=1e-4):
 
 @pytest.mark.parametrize("cosine", [False, True], ids=["constant_lr", "cosine_lr"])
 @pytest.mark.parametrize("model", list(MODELS))
-@pytest.mark.parametrize("name", list(OPTIMIZERS))
-def test_compiled_optimizer_matches_eager_for_100_steps(name, model, cosine):
+@pytest.mark.parametrize("name,device", device_cases(list(OPTIMIZERS)))
+def test_compiled_optimizer_matches_eager_for_100_steps(name, device, model, cosine):
     # cosine: the learning rate changes every step, read at run time with no recompile.
     build, shape = MODELS[model]
-    m, ref = twins(build)
+    m, ref = twins(build, device)
     copt = lucid.compile.compile_optimizer(OPTIMIZERS[name](m.parameters()), strict=True)
     eopt = OPTIMIZERS[name](ref.parameters())
     sched = (lambda o: optim.lr_scheduler.CosineAnnealingLR(o, 100)) if cosine else (lambda o: None)

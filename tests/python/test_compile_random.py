@@ -1,11 +1,13 @@
 """Randomised differential test: random DAGs of supported ops over random shapes, compiled ==
 eager. Each example builds a small program (a list of ops over earlier values, including views,
 broadcasting, reductions, matmul and in-place writes), runs it eagerly and compiled (twice, so
-the second run is the cached executable) on the same inputs."""
+the second run is the cached executable) on the same inputs, on every device of devices.DEVICES."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import lucid
+from devices import DEVICES, to_numpy
 
 UNARY = [
     ("relu", lambda a: a.relu()),
@@ -81,17 +83,19 @@ def run(steps, outs, inputs):
     return tuple(vals[i] for i in outs)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_random_programs_compiled_equal_eager(prog):
+def test_random_programs_compiled_equal_eager(device, prog):
     rows, cols, n_in, steps, outs, seed = prog
     rng = np.random.default_rng(seed)
-    inputs = [lucid.tensor(rng.standard_normal((rows, cols)).astype(np.float32)) for _ in range(n_in)]
+    inputs = [lucid.tensor(rng.standard_normal((rows, cols)).astype(np.float32)).to(device) for _ in range(n_in)]
     f = lucid.compile(lambda *xs: run(steps, outs, xs), strict=True)
     ref = run(steps, outs, inputs)
     for _ in range(2):
         got = f(*inputs)
         assert len(got) == len(ref)
         for g, r in zip(got, ref):
-            np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-5, atol=1e-5)
+            assert g.device.type == device
+            np.testing.assert_allclose(to_numpy(g), to_numpy(r), rtol=1e-5, atol=1e-5)
     assert f.cache_info()["entries"] == 1

@@ -1,24 +1,26 @@
 """make_step and compiled_step (compiled training, first part): forward + loss + backward as one
 executable; the returned loss's backward accumulates into .grad like eager. Every result is
-compared with the same steps run eagerly on a twin model with the same weights."""
+compared with the same steps run eagerly on a twin model with the same weights. make_step,
+compiled_step and diagnose run on every device of devices.DEVICES (the twin on the same device)."""
 import numpy as np
 import pytest
 
 import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
+from devices import DEVICES, to_numpy
 
 
 def close(a, b, rtol=1e-5, atol=1e-6):
-    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=rtol, atol=atol)
 
 
-def twins(build, seed=0):
+def twins(build, seed=0, device="cpu"):
     lucid.manual_seed(seed)
     a = build()
     b = build()
     b.load_state_dict(a.state_dict())
-    return a, b
+    return a.to(device), b.to(device)
 
 
 def mlp():
@@ -37,12 +39,13 @@ def grads_close(m, ref, rtol=1e-4):
             close(p.grad, q.grad, rtol=rtol, atol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("build,shape", [(mlp, (6, 10)), (cnn, (3, 2, 8, 8))], ids=["mlp", "cnn_bn"])
-def test_make_step_matches_eager(build, shape):
-    m, ref = twins(build)
+def test_make_step_matches_eager(build, shape, device):
+    m, ref = twins(build, device=device)
     step = lucid.compile.make_step(m, F.cross_entropy, strict=True)
     for i in range(4):
-        x, y = lucid.randn(*shape), lucid.randint(0, 5, (shape[0],))
+        x, y = lucid.randn(*shape, device=device), lucid.randint(0, 5, (shape[0],), device=device)
         loss = step(x, y)
         loss_ref = F.cross_entropy(ref(x), y)
         close(loss, loss_ref)
@@ -110,13 +113,14 @@ def test_backward_twice_raises():
         loss.backward()
 
 
-def test_compiled_step_is_cached_and_reads_closure_tensors():
-    m, ref = twins(mlp)
+@pytest.mark.parametrize("device", DEVICES)
+def test_compiled_step_is_cached_and_reads_closure_tensors(device):
+    m, ref = twins(mlp, device=device)
 
     def train(n):
         losses = []
         for i in range(n):
-            x, y = lucid.randn(4, 10), lucid.randint(0, 5, (4,))
+            x, y = lucid.randn(4, 10, device=device), lucid.randint(0, 5, (4,), device=device)
             losses.append(lucid.compile.compiled_step(m, x, lambda out: F.cross_entropy(out, y)))
             lr = F.cross_entropy(ref(x), y)
             lr.backward()
@@ -146,8 +150,9 @@ def test_compiled_step_reads_module_global_tensors():
     grads_close(m, ref)
 
 
-def test_diagnose_on_a_training_step_lists_ops_without_vjp():
-    m = mlp()
+@pytest.mark.parametrize("device", DEVICES)
+def test_diagnose_on_a_training_step_lists_ops_without_vjp(device):
+    m = mlp().to(device)
 
     def train_step(x, y):
         out = m(x)
@@ -155,7 +160,7 @@ def test_diagnose_on_a_training_step_lists_ops_without_vjp():
         acc = (out.argmax(dim=1) == y).float().mean()  # metrics: no gradient flows through them
         return loss, acc
 
-    x, y = lucid.randn(4, 10), lucid.randint(0, 5, (4,))
+    x, y = lucid.randn(4, 10, device=device), lucid.randint(0, 5, (4,), device=device)
     rep = lucid.compile.diagnose(train_step, x, y)
     names = {o.name for o in rep.uncovered}
     assert {"Argmax", "Eq"} <= names

@@ -2,7 +2,7 @@
 direction with the values kept, gradients through a device move, Module.to, the factory device
 (`with lucid.device("cuda")`, set_default_device), host reads (item, repr, tolist, numpy's error),
 ops mixing devices (PyTorch's error; CPU scalars join), cuda:N past the last GPU, and lucid.compile
-falling back to eager on CUDA. References are NumPy / lucid's CPU results of the same inputs.
+running on CUDA (a trace across two devices falls back to eager). References are NumPy / lucid's CPU results of the same inputs.
 The tests that need a GPU skip without one ("no CUDA device"); the device-object tests run anywhere."""
 import numpy as np
 import pytest
@@ -175,9 +175,16 @@ def test_index_with_cpu_indices_and_masks():
 
 
 @requires_cuda
-def test_compile_falls_back_to_eager_on_cuda():
-    f = lucid.compile(lambda a: a * 2 + 1)
+def test_compile_runs_on_cuda_and_a_trace_across_devices_falls_back():
+    f = lucid.compile(lambda a: a * 2 + 1, strict=True)
     x = lucid.arange(4.0, device="cuda")
-    with pytest.warns(UserWarning, match="does not compile for cuda"):
+    for _ in range(3):  # the trace, then the cached CUDA executable
         y = f(x)
-    np.testing.assert_array_equal(y.cpu().numpy(), [1.0, 3.0, 5.0, 7.0])
+        assert y.device.type == "cuda"
+        np.testing.assert_array_equal(y.cpu().numpy(), [1.0, 3.0, 5.0, 7.0])
+    assert f.cache_info()["entries"] == 1 and f.cache_info()["eager_only"] == {}
+    g = lucid.compile(lambda a: (a * 2).cpu() + 1)  # values on cuda:0 and on the CPU
+    with pytest.warns(UserWarning, match="runs on one device"):
+        y = g(x)
+    assert y.device.type == "cpu"
+    np.testing.assert_array_equal(y.numpy(), [1.0, 3.0, 5.0, 7.0])

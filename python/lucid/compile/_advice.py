@@ -40,7 +40,7 @@ ADVICE = [
      "return a tensor the function computes (x.clone(), x * 1) rather than an argument or a parameter itself"),
     (r"^make_step: the step function must return one scalar loss",
      "return a single floating-point loss with one element (reduce it: loss.mean() or loss.sum())"),
-    (r"no CPU kernel in this build", "this op has no kernel in this build: rebuild with its backend library"),
+    (r"no (CPU|CUDA) kernel in this build", "this op has no kernel in this build: rebuild with its backend library"),
     (r"^\w*Error: ",
      "an op could not be compiled (the error above): compile the parts around it separately, and report the op "
      "(lucid.compile.diagnose(fn, *inputs) lists the ops of the trace)"),

@@ -76,10 +76,11 @@ def diagnose(fn, *example_inputs):
     tr.set_outputs(leaves)
     registry = {o["name"]: o for o in _C._op_registry()}
     counts = collections.Counter()
-    sample = {}
-    for name, shape, dtype in tr.graph.nodes():
+    sample, devices = {}, {}
+    for name, shape, dtype, device in tr.graph.nodes():
         counts[name] += 1
         sample.setdefault(name, (tuple(shape), dtype))
+        devices.setdefault(name, set()).add(device.split(":")[0])  # "cuda:0" -> "cuda"
     registered, sinks, uncovered, not_lowered = [], [], [], []
     for name in counts:
         info = registry.get(name, {})
@@ -89,8 +90,9 @@ def diagnose(fn, *example_inputs):
             uncovered.append(OpInfo(name, counts[name], *sample[name]))
             if not info.get("differentiable", True):
                 sinks.append(name)
-        if not info.get("kernels", {}).get("cpu"):
-            not_lowered.append(f"{name}: no CPU kernel in this build")
+        for device in sorted(devices[name]):
+            if not info.get("kernels", {}).get(device):
+                not_lowered.append(f"{name}: no {device.upper()} kernel in this build")
     if not tr.ok:
         not_lowered.append(tr.reason)
     missing = [o.name for o in uncovered if o.name not in sinks]

@@ -113,6 +113,11 @@ void save(const std::string& path, const SaveRequest& req) {
     if (!exe) return nullptr;
     auto it = program_of.find(exe.get());
     if (it != program_of.end()) return it->second;
+    const Device d = exe->program()->device();
+    LUCID_CHECK(d.is_cpu(), NotImplementedError, "save_compiled: the compiled programs run on ", d.str(),
+                "; saving them is not implemented yet: an artifact stores its bound tensors and defaults as host "
+                "bytes without their device, and load_compiled would have to put them back on the GPU (compile a "
+                "CPU copy of the model to save it)");
     programs.push_back(write_program(w, keep, exe->graph(), ops));
     return program_of[exe.get()] = programs.size() - 1;
   };

@@ -1,6 +1,8 @@
 // Programs inside a container (see program_io.h).
 #include "lucid/compile/export/program_io.h"
 
+#include "lucid/compile/runtime/executor.h"
+
 #include <cstring>
 
 namespace lucid::artifact {
@@ -68,7 +70,10 @@ json write_program(ContainerWriter& w, Keep& keep, const ir::Graph& g, std::set<
 ir::Graph read_program(const Container& f, const json& header, const json& prog, const std::string& where,
                        bool copy_consts) {
   std::string device = str_field(prog, "device", where.c_str());
-  LUCID_CHECK(device == "cpu", ArtifactError, "artifact: ", where, " is for device '", device,
+  // A program's constants are host tensors and its IR text names each value's device, so any
+  // device with an executor in this build runs it (the persistent compile cache stores CUDA ones).
+  const bool runnable = device == "cpu" || (device == "cuda" && rt::executor_factory(DeviceType::CUDA));
+  LUCID_CHECK(runnable, ArtifactError, "artifact: ", where, " is for device '", device,
               "', which this build of lucid can't run");
   int64_t ir_blob = int_field(prog, "ir", where.c_str(), 0, static_cast<int64_t>(f.num_blobs()) - 1);
   const json& cj = field(prog, "consts", where.c_str());

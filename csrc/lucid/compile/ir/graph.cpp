@@ -179,7 +179,7 @@ uint64_t canonical_hash(const Graph& g) {
 Device graph_device(const Graph& g) {
   std::optional<Device> d;
   for (const Value& v : g.values()) {
-    if (v.kind == ValueKind::Const) continue;
+    if (v.kind == ValueKind::Const || (v.device.is_cpu() && v.shape.empty())) continue;
     if (!d) d = v.device;
     LUCID_CHECK(v.device == *d, NotImplementedError, "lucid.compile: the graph has values on ", d->str(), " and on ",
                 v.device.str(), "; a compiled graph runs on one device");

@@ -125,9 +125,10 @@ void check_types(const Graph& g);
 void verify(const Graph& g);
 
 // The device a graph runs on, which picks its backend's passes and executor: the one device of
-// its inputs, states and node results (constants are always CPU scalars and don't count; a graph
-// of constants only runs on the CPU). Raises NotImplementedError when they span two devices: a
-// compiled program runs on one backend.
+// its inputs, states and node results. Constants (CPU scalars) and other CPU 0-d values (host
+// scalars: a hyper-parameter input, an optimizer's step counter, ops over those) join any device,
+// as in dispatch; a graph of those only runs on the CPU. Raises NotImplementedError when the
+// other values span two devices: a compiled program runs on one backend.
 Device graph_device(const Graph& g);
 
 // Stable hash of the whole graph; equal graphs (up to nothing) hash equal, and two graphs with

@@ -15,6 +15,10 @@
 //   node), so constants do not bloat the executable; and views whose result has more elements
 //   than their input (Expand of a scalar stays a cheap broadcast, not a materialised tensor).
 // - Nodes whose evaluation raises: the error belongs to the call, so the runtime raises it then.
+// - Nodes whose results live on a device other than the CPU: a graph's constants are host
+//   tensors (the printer, the hash, common-subexpression elimination and the artifact read their
+//   bytes on the host; an executor copies a host scalar to its device where a kernel needs it),
+//   so such a node stays and runs at each call.
 // Folded view results are copied to fresh contiguous storage, so a constant never aliases
 // another. The folded node's inputs stay behind (possibly unused); DCE removes them.
 #include <cstring>
@@ -49,7 +53,7 @@ bool foldable(const Graph& g, const Node& n, const std::vector<bool>& observable
   for (int in : n.inputs)
     if (in >= 0) in_elems += numel_of_value(g, in);
   for (int out : n.outputs) {
-    if (observable[out]) return false;
+    if (observable[out] || !g.value(out).device.is_cpu()) return false;
     out_elems += numel_of_value(g, out);
   }
   if (out_elems > kMaxFoldedElements) return false;

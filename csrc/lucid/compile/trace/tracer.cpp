@@ -1,5 +1,6 @@
 #include "lucid/compile/trace/tracer.h"
 
+#include "lucid/compile/runtime/executor.h"
 #include "lucid/core/generator.h"
 #include "lucid/core/mem_overlap.h"
 
@@ -45,18 +46,19 @@ int Tracer::alias_value(const Tensor& t) {
   return graph_.add_node(OpId::AsStrided, {ov->second}, std::move(a), {meta_of(t)})[0];
 }
 
-// lucid.compile runs on the CPU backend only (compiling for CUDA is a later issue): a trace that
-// touches a tensor on another device falls back to eager, saying so.
-static std::string off_cpu(const TensorList& ts) {
+// A trace that touches a tensor on a device no backend of this build runs compiled programs on
+// (no registered executor) falls back to eager, saying so; the graph's one device is checked
+// when it is compiled (ir::graph_device).
+static std::string no_executor(const TensorList& ts) {
   for (const Tensor& t : ts)
-    if (t.defined() && !t.device().is_cpu())
-      return str("lucid.compile does not compile for ", t.device().str(), " yet (only CPU graphs are compiled); the "
-                 "function runs eagerly on the device");
+    if (t.defined() && !rt::executor_factory(t.device().type))
+      return str("lucid.compile has no executor for ", t.device().str(), " in this build; the function runs eagerly "
+                 "on the device");
   return "";
 }
 
 int Tracer::add_input(const Tensor& t) {
-  if (std::string why = off_cpu({t}); !why.empty()) fallback(why);
+  if (std::string why = no_executor({t}); !why.empty()) fallback(why);
   int id = graph_.add_input(meta_of(t));
   ids_[t.impl()] = id;
   note_storage(t);
@@ -117,7 +119,7 @@ int Tracer::value_of(const Tensor& t) {
 
 void Tracer::on_op(OpId id, const TensorList& inputs, const Attrs& attrs, const TensorList& outputs) {
   const OpDef& def = op_def(id);
-  if (std::string why = off_cpu(inputs).empty() ? off_cpu(outputs) : off_cpu(inputs); !why.empty()) fallback(why);
+  if (std::string why = no_executor(inputs).empty() ? no_executor(outputs) : no_executor(inputs); !why.empty()) fallback(why);
   if (def.writes_inputs)
     fallback(str(def.api_name, " writes its inputs in place as one multi-tensor step, which a trace cannot record; "
                  "the function runs eagerly"));
@@ -150,7 +152,7 @@ void Tracer::record_write(const TensorImpl* target, int value) {
 void Tracer::on_inplace(OpId id, const TensorList& dsts, const TensorList& inputs, const Attrs& attrs,
                         const Tensor& result) {
   const OpDef& def = op_def(id);
-  if (std::string why = off_cpu(dsts).empty() ? off_cpu(inputs) : off_cpu(dsts); !why.empty()) fallback(why);
+  if (std::string why = no_executor(dsts).empty() ? no_executor(inputs) : no_executor(dsts); !why.empty()) fallback(why);
   std::vector<int> ins;
   for (const Tensor& t : inputs) ins.push_back(value_of(t));
   for (const Tensor& dst : dsts) value_of(dst);  // binds dst (as state) if the trace has not seen it yet
