@@ -674,6 +674,8 @@ LUCID_BINDER(compile) {
       .def_prop_ro("num_outputs", [](const PyExecutable& e) { return e.exe->graph().outputs().size(); })
       .def_prop_ro("pooled_frames", [](const PyExecutable& e) { return e.exe->pooled_frames(); })
       .def_prop_ro("state_cache_fills", [](const PyExecutable& e) { return e.exe->state_cache_fills(); })
+      .def_prop_ro("graph_replays", [](const PyExecutable& e) { return e.exe->graph_replays(); })
+      .def_prop_ro("graph_fallback", [](const PyExecutable& e) { return e.exe->graph_fallback(); })
       .def("_trim", [](const PyExecutable& e) { e.exe->trim(); });
 
   // Optimise and build (or fetch from the persistent compile cache, export/disk_cache.h, and the

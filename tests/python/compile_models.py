@@ -185,7 +185,7 @@ def gpt_decoder(lib):
 
         def forward(self, idx):
             t = idx.shape[1]
-            pos = lib.arange(t)
+            pos = lib.arange(t, device=idx.device)
             x = self.wte(idx) + self.wpe(pos)
             return self.lm_head(self.ln_f(self.block(x)))
 

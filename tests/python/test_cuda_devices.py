@@ -188,3 +188,33 @@ def test_compile_runs_on_cuda_and_a_trace_across_devices_falls_back():
         y = g(x)
     assert y.device.type == "cpu"
     np.testing.assert_array_equal(y.numpy(), [1.0, 3.0, 5.0, 7.0])
+
+
+@requires_cuda
+def test_compiled_inputs_on_another_device_compile_their_own_entry():
+    # The inputs' devices are part of the signature and a bound tensor moved to another device
+    # makes its entry stale (re-traced): never an executable fed another device's memory.
+    lucid.manual_seed(0)
+    m = lucid.nn.Linear(3, 2)
+    f = lucid.compile(lambda a: m(a).relu(), strict=True)
+    x = lucid.randn(4, 3)
+    with lucid.no_grad():
+        want = m(x).relu().numpy()
+        m.to("cuda")
+        np.testing.assert_allclose(f(x.cuda()).cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+        m.to("cpu")  # bound state moved back: the CUDA entry is stale, the CPU call compiles anew
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-5, atol=1e-6)
+        with pytest.raises(RuntimeError, match="expected all tensors to be on the same device"):
+            f(x.cuda())  # a CUDA input with CPU parameters: the stale entry re-traces, raising as eager
+    assert f.cache_info()["eager_only"] == {}
+
+
+@requires_cuda
+def test_save_compiled_of_a_cuda_model_is_not_implemented(tmp_path):
+    m = lucid.nn.Linear(3, 2).to("cuda")
+    cm = lucid.compile(m)
+    with lucid.no_grad():
+        cm(lucid.randn(4, 3, device="cuda"))
+    with pytest.raises(NotImplementedError, match="run on cuda:0; saving them is not implemented"):
+        lucid.compile.save_compiled(cm, tmp_path / "m.lucid")
+    assert not (tmp_path / "m.lucid").exists()

@@ -35,6 +35,8 @@
 // One mutex per device guards its pools, live blocks and counters. The allocator is never
 // destroyed (tensors may be freed during static destruction), and freeing a block without uses
 // on other streams makes no CUDA call.
+// While a CUDA graph is captured on this thread (graph_pool.h), every block handed out is also kept
+// by the capture's GraphPool, so it outlives the graph's replays.
 // LUCID_CUDA_ALLOCATOR=cudaMallocAsync installs the driver's stream-ordered pool instead
 // (cuda_malloc_async.cu), read once when the allocator is installed.
 #include <cuda_runtime_api.h>
@@ -52,6 +54,7 @@
 #include "lucid/backends/cuda/cuda_allocator.h"
 #include "lucid/backends/cuda/cuda_malloc_async.h"
 #include "lucid/backends/cuda/device_info.h"
+#include "lucid/backends/cuda/graph_pool.h"
 #include "lucid/backends/cuda/live_buffers.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/allocator.h"
@@ -308,10 +311,16 @@ class DeviceCache {
   }
 
   // cudaMalloc, refused as out of memory (the error cleared) past the limit of
-  // set_memory_fraction.
+  // set_memory_fraction. During a CUDA graph capture on this thread cudaMalloc is a "potentially
+  // unsafe" call that would end the capture; the segment is the capture's to keep (graph_pool.h),
+  // so it is made with the thread's capture mode relaxed for this one call, as PyTorch does.
   cudaError_t device_malloc(void** p, size_t seg) {
     if (limit_ && s_.reserved + static_cast<int64_t>(seg) > limit_) return cudaErrorMemoryAllocation;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const bool capturing = active_graph_pool() != nullptr;
+    if (capturing) cudaThreadExchangeStreamCaptureMode(&mode);
     cudaError_t st = cudaMalloc(p, seg);
+    if (capturing) cudaThreadExchangeStreamCaptureMode(&mode);
     if (st == cudaErrorMemoryAllocation) cudaGetLastError();
     return st;
   }
@@ -391,6 +400,7 @@ class CachingAllocator final : public Allocator {
     Allocation a;
     a.data = b->ptr;
     a.owner = std::shared_ptr<void>(b->ptr, [&c, b](void*) { c.free(b); });
+    if (GraphPool* pool = active_graph_pool()) pool->keep(a.owner);  // a CUDA graph is being captured
     return a;
   }
   MemoryStats stats(int device_index) const override {

@@ -58,6 +58,12 @@ void defer_check(const Device& dev, const BadIndexFlag& flag, std::function<void
   Table& t = table();
   DeviceGuard g(dev);
   cudaStream_t s = current_stream(dev);
+  // The host collects the verdict after the copy lands; a CUDA graph replaying the check would
+  // leave nobody to collect it, so a capture stops here (the CUDA executor runs without a graph).
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(s, &capturing), "cudaStreamIsCapturing (deferred check)");
+  LUCID_CHECK(capturing == cudaStreamCaptureStatusNone, NotImplementedError,
+              "a deferred input check (a loss's class targets) cannot be captured into a CUDA graph");
   std::lock_guard<std::mutex> lock(t.mu);
   Slot slot = t.acquire(dev.index);
   check_cuda(cudaMemcpyAsync(slot.host, flag.get(), sizeof(BadIndexRecord), cudaMemcpyDeviceToHost, s),

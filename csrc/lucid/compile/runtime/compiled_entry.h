@@ -82,8 +82,9 @@ class CompiledEntry {
     outs.resize(static_cast<size_t>(grad_.n_out));
   }
 
-  // Whether the bound tensors still match what was traced: each state's shape and dtype, and
-  // which require grad (that decides what the backward computes): for a grad entry, as when
+  // Whether the bound tensors still match what was traced: each state's shape, dtype and device
+  // (a module moved to another device re-traces rather than feeding the executable memory of
+  // another device), and which require grad (that decides what the backward computes): for a grad entry, as when
   // traced; for another, none under grad mode. When false the caller re-traces or reports.
   bool states_valid() const {
     const ir::Graph& g = fwd_->graph();
@@ -91,7 +92,7 @@ class CompiledEntry {
     for (size_t i = 0; i < states_.size(); ++i) {
       const Tensor& t = states_[i];
       const ir::Value& v = g.value(g.states()[i]);
-      if (t.shape() != v.shape || t.dtype() != v.dtype) return false;
+      if (t.shape() != v.shape || t.dtype() != v.dtype || t.device() != v.device) return false;
       if (grad_entry_ ? t.requires_grad() != state_rg_[i] : grad && t.requires_grad()) return false;
     }
     return true;

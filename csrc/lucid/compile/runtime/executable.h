@@ -39,6 +39,8 @@ class Executable {
   size_t num_instructions() const { return program_->instructions().size(); }
   size_t pooled_frames() const { return executor_->pooled_frames(); }
   uint64_t state_cache_fills() const { return executor_->state_cache_fills(); }
+  uint64_t graph_replays() const { return executor_->graph_replays(); }
+  std::string graph_fallback() const { return executor_->graph_fallback(); }
   // Frees the pooled frames (and their arenas): for an executable nothing runs any more but the
   // process-wide cache still holds. A later run makes a new frame.
   void trim() const { executor_->trim(); }

@@ -1,12 +1,14 @@
 // Executor: the per-backend half of a compiled signature, which runs a Program on one device.
 // Each backend registers a factory for its device type from backends/<device>/compile/
 // (LUCID_REGISTER_EXECUTOR); Executable picks the one of its program's device. The executor
-// owns everything device-specific: kernel pointers, memory (the arena and its frames), and how
-// fused groups run (the CPU's block interpreter; later, CUDA-graph replay). run() is called with
-// feeds already checked against the program (Program::check_feeds), must be thread-safe, and
-// needs no Python.
+// owns everything device-specific: kernel pointers, memory (the arena and its frames), how fused
+// groups run (the CPU's block interpreter) and whether calls replay a device graph (CUDA). run()
+// is called with feeds already checked against the program (Program::check_feeds), must be
+// thread-safe, and needs no Python. The device-neutral body most executors share is
+// frame_executor.h's.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "lucid/compile/runtime/program.h"
 
@@ -21,6 +23,11 @@ class Executor {
   // How many times the state cache (Instruction::cached) was computed: tests check that it is
   // computed again exactly when a bound tensor it reads changed. 0 for an executor without one.
   virtual uint64_t state_cache_fills() const { return 0; }
+  // An executor that replays calls as a device graph (CUDA graphs): how many calls were replays,
+  // and why it runs without one (a recorded reason; empty while it replays or has not tried yet).
+  // 0 and "" for an executor without graphs.
+  virtual uint64_t graph_replays() const { return 0; }
+  virtual std::string graph_fallback() const { return ""; }
 };
 
 // Builds the executor of one program; the program outlives it (the executor holds it).

@@ -1,0 +1,160 @@
+"""lucid.compile on CUDA (issue 14, item 7, first rows): compiled lucid against lucid eager, torch
+eager and torch.compile(mode="reduce-overhead") on the same GPU, in one run.
+
+Rows (float32):
+  - MLP 784-256-10, batch 64, inference (no_grad): lucid compiled as CUDA-graph replays, and the
+    same program on the plain executor (LUCID_CUDA_GRAPHS=0 for a second compile);
+  - the same MLP's training step with Adam (lucid: compile.fused_step; torch: zero_grad,
+    forward, cross-entropy, backward, step with foreach Adam).
+The zoo of the issue (ResNet-18, MobileNet-v2, GPT-2, ...) and jax.jit join as later steps land.
+
+Timing: the median over interleaved rounds (bench/_common.timeit_interleaved) of the wall time of
+one call followed by a synchronisation of the device (so a column's time is the host's work plus
+the GPU's, never a queue filling up), after warm-up; for inference also the host's time per call
+with no synchronisation (calls queued back to back). Before timing, the compiled outputs are
+checked against eager (max |difference| printed). torch.compile's first call (seconds) is
+reported as its own column, as is lucid's first (tracing + compiling) call.
+
+Usage (on the GPU machine): python bench/cuda_compile.py [--json PATH] [--no-torch-compile]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+sys.path.insert(0, os.path.dirname(__file__))
+import lucid  # noqa: E402
+from _common import environment, print_table, timeit_interleaved  # noqa: E402
+
+BATCH = 64
+
+
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def twins():
+    torch.manual_seed(0)
+    tm = mlp(torch).cuda()
+    lm = mlp(lucid)
+    lm.load_state_dict({k: lucid.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
+    return lm.to("cuda"), tm
+
+
+def first_call(fn):
+    t0 = time.perf_counter()
+    fn()
+    lucid.cuda.synchronize()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def synced(fn, sync):
+    def call():
+        fn()
+        sync()
+    return call
+
+
+def inference_row(use_torch_compile):
+    lm, tm = twins()
+    x = np.random.default_rng(0).standard_normal((BATCH, 784)).astype(np.float32)
+    lx, tx = lucid.tensor(x).to("cuda"), torch.from_numpy(x).cuda()
+    cm = lucid.compile(lm, strict=True)
+    fns, first = {}, {}
+    with lucid.no_grad(), torch.no_grad():
+        first["lucid compiled"] = first_call(lambda: cm(lx))
+        for _ in range(3):  # the warm-up and the capture
+            cm(lx)
+        err = float(np.abs(cm(lx).cpu().numpy() - lm(lx).cpu().numpy()).max())
+        lucid._C._clear_executable_cache()  # the same graph again, built without CUDA graphs
+        os.environ["LUCID_CUDA_GRAPHS"] = "0"
+        plain = lucid.compile(lm, strict=True)
+        plain(lx)
+        plain(lx)
+        del os.environ["LUCID_CUDA_GRAPHS"]
+        fns["lucid eager"] = synced(lambda: lm(lx), lucid.cuda.synchronize)
+        fns["lucid compiled"] = synced(lambda: cm(lx), lucid.cuda.synchronize)
+        fns["lucid compiled, no graph"] = synced(lambda: plain(lx), lucid.cuda.synchronize)
+        fns["torch eager"] = synced(lambda: tm(tx), torch.cuda.synchronize)
+        if use_torch_compile:
+            tc = torch.compile(tm, mode="reduce-overhead")
+            first["torch reduce-overhead"] = first_call(lambda: tc(tx))
+            for _ in range(3):
+                tc(tx)
+            fns["torch reduce-overhead"] = synced(lambda: tc(tx), torch.cuda.synchronize)
+        times = timeit_interleaved(fns)
+        # the host's cost alone: calls queued without a synchronisation each (the GPU keeps up)
+        unsynced = {k: f for k, f in (("lucid compiled", lambda: cm(lx)), ("lucid compiled, no graph", lambda: plain(lx)),
+                                      ("torch eager", lambda: tm(tx)))}
+        if use_torch_compile:
+            unsynced["torch reduce-overhead"] = lambda: tc(tx)
+        host = timeit_interleaved(unsynced, rounds=9)
+        lucid.cuda.synchronize()
+        torch.cuda.synchronize()
+        print("host time per call, no synchronisation (ms): "
+              + ", ".join(f"{k} {v * 1e3:.4f}" for k, v in host.items()))
+    for name, c in (("compiled", cm), ("no graph", plain)):
+        (key,) = c._keys()
+        exe = c._executable(key)
+        print(f"lucid {name}: {exe.graph_replays} graph replays; fallback: {exe.graph_fallback or '-'}")
+    return "MLP 784-256-10 b64 inference", times, first, err
+
+
+def training_row():
+    lm, tm = twins()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((BATCH, 784)).astype(np.float32)
+    y = rng.integers(0, 10, BATCH)
+    lx, ly = lucid.tensor(x).to("cuda"), lucid.tensor(y).to("cuda")
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+    lopt = lucid.optim.Adam(lm.parameters(), lr=1e-3)
+    topt = torch.optim.Adam(tm.parameters(), lr=1e-3, foreach=True)
+    step = lucid.compile.fused_step(lm, lucid.nn.functional.cross_entropy, lopt, strict=True)
+
+    def torch_step():
+        topt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(tm(tx), ty)
+        loss.backward()
+        topt.step()
+        return loss
+
+    # the same first step from the same weights (lucid's first runs eagerly: it creates the state)
+    err = abs(float(step(lx, ly).item()) - float(torch_step().item()))
+    first = {"lucid compiled": max(first_call(lambda: step(lx, ly)) for _ in range(2))}  # the trace and compile
+    assert step.cache_info()["entries"] == 1, step.cache_info()
+    fns = {"lucid compiled": synced(lambda: step(lx, ly), lucid.cuda.synchronize),
+           "torch eager": synced(torch_step, torch.cuda.synchronize)}
+    times = timeit_interleaved(fns, rounds=9)
+    return "MLP 784-256-10 b64 Adam step", times, first, err
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "cuda_compile.json"))
+    ap.add_argument("--no-torch-compile", action="store_true")
+    args = ap.parse_args()
+    if not (lucid.cuda.is_available() and torch.cuda.is_available()):
+        sys.exit("bench/cuda_compile.py needs a GPU and a CUDA build of lucid")
+    rows = [inference_row(not args.no_torch_compile), training_row()]
+    cols = ["lucid eager", "lucid compiled", "lucid compiled, no graph", "torch eager", "torch reduce-overhead"]
+    table = [[name] + [f"{times[c] * 1e3:.4f}" if c in times else "" for c in cols]
+             + [f"{first.get('lucid compiled', 0):.3f}", f"{err:.2g}"] for name, times, first, err in rows]
+    print_table("ms per call (synchronised), lucid compiled first call in s, |compiled - reference|",
+                ["workload"] + cols + ["first call s", "max diff"], table)
+    payload = {"rows": [{"workload": n, "ms": {k: v * 1e3 for k, v in t.items()}, "first_call_s": f, "max_diff": e}
+                        for n, t, f, e in rows], "environment": environment()}
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump(payload, fh, indent=2)
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
