@@ -1,7 +1,9 @@
 """The CPU layout pass (backends/cpu/compile/layout.cpp): activations between convolutions stay in
-oneDNN's channel-blocked layout, held as [N, C/16, H, W, 16] tensors (ops/blocked_layout.h).
+the convolutions' own layout: oneDNN's channel-blocked nChw16c, held as [N, C/16, H, W, 16]
+tensors, or, for bfloat16 on a CPU with AMX, nhwc, held as [N, 1, H, W, C] (the same 5-D form with
+block C; ops/blocked_layout.h).
 
-- The blocked kernels compute what the NCHW kernels compute, bit for bit, at NaN, infinities,
+- The blocked kernels (block 16 and block C) compute what the NCHW kernels compute, bit for bit, at NaN, infinities,
   signed zeros and ties (the pooling windows' order, max's first-maximum-wins, the average's
   partial sums, eval batch norm's rounding).
 - Compiled nets that mix every construct the pass handles (residual adds, depthwise and grouped
@@ -14,6 +16,7 @@ oneDNN's channel-blocked layout, held as [N, C/16, H, W, 16] tensors (ops/blocke
 Reference values come from lucid's eager mode and from torch (the op-spec rows of
 specs/blocked_layout.py hold the ops themselves to torch)."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -25,12 +28,15 @@ import lucid.nn.functional as F
 from harness import assert_close_to_eager, assert_same_values, ir_top_level_ops, with_specials
 
 C = lucid._C
-# The pass runs where nChw16c is oneDNN's own convolution layout (AVX-512; cpu::conv_layout_is_blocked).
-BLOCKED = "avx512f" in open("/proc/cpuinfo").read() and os.environ.get("LUCID_CONV_LAYOUT", "blocked") == "blocked"
+# The pass runs where the convolutions have a blocked layout of their own (AVX-512;
+# cpu::conv_activation_layout): nChw16c, and nhwc for bfloat16 where oneDNN has AMX.
+_FLAGS = open("/proc/cpuinfo").read()
+BLOCKED = "avx512f" in _FLAGS and os.environ.get("LUCID_CONV_LAYOUT", "blocked") == "blocked"
+AMX = BLOCKED and "amx_bf16" in _FLAGS
 
 
-def block(x):
-    return C._block_channels(x, 16)
+def block(x, b=16):
+    return C._block_channels(x, b)
 
 
 def unblock(x):
@@ -60,11 +66,13 @@ KERNEL_CASES = [
 ]
 
 
+@pytest.mark.parametrize("blk", [16, 32], ids=["nChw16c", "nhwc"])
 @pytest.mark.parametrize("dt", ["float32", "bfloat16"])
 @pytest.mark.parametrize("kind,cfg", KERNEL_CASES, ids=[f"{k}{i}" for i, (k, _) in enumerate(KERNEL_CASES)])
-def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt):
+def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt, blk):
     rng = np.random.default_rng(len(str(cfg)))
     x = lucid.tensor(_specials(rng, (3, 32, 9, 10))).to(getattr(lucid, dt))
+    block = lambda t: C._block_channels(t, blk)  # noqa: E731 (32 = C: the channels-last form)
     if kind == "max":
         want, _ = C._max_pool2d(x, cfg["k"], cfg["s"], cfg["p"], cfg["d"], cfg["ceil"])
         got = C._max_pool2d_blocked(block(x), cfg["k"], cfg["s"], cfg["p"], cfg["d"], cfg["ceil"])
@@ -83,12 +91,17 @@ def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt):
     assert_same_values(unblock(got), want, f"{kind} {cfg} {dt}")
 
 
-def test_block_and_unblock_are_inverse_and_match_torch():
+@pytest.mark.parametrize("dt", ["float32", "bfloat16", "float64"])  # float64: the strided-copy path
+def test_block_and_unblock_are_inverse_and_match_torch(dt):
     x = np.random.default_rng(0).normal(size=(2, 48, 5, 7)).astype(np.float32)
-    b = block(lucid.tensor(x))
-    ref = torch.tensor(x).reshape(2, 3, 16, 5, 7).permute(0, 1, 3, 4, 2)
-    np.testing.assert_array_equal(b.numpy(), ref.numpy())
-    np.testing.assert_array_equal(unblock(b).numpy(), x)
+    t = torch.tensor(x).to(getattr(torch, dt))
+    lx = lucid.tensor(x).to(getattr(lucid, dt))
+    for b, ref in ((16, t.reshape(2, 3, 16, 5, 7).permute(0, 1, 3, 4, 2)),
+                   (48, t.contiguous(memory_format=torch.channels_last).permute(0, 2, 3, 1).reshape(2, 1, 5, 7, 48))):
+        got = block(lx, b)
+        assert tuple(got.shape) == tuple(ref.shape)
+        np.testing.assert_array_equal(got.float().numpy(), ref.float().numpy(), err_msg=f"block {b}")
+        np.testing.assert_array_equal(unblock(got).float().numpy(), lx.float().numpy(), err_msg=f"unblock {b}")
 
 
 @pytest.mark.parametrize("call,msg", [
@@ -200,7 +213,18 @@ def test_compiled_mixed_net_under_bfloat16_autocast_equals_eager():
         for _ in range(2):
             got = f(x)
             assert_close_to_eager(got.float(), want.float(), "bf16 out", 2e-2)
-    assert "MaxPool2dBlocked" in ir_top_level_ops(f.ir()) or not BLOCKED
+    if not BLOCKED:
+        return
+    ir = f.ir()
+    assert "MaxPool2dBlocked" in ir_top_level_ops(ir)
+    # With AMX the bfloat16 activations are nhwc ([N, 1, H, W, C]: the 32-channel convs carry
+    # block 32 and the concatenation runs along the lanes, dim 4); without, nChw16c.
+    convs = re.findall(r"ConvFused\(.*\{.*in_block=(\d+).*\} : bfloat16\[(.*)\]", ir)
+    assert convs, ir
+    for blk, shape in convs:
+        dims = [int(d) for d in shape.split(",")]
+        assert (int(blk) == 32 if AMX else int(blk) == 16) or dims[-1] != 32, (blk, shape)
+    assert re.search(r"Cat\(.*\{dim=%d\} : bfloat16\[2,%s\]" % ((4, "1,8,8,64") if AMX else (1, "4,8,8,16")), ir), ir
 
 
 def test_the_layout_pass_changes_no_value_of_a_resnet_block():
@@ -279,17 +303,21 @@ class RandomNet(nn.Module):
         return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
 @pytest.mark.parametrize("seed", range(12))
-def test_random_conv_nets_compiled_equal_eager(seed):
+def test_random_conv_nets_compiled_equal_eager(seed, autocast):
+    """float32 (nChw16c) and under bfloat16 autocast (nhwc where oneDNN has AMX): the same
+    primitives on the same layouts as eager's convolutions, so within rounding of the unfused ops."""
     rng = np.random.default_rng(seed)
     lucid.manual_seed(seed)
     m = _randomize_bn(RandomNet(rng), rng).eval()
     x = lucid.tensor(rng.normal(size=(int(rng.integers(1, 4)), 3, 12, 12)).astype(np.float32))
     f = lucid.compile(m)
-    with lucid.no_grad():
-        want = m(x)
-        assert_close_to_eager(f(x), want, f"seed {seed}", 1e-5)
-        assert_close_to_eager(f(x), want, f"seed {seed} cached", 1e-5)
+    tol = 2e-2 if autocast else 1e-5
+    with lucid.no_grad(), lucid.autocast("cpu", enabled=autocast):
+        want = m(x).float()
+        assert_close_to_eager(f(x).float(), want, f"seed {seed}", tol)
+        assert_close_to_eager(f(x).float(), want, f"seed {seed} cached", tol)
 
 
 def test_training_through_blocked_convs_equals_eager():

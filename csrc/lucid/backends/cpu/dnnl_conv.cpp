@@ -85,26 +85,33 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
     for (int64_t d : p.dilation) dil.push_back(d - 1);
     bool deconv = kind == Kind::Deconv;
     memory::desc x_user = plain_desc(xs, t), y_user = plain_desc(ys, t);
-    // Activations the layout pass keeps blocked ([N, C/16, H, W, 16] tensors) are nChw16c.
-    LUCID_CHECK((p.in_block == 0 && p.out_block == 0) ||
-                    ((p.in_block == 0 || p.in_block == 16) && (p.out_block == 0 || p.out_block == 16) && xs.size() == 4),
-                Error,
-                "conv: channel-blocked layouts need a 2-D convolution with block 16, got in_block=", p.in_block,
-                ", out_block=", p.out_block);
-    if (p.in_block) x_user = memory::desc(x_user.dims(), to_dnnl(t), memory::format_tag::nChw16c);
-    if (p.out_block) y_user = memory::desc(y_user.dims(), to_dnnl(t), memory::format_tag::nChw16c);
+    // Activations the layout pass keeps blocked ([N, C/b, H, W, b] tensors): nChw16c for b = 16,
+    // nhwc for b = C (where C is 16 both are the same layout).
+    auto user_blocked = [&](const memory::desc& md, int64_t b, int64_t c) {
+      LUCID_CHECK(xs.size() == 4 && (b == 16 || b == c), Error,
+                  "conv: channel-blocked layouts need a 2-D convolution with block 16 or the channel count ", c,
+                  ", got block ", b);
+      return memory::desc(md.dims(), to_dnnl(t), b == 16 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
+    };
+    if (p.in_block) x_user = user_blocked(x_user, p.in_block, xs[1]);
+    if (p.out_block) y_user = user_blocked(y_user, p.out_block, ys[1]);
     memory::desc w_user = weight_desc(ws, p.groups, deconv, dt);
     auto any = [&](const memory::desc& md) { return memory::desc(md.dims(), dt, memory::format_tag::any); };
     memory::desc xa = any(x_user), wa = any(w_user), ya = any(y_user);
-    // Activation layout (LUCID_CONV_LAYOUT, a tuning knob): "blocked" (default: nChw16c for a
-    // tensor whose channels are a multiple of 16, cheap reorders from NCHW and oneDNN's fastest
-    // direct kernels; oneDNN's choice for the others, e.g. the 3-channel input of a first layer,
-    // which its kernels read plain), "any" (oneDNN's choice throughout) or "plain".
+    // Activation layout (LUCID_CONV_LAYOUT, a tuning knob): "blocked" (default: the layout of
+    // conv_activation_layout, nChw16c for a tensor whose channels are a multiple of 16 or nhwc
+    // for bfloat16 on AMX, with cheap reorders from NCHW and oneDNN's fastest kernels; oneDNN's
+    // choice for the others, e.g. the 3-channel input of a first layer, which its kernels read
+    // plain), "any" (oneDNN's choice throughout) or "plain".
     const std::string& layout = conv_layout();
     int64_t nsp_dims = static_cast<int64_t>(xs.size()) - 2;
     if (layout == "plain") {
       xa = x_user;
       ya = y_user;
+    } else if (layout == "blocked" && conv_activation_layout(t) == ConvLayout::ChannelsLast) {
+      auto tag = nsp_dims == 1 ? memory::format_tag::nwc : memory::format_tag::nhwc;
+      xa = memory::desc(x_user.dims(), dt, tag);
+      ya = memory::desc(y_user.dims(), dt, tag);
     } else if (layout == "blocked") {
       auto tag = nsp_dims == 1 ? memory::format_tag::nCw16c : memory::format_tag::nChw16c;
       if (xs[1] % 16 == 0) xa = memory::desc(x_user.dims(), dt, tag);
@@ -601,12 +608,15 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
 
 size_t conv_cache_size() { return conv_cache().size(); }
 
-bool conv_layout_is_blocked() {
+ConvLayout conv_activation_layout(DType t) {
   // oneDNN's ISA values are feature masks (avx2_vnni is numerically above avx512_core).
-  static const bool native = conv_layout() == "blocked" &&
-                             (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(dnnl::cpu_isa::avx512_core)) ==
-                                 static_cast<int>(dnnl::cpu_isa::avx512_core);
-  return native;
+  auto has = [](dnnl::cpu_isa isa) {
+    return (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(isa)) == static_cast<int>(isa);
+  };
+  static const bool blocked = conv_layout() == "blocked", avx512 = has(dnnl::cpu_isa::avx512_core),
+                    amx = has(dnnl::cpu_isa::avx512_core_amx);
+  if (!blocked || !avx512 || (t != DType::Float32 && t != DType::BFloat16)) return ConvLayout::Plain;
+  return t == DType::BFloat16 && amx ? ConvLayout::ChannelsLast : ConvLayout::Blocked16;
 }
 
 }  // namespace lucid::cpu

@@ -1,7 +1,8 @@
 // Convolution kernels for the Conv / ConvBackwardInput / ConvBackwardWeight / ConvTranspose ops.
 // float32 and bfloat16 run on oneDNN convolution (forward, backward data, backward weights) and
-// deconvolution primitives on blocked layouts (nChw16c activations when channels allow, weights
-// as oneDNN picks; we reorder from/to plain NC[H]W), cached per geometry in an LRU. Weights seen
+// deconvolution primitives on the activation layout of conv_activation_layout (nChw16c when
+// channels allow, or nhwc for bfloat16 on AMX; weights as oneDNN picks; we reorder from/to plain
+// NC[H]W), cached per geometry in an LRU. Weights seen
 // twice unchanged come prepacked in the primitive's layout (packed_weights.h), so inference does
 // not reorder them per call. float16 computes in float32; float64 runs as im2col + GEMM (oneDNN
 // has no f64 on CPU). Tensors are batched [N, C, spatial...] with one or two spatial dims, or,
@@ -21,8 +22,9 @@ struct ConvParams {
   IntList stride, dilation, pad_l, pad_r;
   int64_t groups = 1;
   // conv_forward only: x (in_block) and y (out_block) are 2-D activations in the channel-blocked
-  // layout [N, C/b, H, W, b] (ops/blocked_layout.h) with b = 16, read and written by the
-  // primitive as its nChw16c without a reorder; 0: NCHW. float32 and bfloat16.
+  // layout [N, C/b, H, W, b] (ops/blocked_layout.h), read and written by the primitive without a
+  // reorder: b = 16 is oneDNN's nChw16c, b = C its nhwc (channels last); 0: NCHW. float32 and
+  // bfloat16.
   int64_t in_block = 0, out_block = 0;
 };
 
@@ -40,10 +42,17 @@ void deconv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 
 size_t conv_cache_size();
 
-// True when the convolutions' primitives run on nChw16c activations (LUCID_CONV_LAYOUT=blocked,
-// the default, on a CPU where oneDNN's kernels are AVX-512): the layout pass keeps activations
-// blocked only then (elsewhere nChw16c is not the primitives' layout, and blocking would add
-// reorders instead of removing them).
-bool conv_layout_is_blocked();
+// The activation layout the convolutions of dtype t run on, on this CPU, with LUCID_CONV_LAYOUT
+// unset or "blocked" (the default; "any" and "plain" give Plain):
+//   Blocked16:    nChw16c, oneDNN's fastest direct kernels on AVX-512 (float32; bfloat16
+//                 without AMX);
+//   ChannelsLast: nhwc, bfloat16 where oneDNN has AMX: its AMX convolutions read and write nhwc,
+//                 while on nChw16c it runs the AVX-512 bf16 kernels (measured 32x64x56x56, 3x3:
+//                 1.8 ms against 33 ms, 2 threads);
+//   Plain:        neither (no AVX-512, other dtypes): convolutions reorder to oneDNN's choice.
+// Eager convolutions reorder NCHW into it around the primitive; the layout pass keeps a model's
+// activations in it between convolutions (block 16, or block = C for ChannelsLast).
+enum class ConvLayout { Plain, Blocked16, ChannelsLast };
+ConvLayout conv_activation_layout(DType t);
 
 }  // namespace lucid::cpu

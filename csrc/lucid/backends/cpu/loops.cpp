@@ -1,6 +1,11 @@
+// StridedIter (the coalescing strided iteration of the CPU's elementwise kernels) and
+// copy_into, the converting strided copy behind Copy (cast, clone, copy_).
 #include "lucid/backends/cpu/loops.h"
 
 #include <cstring>
+#include <type_traits>
+
+#include "lucid/backends/cpu/float16_convert.h"
 
 namespace lucid::cpu {
 
@@ -47,9 +52,49 @@ StridedIter::StridedIter(const Tensor* const* ops, int n) : nops(n) {
   numel = numel_of(out_shape);
 }
 
+namespace {
+
+// Dense copies and the float <-> 16-bit casts (the vector widen/narrow of float16_convert.h, bit
+// for bit core/half.h's conversions) of two contiguous tensors of one shape, split over the
+// threads: a model's input cast under autocast (32x3x224x224 float32 to bfloat16) took 4.9 ms
+// one element at a time. False for other dtype pairs and layouts.
+bool dense_copy(const Tensor& dst, const Tensor& src) {
+  if (dst.shape() != src.shape() || !dst.is_contiguous() || !src.is_contiguous()) return false;
+  const DType dt = dst.dtype(), st = src.dtype();
+  const int64_t n = dst.numel();
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  auto run = [&](auto out_tag, auto in_tag) {
+    using O = decltype(out_tag);
+    using I = decltype(in_tag);
+    parallel_for(0, n, 1 << 16, [&](int64_t i0, int64_t i1) {
+      O* o = reinterpret_cast<O*>(d) + i0;
+      const I* in = reinterpret_cast<const I*>(s) + i0;
+      if constexpr (std::is_same_v<O, I>) std::memcpy(o, in, sizeof(O) * (i1 - i0));
+      else if constexpr (std::is_same_v<O, float>) widen(in, o, i1 - i0);
+      else narrow(in, o, i1 - i0);
+    });
+    return true;
+  };
+  if (dt == st) {
+    // Bytes, whatever the dtype: a char run of n * itemsize.
+    const int64_t isz = static_cast<int64_t>(itemsize(dt));
+    parallel_for(0, n * isz, 1 << 18, [&](int64_t i0, int64_t i1) { std::memcpy(d + i0, s + i0, i1 - i0); });
+    return true;
+  }
+  if (dt == DType::BFloat16 && st == DType::Float32) return run(BFloat16{}, float{});
+  if (dt == DType::Float32 && st == DType::BFloat16) return run(float{}, BFloat16{});
+  if (dt == DType::Float16 && st == DType::Float32) return run(Half{}, float{});
+  if (dt == DType::Float32 && st == DType::Float16) return run(float{}, Half{});
+  return false;
+}
+
+}  // namespace
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   DType dt = dst.dtype(), st = src.dtype();
+  if (dense_copy(dst, src)) return;
   StridedIter it({&dst, &src});
   if (dt == st) {
     int64_t isz = static_cast<int64_t>(itemsize(dt));

@@ -1,11 +1,14 @@
 // keep_blocked_layouts, the CPU backend's layout pass (run as "layout", after "epilogue"): the
-// activations between convolutions stay in oneDNN's channel-blocked layout nChw16c, held as
-// [N, C/16, H, W, 16] tensors (ops/blocked_layout.h), so a conv reads and writes its primitive's
-// layout instead of reordering its input from NCHW and its output back on every call (35
-// reorders per MobileNet-v2 call before this pass; 15% of ResNet-18's time at batch 32).
+// activations between convolutions stay in the layout the convolutions' primitives use
+// (cpu::conv_activation_layout: oneDNN's channel-blocked nChw16c, held as [N, C/16, H, W, 16]
+// tensors, or, for bfloat16 on AMX, nhwc, held as [N, 1, H, W, C]: the same 5-D form with the
+// block b = C; ops/blocked_layout.h), so a conv reads and writes its primitive's layout instead
+// of reordering its input from NCHW and its output back on every call (35 reorders per
+// MobileNet-v2 call before this pass; 15% of ResNet-18's time at batch 32).
 //
-// Which values are blocked: a node result that is a batched 2-D float32/bfloat16 activation with
-// a multiple of 16 channels, not a graph output or assigned value, produced by
+// Which values are blocked: a node result that is a batched 2-D float32/bfloat16 activation whose
+// dtype has such a layout (for nChw16c, with a multiple of 16 channels), not a graph output or
+// assigned value, produced by
 //   - a 2-D Conv / ConvFused (its residual, when it has one, blocked too),
 //   - MaxPool2d whose indices are unused, AvgPool2d, AdaptiveAvgPool2d, eval BatchNorm whose
 //     statistics are unused, from a blocked input (they become the *Blocked ops),
@@ -13,8 +16,10 @@
 //     blocked too or broadcast along the channel only ([N|1, C, 1, 1], scalars) or along
 //     everything but the channel ([N|1, 1, H|1, W|1]); those are reshaped to the 5-D form
 //     ([N|1, C/16, 1, 1, 16] is the same memory as [N|1, C, 1, 1]),
-//   - Cat along the channels of blocked parts (concatenating [N, C_k/16, H, W, 16] along dim 1
-//     is the blocked form of the NCHW concatenation).
+//   - Cat along the channels of blocked parts (concatenating [N, C_k/16, H, W, 16] along dim 1,
+//     or [N, 1, H, W, C_k] along dim 4, is the blocked form of the NCHW concatenation).
+// An op reads a blocked operand as it is only when the operand has its output's dtype (so the
+// same layout); an operand of another dtype is read in NCHW.
 // A reader that takes the layout gets the blocked value; any other reader (a reshape, a
 // backward op, a graph output) reads it through one UnblockChannels (a Reshape when H = W = 1,
 // where both layouts are the same memory), so every op outside the list still sees NCHW, and a
@@ -22,8 +27,8 @@
 // Everything the pass emits computes what the NCHW graph computes: elementwise ops and the
 // concatenation are layout-blind, the blocked kernels compute each channel as the NCHW kernels
 // do, and a conv runs the same oneDNN primitive (tests/python/test_layout_pass.py). The pass runs
-// only where nChw16c is the convolutions' own layout (cpu::conv_layout_is_blocked: AVX-512, and
-// LUCID_CONV_LAYOUT unset or "blocked").
+// only where the convolutions have such a layout (AVX-512, and LUCID_CONV_LAYOUT unset or
+// "blocked").
 #include "lucid/backends/cpu/compile/layout.h"
 
 #include "lucid/backends/cpu/dnnl_conv.h"
@@ -39,7 +44,17 @@ using ir::Value;
 
 namespace {
 
-constexpr int64_t kB = kChannelBlock;
+// The block value v is held in when blocked: 16 for nChw16c, C for nhwc; 0: no blocked layout
+// for its dtype (or, for nChw16c, channels that are not a multiple of 16).
+int64_t block_of(const Value& v) {
+  if (v.shape.size() != 4 || v.shape[1] <= 0) return 0;
+  switch (conv_activation_layout(v.dtype)) {
+    case ConvLayout::Blocked16: return v.shape[1] % kChannelBlock == 0 ? kChannelBlock : 0;
+    case ConvLayout::ChannelsLast: return v.shape[1];
+    case ConvLayout::Plain: break;
+  }
+  return 0;
+}
 
 class LayoutPlan {
  public:
@@ -69,9 +84,13 @@ class LayoutPlan {
   // Node n's input slot s takes its value blocked.
   bool reads_blocked(const Node& n, size_t s) const {
     if (!blocked(n.inputs[s])) return false;
-    if (is_conv(n)) return s == 0 || (s == 3 && blocked(n.outputs[0]));
-    return kind(n) != Kind::Other && blocked(n.outputs[0]) && (s == 0 || kind(n) == Kind::Pointwise || kind(n) == Kind::Cat);
+    if (is_conv(n)) return s == 0 || (s == 3 && blocked(n.outputs[0]) && same_layout(n.inputs[3], n.outputs[0]));
+    return kind(n) != Kind::Other && blocked(n.outputs[0]) && same_layout(n.inputs[s], n.outputs[0]) &&
+           (s == 0 || kind(n) == Kind::Pointwise || kind(n) == Kind::Cat);
   }
+
+  // Whether blocked values a and b are in the same layout kind (their dtypes pick it).
+  bool same_layout(int a, int b) const { return g_.value(a).dtype == g_.value(b).dtype; }
 
   enum class Kind { Other, Conv, MaxPool, AvgPool, AdaptiveAvgPool, BatchNorm, Pointwise, Cat };
   Kind kind(const Node& n) const {
@@ -92,13 +111,17 @@ class LayoutPlan {
   }
 
   // A 2-D convolution the blocked primitives run: float32/bfloat16, and groups whose channels
-  // fill whole blocks (or depthwise), which oneDNN's nChw16c kernels take.
+  // fill whole blocks (or depthwise), which oneDNN's nChw16c kernels take; on nhwc, any groups
+  // (its AMX kernels run grouped convolutions too: 32x64->128x28x28, 3x3, 2 groups, 0.43 ms on
+  // nhwc against 7.6 ms on nChw16c; depthwise 2.5 against 4.0).
   bool is_conv(const Node& n) const {
     if ((n.op != OpId::Conv && n.op != OpId::ConvFused) || n.attrs.i("in_block", 0) || n.attrs.i("out_block", 0)) return false;
     const Value &x = g_.value(n.inputs[0]), &w = g_.value(n.inputs[1]);
-    if (x.shape.size() != 4 || w.shape.size() != 4 || (x.dtype != DType::Float32 && x.dtype != DType::BFloat16)) return false;
+    const ConvLayout layout = conv_activation_layout(x.dtype);
+    if (x.shape.size() != 4 || w.shape.size() != 4 || layout == ConvLayout::Plain) return false;
     const int64_t G = n.attrs.i("groups"), icg = x.shape[1] / G, ocg = w.shape[0] / G;
-    return G == 1 || (icg == 1 && ocg == 1) || (icg % kB == 0 && ocg % kB == 0);
+    return G == 1 || (icg == 1 && ocg == 1) || layout == ConvLayout::ChannelsLast ||
+           (icg % kChannelBlock == 0 && ocg % kChannelBlock == 0);
   }
 
   // Plain operand `v` of pointwise node output shape `out`, broadcast in a way the 5-D form
@@ -116,9 +139,8 @@ class LayoutPlan {
 
   bool candidate(int v) const {
     const Value& x = g_.value(v);
-    return x.kind == ir::ValueKind::Node && !esc_[v] && !plain_only_[v] && x.shape.size() == 4 &&
-           (x.dtype == DType::Float32 || x.dtype == DType::BFloat16) && x.device.type == DeviceType::CPU &&
-           x.shape[1] > 0 && x.shape[1] % kB == 0 && numel_of(x.shape) > 0;
+    return x.kind == ir::ValueKind::Node && !esc_[v] && !plain_only_[v] && x.device.type == DeviceType::CPU &&
+           block_of(x) > 0 && numel_of(x.shape) > 0;
   }
 
   bool reads_blocked_any(const Node& n, int v) const {
@@ -134,14 +156,16 @@ class LayoutPlan {
       const int y = n.outputs[0];
       bool ok = false;
       switch (kind(n)) {
-        case Kind::Conv: ok = n.op == OpId::Conv || n.inputs[3] < 0 || blocked(n.inputs[3]); break;
+        case Kind::Conv:
+          ok = n.op == OpId::Conv || n.inputs[3] < 0 || (blocked(n.inputs[3]) && same_layout(n.inputs[3], y));
+          break;
         case Kind::MaxPool:
         case Kind::AvgPool:
         case Kind::AdaptiveAvgPool:
-        case Kind::BatchNorm: ok = blocked(n.inputs[0]); break;
+        case Kind::BatchNorm: ok = blocked(n.inputs[0]) && same_layout(n.inputs[0], y); break;
         case Kind::Cat:
           ok = true;
-          for (int i : n.inputs) ok = ok && blocked(i);
+          for (int i : n.inputs) ok = ok && blocked(i) && same_layout(i, y);
           break;
         case Kind::Pointwise: {
           const Shape& out = g_.value(y).shape;
@@ -149,7 +173,7 @@ class LayoutPlan {
           ok = true;
           for (int i : n.inputs) {
             if (i < 0) continue;
-            if (blocked(i)) {
+            if (blocked(i) && same_layout(i, y)) {
               full = full || g_.value(i).shape == out;
               ok = ok && g_.value(i).shape[1] == out[1];
             } else {
@@ -171,12 +195,13 @@ class LayoutPlan {
   std::vector<char> blocked_, plain_only_;
 };
 
-TensorMeta blocked_meta(const Value& v) { return {blocked_shape(v.shape, kB), v.dtype, v.device}; }
+TensorMeta blocked_meta(const Value& v) { return {blocked_shape(v.shape, block_of(v)), v.dtype, v.device}; }
 
 }  // namespace
 
 Graph keep_blocked_layouts(const Graph& g) {
-  if (!conv_layout_is_blocked()) return g;
+  if (conv_activation_layout(DType::Float32) == ConvLayout::Plain && conv_activation_layout(DType::BFloat16) == ConvLayout::Plain)
+    return g;
   LayoutPlan plan(g);
   bool any = false;
   for (size_t v = 0; v < g.values().size(); ++v) any = any || plan.blocked(static_cast<int>(v));
@@ -212,10 +237,10 @@ Graph keep_blocked_layouts(const Graph& g) {
         ins.push_back(rw.map(i));
       } else if (out_blocked && k == Kind::Pointwise && i >= 0) {  // a broadcast operand, in the 5-D form
         const Value& x = g.value(i);
-        const int64_t C = g.value(n.outputs[0]).shape[1];
+        const int64_t C = g.value(n.outputs[0]).shape[1], b = block_of(g.value(n.outputs[0]));
         Shape r(4 - x.shape.size(), 1);
         r.insert(r.end(), x.shape.begin(), x.shape.end());
-        const Shape s5 = r[1] == 1 ? Shape{r[0], 1, r[2], r[3], 1} : Shape{r[0], C / kB, 1, 1, kB};
+        const Shape s5 = r[1] == 1 ? Shape{r[0], 1, r[2], r[3], 1} : Shape{r[0], C / b, 1, 1, b};
         ins.push_back(rw.add(OpId::Reshape, {plain(i)}, {{"shape", IntList(s5)}}, {{s5, x.dtype, x.device}})[0]);
       } else {
         ins.push_back(plain(i));
@@ -232,8 +257,8 @@ Graph keep_blocked_layouts(const Graph& g) {
           a.set("activation", std::string("none")).set("residual_first", false);
           ins.push_back(-1);
         }
-        if (plan.blocked(n.inputs[0])) a.set("in_block", kB);
-        if (out_blocked) a.set("out_block", kB);
+        if (plan.blocked(n.inputs[0])) a.set("in_block", block_of(g.value(n.inputs[0])));
+        if (out_blocked) a.set("out_block", block_of(g.value(n.outputs[0])));
         got = rw.add(OpId::ConvFused, ins, a, outs);
         break;
       }
@@ -243,8 +268,13 @@ Graph keep_blocked_layouts(const Graph& g) {
       case Kind::BatchNorm:
         got = rw.add(OpId::BatchNormBlocked, ins, {{"eps", n.attrs.f("eps")}}, {outs[0]});
         break;
+      case Kind::Cat: {  // along the blocks (nChw16c: dim 1) or the lanes (nhwc: dim 4; its one block is whole)
+        Attrs a = n.attrs;
+        a.set("dim", int64_t(conv_activation_layout(g.value(n.outputs[0]).dtype) == ConvLayout::ChannelsLast ? 4 : 1));
+        got = rw.add(n.op, ins, a, outs);
+        break;
+      }
       case Kind::Pointwise:
-      case Kind::Cat:
       case Kind::Other:
         got = n.body ? rw.out().add_fused(ins, n.body, outs) : rw.add(n.op, ins, n.attrs, outs);
         break;

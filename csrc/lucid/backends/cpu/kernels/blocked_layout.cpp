@@ -1,6 +1,6 @@
 // CPU kernels of the channel-blocked layout ops (records and layout in ops/blocked_layout.h).
-// Block/UnblockChannels are oneDNN reorders (nchw <-> nChw16c) for float32 and bfloat16 and a
-// strided copy otherwise. The pooling and eval batch-norm kernels read a block of b channels as
+// Block/UnblockChannels are oneDNN reorders (nchw <-> nChw16c for block 16, nchw <-> nhwc for
+// block C) for float32 and bfloat16 and a strided copy otherwise. The pooling and eval batch-norm kernels read a block of b channels as
 // one run of b contiguous lanes and compute every lane exactly as the NCHW kernel computes that
 // channel (backends/cpu/kernels/pool.cpp, norm.cpp): the same window clipping and visiting order,
 // max_pool2d's first-maximum-wins with NaN propagating, avg pooling's per-row sums in double with
@@ -35,22 +35,23 @@ dnnl_util::LruCache<ReorderEntry>& reorder_cache() {
   return c;
 }
 
-// nchw (contiguous, 4-D) <-> blocked (contiguous, 5-D, block 16) through a oneDNN reorder;
-// false when the dtype or block has none.
+// nchw (contiguous, 4-D) <-> blocked (contiguous, 5-D, block 16: nChw16c; block C: nhwc)
+// through a oneDNN reorder; false when the dtype or block has none.
 bool dnnl_reorder(const Tensor& src, const Tensor& dst, bool to_blocked) {
   const Tensor& plain = to_blocked ? src : dst;
   const Tensor& blocked = to_blocked ? dst : src;
   const DType t = src.dtype();
-  if ((t != DType::Float32 && t != DType::BFloat16) || blocked.shape()[4] != 16) return false;
+  const int64_t b = blocked.shape()[4];
+  if ((t != DType::Float32 && t != DType::BFloat16) || (b != 16 && blocked.shape()[1] != 1)) return false;
   dnnl_util::Key k;
-  k.add(static_cast<int64_t>(t)).add(plain.shape()).add(to_blocked);
+  k.add(static_cast<int64_t>(t)).add(plain.shape()).add(to_blocked).add(b);
   auto e = reorder_cache().get(k, [&]() -> std::shared_ptr<ReorderEntry> {
     try {
       auto r = std::make_shared<ReorderEntry>();
       memory::desc p = dnnl_util::plain_desc(plain.shape(), t);
-      memory::desc b(p.dims(), dnnl_util::to_dnnl(t), memory::format_tag::nChw16c);
-      r->src = to_blocked ? p : b;
-      r->dst = to_blocked ? b : p;
+      memory::desc blk(p.dims(), dnnl_util::to_dnnl(t), b == 16 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
+      r->src = to_blocked ? p : blk;
+      r->dst = to_blocked ? blk : p;
       r->prim = dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_util::engine(), r->src, dnnl_util::engine(), r->dst));
       return r;
     } catch (const dnnl::error&) {
