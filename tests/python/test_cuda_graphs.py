@@ -4,9 +4,10 @@ is compared with lucid eager on the same GPU (the same kernels run, so equal bit
 executable's counters say whether calls were replays (graph_replays) or why they were not
 (graph_fallback). What is checked: outputs are fresh per call (never overwritten by the next
 replay), bound state is read at every replay (in-place updates seen; a replaced parameter
-captures again), BatchNorm's running statistics are written per replay, threads and a
-non-default stream, and each recorded fallback: random ops, host scalars, a kernel that talks to
-the host during capture (an index check, a loss's deferred target check), LUCID_CUDA_GRAPHS=0.
+captures again), BatchNorm's running statistics are written per replay, random ops draw eager's
+fresh numbers at every replay, threads and a non-default stream, and each recorded fallback: host
+scalars, a kernel that talks to the host during capture (an index check, a loss's deferred
+target check), LUCID_CUDA_GRAPHS=0.
 """
 import threading
 
@@ -149,9 +150,23 @@ def _fallback(fn, make_args, match, calls=4):
     assert match in exe.graph_fallback, exe.graph_fallback
 
 
-def test_random_ops_run_without_a_graph_saying_why():
-    x = lucid.ones(5, 7, device="cuda")
-    _fallback(lambda a: F.dropout(a, 0.5, training=True), lambda k: (x,), "random numbers")
+def test_random_ops_draw_fresh_numbers_at_every_replay_equal_to_eager():
+    # The Philox offset advances per call: with a captured (not replayed) offset, every replay
+    # would repeat the capture's draws and differ from eager's sequence.
+    def fn(a):
+        return F.dropout(a, 0.5, training=True) + lucid.randn(*a.shape, device=a.device) * 0.1
+
+    cf = lucid.compile(fn, strict=True)
+    x = lucid.ones(64, 33, device="cuda")
+    lucid.manual_seed(5)
+    want = [host(fn(x)) for _ in range(7)]
+    lucid.manual_seed(5)
+    got = [host(cf(x)) for _ in range(7)]
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"call {k}")
+    assert not np.array_equal(got[5], got[6])
+    exe = exe_of(cf)
+    assert exe.graph_fallback == "" and exe.graph_replays == 5
 
 
 def test_host_scalars_run_without_a_graph_saying_why():

@@ -35,7 +35,7 @@
 // One mutex per device guards its pools, live blocks and counters. The allocator is never
 // destroyed (tensors may be freed during static destruction), and freeing a block without uses
 // on other streams makes no CUDA call.
-// While a CUDA graph is captured on this thread (graph_pool.h), every block handed out is also kept
+// While a CUDA graph is captured on this thread (graph_capture.h), every block handed out is also kept
 // by the capture's GraphPool, so it outlives the graph's replays.
 // LUCID_CUDA_ALLOCATOR=cudaMallocAsync installs the driver's stream-ordered pool instead
 // (cuda_malloc_async.cu), read once when the allocator is installed.
@@ -54,7 +54,7 @@
 #include "lucid/backends/cuda/cuda_allocator.h"
 #include "lucid/backends/cuda/cuda_malloc_async.h"
 #include "lucid/backends/cuda/device_info.h"
-#include "lucid/backends/cuda/graph_pool.h"
+#include "lucid/backends/cuda/graph_capture.h"
 #include "lucid/backends/cuda/live_buffers.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/core/allocator.h"
@@ -312,7 +312,7 @@ class DeviceCache {
 
   // cudaMalloc, refused as out of memory (the error cleared) past the limit of
   // set_memory_fraction. During a CUDA graph capture on this thread cudaMalloc is a "potentially
-  // unsafe" call that would end the capture; the segment is the capture's to keep (graph_pool.h),
+  // unsafe" call that would end the capture; the segment is the capture's to keep (graph_capture.h),
   // so it is made with the thread's capture mode relaxed for this one call, as PyTorch does.
   cudaError_t device_malloc(void** p, size_t seg) {
     if (limit_ && s_.reserved + static_cast<int64_t>(seg) > limit_) return cudaErrorMemoryAllocation;

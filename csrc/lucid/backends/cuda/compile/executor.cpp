@@ -21,16 +21,18 @@
 // caller's stream:
 //   - inputs are copied into the instance's fixed input buffers before the launch;
 //   - every value and kernel temporary allocated during the capture is kept by the instance's
-//     GraphPool (graph_pool.h) for the graph's lifetime, so the addresses it replays stay its own;
+//     GraphPool (graph_capture.h) for the graph's lifetime, so the addresses it replays stay its own;
 //   - outputs held in the instance's memory are copied into fresh tensors after the launch, never
 //     overwritten by the next replay; outputs that are bound tensors or arguments are those
 //     tensors, and the final assigns and version bumps run after each launch, as without a graph;
 //   - bound tensors (and state-cache values) are read at their captured addresses: a call whose
 //     bound tensors moved, or whose in-place writes into targets are decided differently
 //     (Program::writable_targets), drops the graph and captures again.
+//   - random ops read their Philox seed and the call's offset from the instance's device state
+//     (graph_capture.h's GraphPhilox), written before each launch with the call's reserved draws:
+//     every replay draws fresh numbers, the ones eager draws for the same seed.
 // What cannot be captured runs without a graph, for the executable's lifetime, with the reason
-// recorded (graph_fallback): programs drawing random numbers (their Philox seed and offset are
-// kernel arguments fixed at capture), programs with host scalars other than constants
+// recorded (graph_fallback): programs with host scalars other than constants
 // (hyper-parameters and step counters are read by kernels at launch), programs writing in place
 // into an argument, an output that is a view of an argument, the cudaMallocAsync allocator, and
 // any kernel that talks to the host during the capture (an index check's copy back, a deferred
@@ -46,7 +48,7 @@
 #include <string>
 
 #include "lucid/backends/cuda/cuda_allocator.h"
-#include "lucid/backends/cuda/graph_pool.h"
+#include "lucid/backends/cuda/graph_capture.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/compile/runtime/frame_executor.h"
 #include "lucid/dispatch/dispatch.h"
@@ -75,6 +77,7 @@ struct GraphInstance {
   GraphPool pool;                     // declared first: released last, after the graph
   cudaGraphExec_t exec = nullptr;
   TensorList inputs;                  // the fixed input buffers
+  Tensor philox;                      // int64 {seed, base offset} of the replayed call (random programs)
   std::vector<Tensor> slots;          // every value as captured
   std::vector<const void*> external;  // per CudaExecutor::external_ids_: its address at capture
   std::vector<char> into_ok;          // the in-place target decisions captured
@@ -142,8 +145,6 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const rt::Program> program)
   if (env && std::strcmp(env, "0") == 0) why = "CUDA graphs are turned off (LUCID_CUDA_GRAPHS=0)";
   else if (std::strcmp(allocator_backend(), "native") != 0)
     why = "CUDA graphs need the native caching allocator (LUCID_CUDA_ALLOCATOR=cudaMallocAsync is set)";
-  else if (graph_.rng_draws() > 0)
-    why = "the program draws random numbers: their Philox seed and offset are kernel arguments, fixed at capture";
   for (const ir::Value& v : graph_.values())
     if (why.empty() && v.kind != ValueKind::Const && v.device.is_cpu())
       why = "the program reads host scalars (hyper-parameters, step counters) that kernels take at launch";
@@ -228,8 +229,11 @@ std::unique_ptr<GraphInstance> CudaExecutor::capture(CudaFrame& f, const Call& c
   cudaStream_t caller = set_current_stream(index, f.capture_stream);
   std::string why;
   cudaGraph_t captured = nullptr;
+  const bool random = graph_.rng_draws() > 0;
+  if (random) g->philox = Tensor::empty({2}, DType::Int64, device());
   {
     GraphPoolScope keep(&g->pool);
+    GraphPhiloxScope draws({random ? static_cast<const uint64_t*>(g->philox.data_ptr()) : nullptr, c.rng_base});
     cudaError_t st = cudaStreamBeginCapture(f.capture_stream, cudaStreamCaptureModeThreadLocal);
     if (st != cudaSuccess) {
       why = str("cudaStreamBeginCapture: ", cudaGetErrorString(st));
@@ -279,6 +283,7 @@ std::unique_ptr<GraphInstance> CudaExecutor::capture(CudaFrame& f, const Call& c
 void CudaExecutor::replay(CudaFrame& f, const GraphInstance& g, const Call& c) const {
   cudaStream_t s = current_stream(device());
   for (size_t i = 0; i < g.inputs.size(); ++i) copy_on(g.inputs[i], c.inputs[i], s);
+  if (g.philox.defined()) write_graph_philox(static_cast<uint64_t*>(g.philox.data_ptr()), c.rng_seed, c.rng_base, s);
   check_cuda(cudaGraphLaunch(g.exec, s), "lucid.compile: cudaGraphLaunch");
   for (int id : read_after_) f.slots[id] = g.slots[id];
   for (int id : g.copied) {

@@ -12,9 +12,12 @@
 //     glibc's), which can only reorder two keys within an ulp of each other.
 // RandPerm sorts the same 64-bit keys with CUB's (stable) radix sort, ties in index order as the
 // CPU's std::sort of (key, index). Bad probabilities raise the CPU kernel's errors, found on the
-// device and read back (that read synchronises the stream).
+// device and read back (that read synchronises the stream). Inside a CUDA graph capture
+// (graph_capture.h) the seed and the call's offset are read from the graph's device state at run
+// time (PhiloxArg), so every replay draws its own call's numbers.
 #include <cub/device/device_radix_sort.cuh>
 
+#include "lucid/backends/cuda/graph_capture.h"
 #include "lucid/backends/cuda/kernels/nn_device.cuh"
 #include "lucid/core/philox.h"
 #include "lucid/ops/op_def.h"
@@ -24,15 +27,36 @@ namespace lucid::cuda {
 
 namespace {
 
-uint64_t attr_seed(const Attrs& a) { return static_cast<uint64_t>(a.i("seed")); }
-uint64_t attr_offset(const Attrs& a) { return static_cast<uint64_t>(a.i("offset")); }
+// The Philox key and first counter block of one op's draws: kernel arguments, or, in a captured
+// CUDA graph, read from its device state {seed, the call's base offset} plus the op's own offset
+// within the call (in draws; a block is 4 draws).
+struct PhiloxArg {
+  uint64_t seed = 0, c0 = 0;
+  const uint64_t* state = nullptr;
+  uint64_t delta = 0;
+  __device__ uint64_t key() const { return state ? state[0] : seed; }
+  __device__ uint64_t counter() const { return state ? (state[1] + delta) / 4 : c0; }
+};
+
+__global__ void write_philox_kernel(uint64_t* state, uint64_t seed, uint64_t base) {
+  state[0] = seed;
+  state[1] = base;
+}
+
+PhiloxArg philox_arg(const Attrs& a) {
+  const uint64_t seed = static_cast<uint64_t>(a.i("seed")), offset = static_cast<uint64_t>(a.i("offset"));
+  const GraphPhilox& g = graph_philox();
+  if (g.state) return {0, 0, g.state, offset - g.base};
+  return {seed, offset / 4, nullptr, 0};
+}
 
 // Philox blocks covering n units of k draws each.
 __host__ __device__ inline int64_t blocks_for(int64_t n, int k) { return (n * k + 3) / 4; }
 
 // ---- Uniform ---------------------------------------------------------------------------------
 template <class T>
-__global__ void uniform_kernel(device_t<T>* p, int64_t n, double lo, double span, uint64_t seed, uint64_t c0) {
+__global__ void uniform_kernel(device_t<T>* p, int64_t n, double lo, double span, PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   constexpr int k = uniform_draws<T>(), per = 4 / k;
   int64_t nb = blocks_for(n, k);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
@@ -52,7 +76,7 @@ void uniform(const TensorList&, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_FLOATING(o.dtype(), "uniform", [&] {
       int64_t n = o.numel();
       uniform_kernel<scalar_t><<<grid_for(blocks_for(n, uniform_draws<scalar_t>())), kThreads, 0, current_stream(o.device())>>>(
-          o.data<device_t<scalar_t>>(), n, lo, span, attr_seed(a), attr_offset(a) / 4);
+          o.data<device_t<scalar_t>>(), n, lo, span, philox_arg(a));
       check_launch("uniform");
     });
   });
@@ -61,7 +85,8 @@ void uniform(const TensorList&, const TensorList& out, const Attrs& a) {
 // ---- Normal (Box-Muller on pairs of uniforms) ----------------------------------------------------
 // Pair j (elements 2j, 2j+1): draws 2j, 2j+1 (4j..4j+3 for float64), as the CPU's normal_fill.
 template <class T>
-__global__ void normal_kernel(device_t<T>* p, int64_t n, double mu, double sd, uint64_t seed, uint64_t c0) {
+__global__ void normal_kernel(device_t<T>* p, int64_t n, double mu, double sd, PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   constexpr bool dbl = std::is_same_v<T, double>;
   constexpr int per = dbl ? 1 : 2;  // pairs per Philox block
   int64_t npairs = (n + 1) / 2, nb = (npairs + per - 1) / per;
@@ -104,7 +129,7 @@ void normal(const TensorList&, const TensorList& out, const Attrs& a) {
       int64_t n = o.numel(), npairs = (n + 1) / 2;
       int64_t nb = std::is_same_v<scalar_t, double> ? npairs : (npairs + 1) / 2;
       normal_kernel<scalar_t><<<grid_for(nb), kThreads, 0, current_stream(o.device())>>>(o.data<device_t<scalar_t>>(), n, mu, sd,
-                                                                                          attr_seed(a), attr_offset(a) / 4);
+                                                                                          philox_arg(a));
       check_launch("normal");
     });
   });
@@ -112,7 +137,8 @@ void normal(const TensorList&, const TensorList& out, const Attrs& a) {
 
 // ---- RandInt ---------------------------------------------------------------------------------
 template <class D>
-__global__ void randint_kernel(D* p, int64_t n, int k, int64_t low, uint64_t range, uint64_t seed, uint64_t c0) {
+__global__ void randint_kernel(D* p, int64_t n, int k, int64_t low, uint64_t range, PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   int per = 4 / k;
   int64_t nb = blocks_for(n, k);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
@@ -136,7 +162,7 @@ void randint(const TensorList&, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_ALL(o.dtype(), "randint", [&] {
       int64_t n = o.numel();
       randint_kernel<<<grid_for(blocks_for(n, k)), kThreads, 0, current_stream(o.device())>>>(
-          o.data<device_t<scalar_t>>(), n, k, low, range, attr_seed(a), attr_offset(a) / 4);
+          o.data<device_t<scalar_t>>(), n, k, low, range, philox_arg(a));
       check_launch("randint");
     });
   });
@@ -145,7 +171,8 @@ void randint(const TensorList&, const TensorList& out, const Attrs& a) {
 // ---- Bernoulli -------------------------------------------------------------------------------
 // pp: per-element probabilities (float64, the output's shape) or null for the attribute p.
 template <class D>
-__global__ void bernoulli_kernel(D* dst, const double* pp, double p, int64_t n, uint64_t seed, uint64_t c0) {
+__global__ void bernoulli_kernel(D* dst, const double* pp, double p, int64_t n, PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   int64_t nb = blocks_for(n, 1);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
     PhiloxBlock w = philox4x32_10(c0 + static_cast<uint64_t>(b), seed);
@@ -185,14 +212,15 @@ void bernoulli(const TensorList& in, const TensorList& out, const Attrs& a) {
     LUCID_DISPATCH_ALL(o.dtype(), "bernoulli", [&] {
       int64_t n = o.numel();
       bernoulli_kernel<<<grid_for(blocks_for(n, 1)), kThreads, 0, s>>>(
-          o.data<device_t<scalar_t>>(), probs.defined() ? probs.data<double>() : nullptr, p, n, attr_seed(a), attr_offset(a) / 4);
+          o.data<device_t<scalar_t>>(), probs.defined() ? probs.data<double>() : nullptr, p, n, philox_arg(a));
       check_launch("bernoulli");
     });
   });
 }
 
 // ---- RandPerm --------------------------------------------------------------------------------
-__global__ void randperm_keys_kernel(uint64_t* keys, int64_t* idx, int64_t n, uint64_t seed, uint64_t c0) {
+__global__ void randperm_keys_kernel(uint64_t* keys, int64_t* idx, int64_t n, PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   int64_t nb = blocks_for(n, 2);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
     PhiloxBlock w = philox4x32_10(c0 + static_cast<uint64_t>(b), seed);
@@ -235,7 +263,7 @@ void randperm(const TensorList&, const TensorList& out, const Attrs& a) {
   Tensor keys = Tensor::empty({n}, DType::Int64, dev), keys_out = Tensor::empty({n}, DType::Int64, dev);
   Tensor idx = Tensor::empty({n}, DType::Int64, dev), idx_out = Tensor::empty({n}, DType::Int64, dev);
   randperm_keys_kernel<<<grid_for(blocks_for(n, 2)), kThreads, 0, s>>>(keys.data<uint64_t>(), idx.data<int64_t>(), n,
-                                                                       attr_seed(a), attr_offset(a) / 4);
+                                                                       philox_arg(a));
   check_launch("randperm (keys)");
   radix_sort_pairs<uint64_t>(dev, s, keys.data<uint64_t>(), keys_out.data<uint64_t>(), idx.data<int64_t>(),
                              idx_out.data<int64_t>(), n, false);
@@ -269,7 +297,8 @@ __global__ void multinomial_rows_kernel(double* wp, int64_t rows, int64_t cats, 
 }
 
 __global__ void multinomial_repl_kernel(int64_t* dst, const double* cdf_all, int64_t rows, int64_t cats, int64_t ns,
-                                        uint64_t seed, uint64_t c0) {
+                                        PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   int64_t n = rows * ns, nb = blocks_for(n, 2);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
     PhiloxBlock w = philox4x32_10(c0 + static_cast<uint64_t>(b), seed);
@@ -291,7 +320,8 @@ __global__ void multinomial_repl_kernel(int64_t* dst, const double* cdf_all, int
 
 // Keys of the exponential race: w / Exp(1), zero weights -1 (ranked last, by index); the row of
 // each flat index for the second (stable) sort.
-__global__ void multinomial_keys_kernel(double* key, int64_t* idx, const double* wp, int64_t n, uint64_t seed, uint64_t c0) {
+__global__ void multinomial_keys_kernel(double* key, int64_t* idx, const double* wp, int64_t n, PhiloxArg r) {
+  const uint64_t seed = r.key(), c0 = r.counter();
   int64_t nb = blocks_for(n, 2);
   for (int64_t b = global_index(); b < nb; b += global_stride()) {
     PhiloxBlock w = philox4x32_10(c0 + static_cast<uint64_t>(b), seed);
@@ -342,8 +372,7 @@ void multinomial(const TensorList& in, const TensorList& out, const Attrs& a) {
   with_contiguous_out(out[0], [&](const Tensor& o) {
     int64_t* dst = o.data<int64_t>();
     if (repl) {
-      multinomial_repl_kernel<<<grid_for(blocks_for(rows * ns, 2)), kThreads, 0, s>>>(dst, wp, rows, cats, ns, attr_seed(a),
-                                                                                     attr_offset(a) / 4);
+      multinomial_repl_kernel<<<grid_for(blocks_for(rows * ns, 2)), kThreads, 0, s>>>(dst, wp, rows, cats, ns, philox_arg(a));
       check_launch("multinomial");
       return;
     }
@@ -353,7 +382,7 @@ void multinomial(const TensorList& in, const TensorList& out, const Attrs& a) {
     Tensor key = Tensor::empty({n}, DType::Float64, dev), key_out = Tensor::empty({n}, DType::Float64, dev);
     Tensor idx = Tensor::empty({n}, DType::Int64, dev), idx1 = Tensor::empty({n}, DType::Int64, dev);
     multinomial_keys_kernel<<<grid_for(blocks_for(n, 2)), kThreads, 0, s>>>(key.data<double>(), idx.data<int64_t>(), wp, n,
-                                                                            attr_seed(a), attr_offset(a) / 4);
+                                                                            philox_arg(a));
     check_launch("multinomial (keys)");
     radix_sort_pairs<double>(dev, s, key.data<double>(), key_out.data<double>(), idx.data<int64_t>(), idx1.data<int64_t>(), n,
                              true);
@@ -378,5 +407,10 @@ LUCID_REGISTER_KERNEL(RandInt, CUDA, randint);
 LUCID_REGISTER_KERNEL(Bernoulli, CUDA, bernoulli);
 LUCID_REGISTER_KERNEL(RandPerm, CUDA, randperm);
 LUCID_REGISTER_KERNEL(Multinomial, CUDA, multinomial);
+
+void write_graph_philox(uint64_t* state, uint64_t seed, uint64_t base, void* stream) {
+  write_philox_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(state, seed, base);
+  check_launch("lucid.compile: Philox state of a CUDA graph replay");
+}
 
 }  // namespace lucid::cuda
