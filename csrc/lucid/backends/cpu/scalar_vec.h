@@ -4,6 +4,7 @@
 // (backends/cpu/elementwise_loops.h) use it when it exists and F::apply otherwise,
 // which stays the definition for every dtype and for strided rows. Unary and binary run(o, a[, b],
 // n) for plain functors; a functor with parameters passes itself first: run(f, o, a[, b], n).
+// Sigmoid and SiLU take 16-lane rows on AVX-512F CPUs (vec_avx512.h), bit for bit these.
 // Host only (x86 intrinsics): a CUDA backend uses F::apply.
 #pragma once
 #include <immintrin.h>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lucid/backends/cpu/vec_avx512.h"
 #include "lucid/ops/scalar_functors.h"
 
 namespace lucid::cpu {
@@ -99,10 +101,21 @@ LUCID_VEC_UNARY(Sin, Sleef_sinf8_u10avx2(x));
 LUCID_VEC_UNARY(Cos, Sleef_cosf8_u10avx2(x));
 // Sleef's 3.5-ulp tanh: 3x faster than the 1-ulp one, error ~4e-7 relative.
 LUCID_VEC_UNARY(Tanh, Sleef_tanhf8_u35avx2(x));
-LUCID_VEC_UNARY(Sigmoid, v_sigmoid(x));
 LUCID_VEC_UNARY(Erf, v_erf(x));
-LUCID_VEC_UNARY(Silu, _mm256_mul_ps(x, v_sigmoid(x)));
 #undef LUCID_VEC_UNARY
+// Sigmoid and SiLU in 16 lanes where the CPU has AVX-512F (vec_avx512.h: the same bits).
+template <> struct VecF32<sm::Sigmoid> {
+  static void run(float* o, const float* a, int64_t n) {
+    if (avx512_rows()) return sigmoid_rows_avx512(o, a, n);
+    vec_map(o, a, n, [](__m256 x) { return v_sigmoid(x); });
+  }
+};
+template <> struct VecF32<sm::Silu> {
+  static void run(float* o, const float* a, int64_t n) {
+    if (avx512_rows()) return silu_rows_avx512(o, a, n);
+    vec_map(o, a, n, [](__m256 x) { return _mm256_mul_ps(x, v_sigmoid(x)); });
+  }
+};
 
 // ---- unary with parameters ----
 template <> struct VecF32<sm::Elu> {
