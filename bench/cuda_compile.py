@@ -127,8 +127,13 @@ def training_row():
 
     # the same first step from the same weights (lucid's first runs eagerly: it creates the state)
     err = abs(float(step(lx, ly).item()) - float(torch_step().item()))
-    first = {"lucid compiled": max(first_call(lambda: step(lx, ly)) for _ in range(2))}  # the trace and compile
+    # the next calls trace: the first trace meets the optimizer's hyper-parameter tests and keys
+    # again, so the entry lands on the second or third; the slowest call is the compile
+    calls = []
+    while step.cache_info()["entries"] == 0 and len(calls) < 5:
+        calls.append(first_call(lambda: step(lx, ly)))
     assert step.cache_info()["entries"] == 1, step.cache_info()
+    first = {"lucid compiled": max(calls)}
     fns = {"lucid compiled": synced(lambda: step(lx, ly), lucid.cuda.synchronize),
            "torch eager": synced(torch_step, torch.cuda.synchronize)}
     times = timeit_interleaved(fns, rounds=9)

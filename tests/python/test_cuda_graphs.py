@@ -22,6 +22,10 @@ from devices import requires_cuda
 pytestmark = requires_cuda
 
 
+# Executables are shared by every compiled call whose graph hashes the same (the process-wide
+# executable cache), so each test that counts replays compiles a shape of its own.
+
+
 def exe_of(cm):
     (key,) = cm._keys()
     return cm._executable(key)
@@ -58,7 +62,7 @@ def test_replays_equal_eager_and_outputs_are_fresh_per_call():
 def test_bound_state_is_read_at_every_replay():
     m, ref = mlp(0), mlp(1)
     cm = lucid.compile(m, strict=True)
-    (x,) = inputs(1)
+    (x,) = inputs(1, (16, 784))
     with lucid.no_grad():
         for _ in range(3):
             cm(x)
@@ -94,7 +98,7 @@ def test_batchnorm_running_stats_are_written_at_every_replay():
 def test_threads_each_replay_their_own_instance():
     m = mlp()
     cm = lucid.compile(m)
-    xs = inputs(4, seed=2)
+    xs = inputs(4, (32, 784), seed=2)
     with lucid.no_grad():
         want = [host(m(x)) for x in xs]
         cm(xs[0])
@@ -123,7 +127,7 @@ def test_threads_each_replay_their_own_instance():
 def test_replay_on_a_non_default_stream():
     m = mlp()
     cm = lucid.compile(m, strict=True)
-    xs = inputs(5, seed=3)
+    xs = inputs(5, (48, 784), seed=3)
     s = lucid.cuda.Stream()
     with lucid.no_grad():
         want = [host(m(x)) for x in xs]
