@@ -29,9 +29,10 @@
 //
 // What a backend adds: a Frame subclass for what it keeps per frame (new_frame), the hooks
 // around a frame's use (frame_acquired / frame_released: a GPU orders a frame's reuse on another
-// stream), and how the instruction list of one call runs (execute: the plain loop by default; a
-// CUDA graph replay later). FusedElementwise groups need a backend runner: a program with one
-// raises NotImplementedError here unless the derived executor takes Kind::Fused itself.
+// stream), and how the instruction list of one call runs (execute: the plain loop by default; the
+// CUDA executor replays a CUDA graph). A program with FusedElementwise groups raises
+// NotImplementedError here: no backend on this body runs them yet (the CPU executor, with its
+// block interpreter, has its own copy of this body until it moves onto it).
 #pragma once
 #include <atomic>
 #include <memory>
