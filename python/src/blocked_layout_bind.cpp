@@ -20,10 +20,10 @@ LUCID_BINDER(blocked_layout) {
     return adaptive_avg_pool2d_blocked(x, output_size);
   });
   m.def("_batch_norm_blocked", [](const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                                  std::optional<Tensor> weight, std::optional<Tensor> bias, double eps) {
-    return batch_norm_blocked(x, running_mean, running_var, weight.value_or(Tensor()), bias.value_or(Tensor()), eps);
+                                  std::optional<Tensor> weight, std::optional<Tensor> bias, double eps, bool relu) {
+    return batch_norm_blocked(x, running_mean, running_var, weight.value_or(Tensor()), bias.value_or(Tensor()), eps, relu);
   }, nb::arg("x"), nb::arg("running_mean"), nb::arg("running_var"), nb::arg("weight").none(), nb::arg("bias").none(),
-     nb::arg("eps"));
+     nb::arg("eps"), nb::arg("relu") = false);
 }
 
 }  // namespace lucid::py

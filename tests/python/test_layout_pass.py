@@ -63,16 +63,18 @@ KERNEL_CASES = [
     ("adaptive", dict(o=(4, 3))),
     ("bn", dict(eps=1e-5, affine=True)),
     ("bn", dict(eps=1e-3, affine=False)),
+    ("bn", dict(eps=1e-5, affine=True, relu=True)),
 ]
 
 
-@pytest.mark.parametrize("blk", [16, 32], ids=["nChw16c", "nhwc"])
+@pytest.mark.parametrize("ch,blk", [(32, 16), (32, 32), (20, 20)], ids=["nChw16c", "nhwc", "nhwc-20"])
 @pytest.mark.parametrize("dt", ["float32", "bfloat16"])
 @pytest.mark.parametrize("kind,cfg", KERNEL_CASES, ids=[f"{k}{i}" for i, (k, _) in enumerate(KERNEL_CASES)])
-def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt, blk):
+def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt, ch, blk):
+    """blk = ch is the channels-last form; 20 lanes: the vector lanes and a scalar tail."""
     rng = np.random.default_rng(len(str(cfg)))
-    x = lucid.tensor(_specials(rng, (3, 32, 9, 10))).to(getattr(lucid, dt))
-    block = lambda t: C._block_channels(t, blk)  # noqa: E731 (32 = C: the channels-last form)
+    x = lucid.tensor(_specials(rng, (3, ch, 9, 10))).to(getattr(lucid, dt))
+    block = lambda t: C._block_channels(t, blk)  # noqa: E731
     if kind == "max":
         want, _ = C._max_pool2d(x, cfg["k"], cfg["s"], cfg["p"], cfg["d"], cfg["ceil"])
         got = C._max_pool2d_blocked(block(x), cfg["k"], cfg["s"], cfg["p"], cfg["d"], cfg["ceil"])
@@ -83,11 +85,12 @@ def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt, blk):
         want = C._adaptive_avg_pool2d(x, cfg["o"])
         got = C._adaptive_avg_pool2d_blocked(block(x), cfg["o"])
     else:
-        rm, rv = lucid.tensor(rng.normal(size=32).astype(np.float32)), lucid.tensor(rng.uniform(0.2, 3, 32).astype(np.float32))
-        w = lucid.tensor(rng.normal(size=32).astype(np.float32)) if cfg["affine"] else None
-        b = lucid.tensor(rng.normal(size=32).astype(np.float32)) if cfg["affine"] else None
+        rm, rv = lucid.tensor(rng.normal(size=ch).astype(np.float32)), lucid.tensor(rng.uniform(0.2, 3, ch).astype(np.float32))
+        w = lucid.tensor(rng.normal(size=ch).astype(np.float32)) if cfg["affine"] else None
+        b = lucid.tensor(rng.normal(size=ch).astype(np.float32)) if cfg["affine"] else None
         want = F.batch_norm(x, rm, rv, w, b, training=False, eps=cfg["eps"])
-        got = C._batch_norm_blocked(block(x), rm, rv, w, b, cfg["eps"])
+        want = F.relu(want) if cfg.get("relu") else want
+        got = C._batch_norm_blocked(block(x), rm, rv, w, b, cfg["eps"], cfg.get("relu", False))
     assert_same_values(unblock(got), want, f"{kind} {cfg} {dt}")
 
 
@@ -198,6 +201,8 @@ def test_compiled_mixed_net_equals_eager_and_the_pass_fired(n, hw, specials, ret
     for op in ("MaxPool2dBlocked", "AdaptiveAvgPool2dBlocked", "AvgPool2dBlocked", "BatchNormBlocked"):
         assert op in ops, (op, f.ir())
     assert "MaxPool2d" not in ops and "BatchNorm" not in ops and "AvgPool2d" not in ops
+    # The ReLU after bn_cat runs inside it.
+    assert re.search(r"= BatchNormBlocked\(.*relu=true", f.ir()), f.ir()
     # One reorder at most: the returned intermediate (the final pool's 1x1 output is a reshape).
     assert ops.count("UnblockChannels") == (1 if returns_mid else 0), f.ir()
     assert "BlockChannels" not in ops

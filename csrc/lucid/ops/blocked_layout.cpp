@@ -87,7 +87,7 @@ LUCID_REGISTER_OP(AdaptiveAvgPool2dBlocked, "output_size:ints", [] {
   return d;
 }());
 
-LUCID_REGISTER_OP(BatchNormBlocked, "eps:float", [] {
+LUCID_REGISTER_OP(BatchNormBlocked, "eps:float, relu:bool?", [] {
   OpDef d;
   d.num_inputs = 5;
   d.differentiable = false;
@@ -119,8 +119,8 @@ Tensor adaptive_avg_pool2d_blocked(const Tensor& x, IntList output_size) {
 }
 
 Tensor batch_norm_blocked(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                          const Tensor& bias, double eps) {
-  return dispatch1(OpId::BatchNormBlocked, {x, running_mean, running_var, weight, bias}, {{"eps", eps}});
+                          const Tensor& bias, double eps, bool relu) {
+  return dispatch1(OpId::BatchNormBlocked, {x, running_mean, running_var, weight, bias}, {{"eps", eps}, {"relu", relu}});
 }
 
 }  // namespace lucid

@@ -12,7 +12,8 @@
 //   MaxPool2dBlocked(x)            max_pool2d's values (no indices), attributes as MaxPool2d
 //   AvgPool2dBlocked(x)            avg_pool2d, attributes as AvgPool2d
 //   AdaptiveAvgPool2dBlocked(x)    adaptive_avg_pool2d, attributes as AdaptiveAvgPool2d
-//   BatchNormBlocked(x, running_mean, running_var, weight, bias) {eps}: batch_norm in eval mode
+//   BatchNormBlocked(x, running_mean, running_var, weight, bias) {eps, relu}: batch_norm in eval
+//                                  mode, then relu when `relu` (DenseNet's BN -> ReLU in one pass)
 // The CPU kernels (backends/cpu/kernels/blocked_layout.cpp) compute each element exactly as
 // the NCHW kernel does, so the pass changes no result. The ops are compiler-internal (not
 // differentiable; the pass runs after autodiff); the C++ entry points exist for their tests.
@@ -50,6 +51,6 @@ Tensor avg_pool2d_blocked(const Tensor& x, IntList kernel, IntList stride, IntLi
                           bool count_include_pad, int64_t divisor_override);
 Tensor adaptive_avg_pool2d_blocked(const Tensor& x, IntList output_size);
 Tensor batch_norm_blocked(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                          const Tensor& bias, double eps);
+                          const Tensor& bias, double eps, bool relu = false);
 
 }  // namespace lucid

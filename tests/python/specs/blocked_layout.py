@@ -84,16 +84,19 @@ def _bn_samples(rng, dt):
     stats = lambda: [arr(rng, (c,), "float32"), positive(rng, (c,), "float32")]
     return [Sample([arr(rng, (2, 2, 5, 4, 16), dt), *stats(), arr(rng, (c,), "float32"), arr(rng, (c,), "float32"), 1e-5]),
             Sample([arr(rng, (1, 2, 3, 3, 16), dt), *stats(), None, None, 1e-3]),
-            Sample([_specials(rng, (1, 2, 2, 2, 16), dt), *stats(), arr(rng, (c,), "float32"), None, 1e-5])]
+            Sample([_specials(rng, (1, 2, 2, 2, 16), dt), *stats(), arr(rng, (c,), "float32"), None, 1e-5]),
+            Sample([_specials(rng, (2, 2, 3, 2, 16), dt), *stats(), arr(rng, (c,), "float32"), arr(rng, (c,), "float32"),
+                    1e-5, True])]  # relu: DenseNet's BN -> ReLU as one op
 
 
 def _avg_ref(t, x, k, s, p, ceil_mode, cip, div):
     return _F(t).avg_pool2d(x, k, s, p, ceil_mode, cip, div or None)
 
 
-def _bn_ref(t, x, rm, rv, w, b, eps):
+def _bn_ref(t, x, rm, rv, w, b, eps, relu=False):
     cast = lambda v: None if v is None else v.to(x.dtype)
-    return _F(t).batch_norm(x, cast(rm), cast(rv), cast(w), cast(b), False, 0.1, eps)
+    y = _F(t).batch_norm(x, cast(rm), cast(rv), cast(w), cast(b), False, 0.1, eps)
+    return _F(t).relu(y) if relu else y
 
 
 SPECS = [

@@ -24,6 +24,8 @@
 // backward op, a graph output) reads it through one UnblockChannels (a Reshape when H = W = 1,
 // where both layouts are the same memory), so every op outside the list still sees NCHW, and a
 // conv output nobody reads blocked stays NCHW (the conv reorders it itself, as before).
+// A Relu that is the only reader of a blocked eval BatchNorm runs inside it (BatchNormBlocked's
+// `relu`: DenseNet's BN -> ReLU before every conv, one pass over the activation instead of two).
 // Everything the pass emits computes what the NCHW graph computes: elementwise ops and the
 // concatenation are layout-blind, the blocked kernels compute each channel as the NCHW kernels
 // do, and a conv runs the same oneDNN primitive (tests/python/test_layout_pass.py). The pass runs
@@ -221,7 +223,25 @@ Graph keep_blocked_layouts(const Graph& g) {
     return plain_of[v];
   };
   using Kind = LayoutPlan::Kind;
-  for (const Node& n : g.nodes()) {
+  // Relu nodes absorbed into the blocked BatchNorm they read (node index -> that BatchNorm's).
+  const std::vector<std::vector<int>> users = ir::value_users(g);
+  const std::vector<bool> esc = ir::escaping_values(g);
+  std::vector<int> relu_of_bn(g.nodes().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op != OpId::Relu || n.body || !plan.blocked(n.inputs[0]) || !plan.blocked(n.outputs[0])) continue;
+    const Value& x = g.value(n.inputs[0]);
+    const int bn = x.kind == ir::ValueKind::Node ? x.producer : -1;
+    if (bn >= 0 && x.output_index == 0 && plan.kind(g.nodes()[bn]) == Kind::BatchNorm && users[n.inputs[0]].size() == 1 && !esc[n.inputs[0]] &&
+        g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype)
+      relu_of_bn[bn] = static_cast<int>(i);
+  }
+  std::vector<char> absorbed(g.nodes().size(), 0);
+  for (int r : relu_of_bn)
+    if (r >= 0) absorbed[r] = 1;
+  for (size_t ni = 0; ni < g.nodes().size(); ++ni) {
+    const Node& n = g.nodes()[ni];
+    if (absorbed[ni]) continue;  // its BatchNorm wrote its value (rw.set below)
     bool touches = !n.outputs.empty() && plan.blocked(n.outputs[0]);
     for (int i : n.inputs) touches = touches || plan.blocked(i);
     if (!touches) {
@@ -266,7 +286,8 @@ Graph keep_blocked_layouts(const Graph& g) {
       case Kind::AvgPool: got = rw.add(OpId::AvgPool2dBlocked, ins, n.attrs, outs); break;
       case Kind::AdaptiveAvgPool: got = rw.add(OpId::AdaptiveAvgPool2dBlocked, ins, n.attrs, outs); break;
       case Kind::BatchNorm:
-        got = rw.add(OpId::BatchNormBlocked, ins, {{"eps", n.attrs.f("eps")}}, {outs[0]});
+        got = rw.add(OpId::BatchNormBlocked, ins, {{"eps", n.attrs.f("eps")}, {"relu", relu_of_bn[ni] >= 0}}, {outs[0]});
+        if (relu_of_bn[ni] >= 0) rw.set(g.nodes()[relu_of_bn[ni]].outputs[0], got[0]);
         break;
       case Kind::Cat: {  // along the blocks (nChw16c: dim 1) or the lanes (nhwc: dim 4; its one block is whole)
         Attrs a = n.attrs;

@@ -7,16 +7,21 @@
 // the same eight partial accumulators, batch norm's statistics in double and its affine in the
 // compute type. So a graph the layout pass rewrote computes what the NCHW graph computes, bit
 // for bit (tests/python/test_layout_pass.py compares them).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "lucid/backends/cpu/dnnl_common.h"
+#include "lucid/backends/cpu/float16_convert.h"
 #include "lucid/backends/cpu/loops.h"
 #include "lucid/core/parallel.h"
 #include "lucid/ops/blocked_layout.h"
 #include "lucid/ops/op_def.h"
+#include "lucid/ops/scalar_functors.h"
 
 namespace lucid::cpu {
 
@@ -100,6 +105,22 @@ void for_rows(const BlockGeo& g, int64_t cost, const F& f) {
   });
 }
 
+// Eight lanes of float (float32, or bfloat16 widened: exact) at p, the window's running max m
+// updated as the scalar loop below does: v replaces m where v > m or v is NaN.
+template <class T>
+inline __m256 load8(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm256_loadu_ps(p);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+inline __m256 max_step(__m256 m, __m256 v) {
+  const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  return _mm256_blendv_ps(m, v, take);
+}
+
 template <class T>
 void max_pool_blocked(const Tensor& x0, const Tensor& y, const Attrs& a) {
   Tensor x = x0.contiguous_data();
@@ -124,16 +145,35 @@ void max_pool_blocked(const Tensor& x0, const Tensor& y, const Attrs& a) {
       const int64_t w1 = std::min(w0 + (kw - 1) * dw + 1, W);
       while (w0 < 0) w0 += dw;
       C* __restrict mv = m.data();
-      for (int64_t l = 0; l < b; ++l) mv[l] = -std::numeric_limits<C>::infinity();
+      int64_t l0 = 0;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+        // Eight lanes at a time with the window innermost: the same comparisons in the same
+        // order per lane as the scalar loop, so the same result (a bfloat16 maximum is one of
+        // its inputs, exactly representable; narrowed as static_cast would).
+        for (; l0 + 8 <= b; l0 += 8) {
+          __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+          for (int64_t h = h0; h < h1; h += dh)
+            for (int64_t w = w0; w < w1; w += dw) mx = max_step(mx, load8(xp + (h * W + w) * b + l0));
+          if constexpr (std::is_same_v<T, float>) {
+            _mm256_storeu_ps(yp + ow * b + l0, mx);
+          } else {
+            alignas(32) float f[8];
+            _mm256_store_ps(f, mx);
+            narrow(f, yp + ow * b + l0, 8);
+          }
+        }
+      }
+      if (l0 == b) continue;
+      for (int64_t l = l0; l < b; ++l) mv[l] = -std::numeric_limits<C>::infinity();
       for (int64_t h = h0; h < h1; h += dh)
         for (int64_t w = w0; w < w1; w += dw) {
           const T* __restrict cell = xp + (h * W + w) * b;
-          for (int64_t l = 0; l < b; ++l) {
+          for (int64_t l = l0; l < b; ++l) {
             const C v = static_cast<C>(cell[l]), cur = mv[l];
             mv[l] = (v > cur) | (v != v) ? v : cur;
           }
         }
-      for (int64_t l = 0; l < b; ++l) yp[ow * b + l] = static_cast<T>(mv[l]);
+      for (int64_t l = l0; l < b; ++l) yp[ow * b + l] = static_cast<T>(mv[l]);
     }
   });
 }
@@ -245,9 +285,32 @@ std::vector<double> doubles_of(const Tensor& t) {
   return v;
 }
 
+// Eight lanes of the loop in batch_norm_blocked below: (x - m) * a + c as one fused multiply-add
+// (the scalar loops contract it so, here and in norm.cpp's NCHW kernel), rounded to T, then relu
+// of the rounded value (relu(-0.0) stays -0.0, NaN stays NaN).
+template <class T, bool Relu>
+inline void bn_lanes8(const T* x, T* y, const float* m, const float* a, const float* c) {
+  __m256 v = _mm256_fmadd_ps(_mm256_sub_ps(load8(x), _mm256_loadu_ps(m)), _mm256_loadu_ps(a), _mm256_loadu_ps(c));
+  const __m256 zero = _mm256_setzero_ps();
+  if constexpr (std::is_same_v<T, float>) {
+    if constexpr (Relu) v = _mm256_blendv_ps(v, zero, _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    _mm256_storeu_ps(y, v);
+  } else {
+    alignas(32) float f[8];
+    _mm256_store_ps(f, v);
+    narrow(f, y, 8);
+    if constexpr (Relu) {
+      v = load8(y);  // the rounded values, exactly
+      _mm256_store_ps(f, _mm256_blendv_ps(v, zero, _mm256_cmp_ps(v, zero, _CMP_LT_OQ)));
+      narrow(f, y, 8);
+    }
+  }
+}
+
 // norm.cpp's eval batch norm per channel c: mean and 1/sqrt(var + eps) in double, rounded to the
-// compute type, a = rstd * weight and y = (x - mean) * a + bias in the compute type.
-template <class T>
+// compute type, a = rstd * weight and y = (x - mean) * a + bias in the compute type; with `relu`,
+// then eager's relu of that rounded value (sm::Relu: negatives to 0, NaN and -0.0 kept).
+template <class T, bool Relu>
 void batch_norm_blocked(const TensorList& in, const Tensor& y, double eps) {
   using C = compute_t<T>;
   Tensor x = in[0].contiguous_data();
@@ -264,23 +327,36 @@ void batch_norm_blocked(const TensorList& in, const Tensor& y, double eps) {
   }
   const T* X = x.data<T>();
   T* Y = y.data<T>();
-  parallel_for(0, N * CB, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * b)), [&](int64_t p0, int64_t p1) {
-    for (int64_t pl = p0; pl < p1; ++pl) {
-      const int64_t c0 = (pl % CB) * b;
+  // Over cells (a plane's pixel: b lanes), so one nhwc image (a single plane) uses every thread.
+  parallel_for(0, N * CB * HW, std::max<int64_t>(1, kParallelGrain / b), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1;) {
+      const int64_t pl = i / HW, end = std::min(i1, (pl + 1) * HW), c0 = (pl % CB) * b;
       const C* __restrict m = mc.data() + c0;
       const C* __restrict a = ac.data() + c0;
       const C* __restrict c = cc.data() + c0;
-      const T* __restrict xp = X + pl * HW * b;
-      T* __restrict yp = Y + pl * HW * b;
-      for (int64_t i = 0; i < HW; ++i)
-        for (int64_t l = 0; l < b; ++l) yp[i * b + l] = static_cast<T>((static_cast<C>(xp[i * b + l]) - m[l]) * a[l] + c[l]);
+      for (; i < end; ++i) {
+        const T* __restrict xp = X + i * b;
+        T* __restrict yp = Y + i * b;
+        int64_t l0 = 0;
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+          for (; l0 + 8 <= b; l0 += 8) bn_lanes8<T, Relu>(xp + l0, yp + l0, m + l0, a + l0, c + l0);
+        }
+        for (int64_t l = l0; l < b; ++l) {
+          const T v = static_cast<T>((static_cast<C>(xp[l]) - m[l]) * a[l] + c[l]);
+          if constexpr (Relu) yp[l] = static_cast<T>(sm::Relu::apply(static_cast<C>(v)));
+          else yp[l] = v;
+        }
+      }
     }
   });
 }
 
 void batch_norm_blocked_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   if (out[0].numel() == 0) return;
-  LUCID_DISPATCH_FLOATING(in[0].dtype(), "batch_norm_blocked", [&] { batch_norm_blocked<scalar_t>(in, out[0], a.f("eps")); });
+  LUCID_DISPATCH_FLOATING(in[0].dtype(), "batch_norm_blocked", [&] {
+    if (a.b("relu", false)) batch_norm_blocked<scalar_t, true>(in, out[0], a.f("eps"));
+    else batch_norm_blocked<scalar_t, false>(in, out[0], a.f("eps"));
+  });
 }
 
 }  // namespace
