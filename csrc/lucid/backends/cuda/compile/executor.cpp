@@ -198,7 +198,11 @@ void CudaExecutor::execute(Frame& frame, const Call& c) const {
     f.warmed = true;
     return;
   }
-  if (f.graph && !matches(f, *f.graph, c)) f.graph.reset();  // bound tensors moved: capture again
+  // Bound tensors moved: capture again. Dropping the old instance while its last replay may still
+  // run is safe: its blocks return to the frame's own capture stream, reused only by this frame's
+  // next capture, whose replays are ordered after that one (frame_acquired), and an executable
+  // graph destroyed in flight is freed when it completes.
+  if (f.graph && !matches(f, *f.graph, c)) f.graph.reset();
   if (!f.graph) f.graph = capture(f, c);
   if (f.graph) replay(f, *f.graph, c);
   else FrameExecutor::execute(f, c);
