@@ -1,7 +1,9 @@
 """The flash-style CPU attention kernel (backends/cpu/kernels/attention.cpp) against PyTorch:
 shapes that cross many query and key tiles (64 x 128) and their ragged edges, causal with
 Tq != Tk, bool and float masks broadcast over heads, head dims 8..128, float64/float32/bfloat16,
-fully masked and NaN rows, gradients, and compiled == eager for a GPT-2 block."""
+fully masked and NaN rows, gradients, and compiled == eager for a GPT-2 block. bfloat16 on a CPU
+with AMX runs the AMX matmul path (scores of a call in float32, up to 8M of them; beyond, the
+flash kernel): the same table of cases against torch's bfloat16."""
 import numpy as np
 import pytest
 import torch
@@ -59,6 +61,56 @@ def test_bfloat16():
     lo = lucid.scaled_dot_product_attention(*[lucid.tensor(x).to(lucid.bfloat16) for x in a])
     to = F.scaled_dot_product_attention(*[torch.tensor(x).to(torch.bfloat16) for x in a])
     np.testing.assert_allclose(lo.float().numpy(), to.float().numpy(), atol=2e-2, rtol=2e-2)
+
+
+SDPA_CASES = {
+    "plain": dict(shape=(1, 12, 197, 197, 64), kw={}),
+    "causal-tq-ne-tk": dict(shape=(2, 3, 70, 130, 32), kw=dict(is_causal=True)),
+    "bool-mask": dict(shape=(1, 2, 90, 150, 64), mask="bool"),
+    "float-mask": dict(shape=(2, 2, 40, 77, 16), mask="float"),
+    "nan-and-fully-masked": dict(shape=(1, 2, 33, 64, 64), mask="bool", nan=True),
+    "flash (over 8M scores)": dict(shape=(1, 2, 2100, 2100, 32), kw={}),
+}
+
+
+@pytest.mark.parametrize("dt", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(SDPA_CASES), ids=list(SDPA_CASES))
+def test_cases_match_torch(case, dt):
+    """bfloat16 takes the AMX path (where there is AMX), float32 the flash kernel: both as torch,
+    NaN included (a NaN key under a bool mask is NaN in every row, as torch's additive mask)."""
+    c = SDPA_CASES[case]
+    ld, td, tol = getattr(lucid, dt), getattr(torch, dt), 2e-2 if dt == "bfloat16" else 2e-5
+    B, H, Tq, Tk, D = c["shape"]
+    a = qkv(B, H, Tq, Tk, D)
+    kw_l, kw_t = dict(c.get("kw", {})), dict(c.get("kw", {}))
+    if c.get("mask") == "bool":
+        keep = rng.random((Tq, Tk)) > 0.4
+        keep[5] = False  # a fully masked row
+        kw_l["attn_mask"], kw_t["attn_mask"] = lucid.tensor(keep), torch.tensor(keep)
+    elif c.get("mask") == "float":
+        m = rng.standard_normal((B, 1, Tq, Tk)).astype(np.float32)
+        kw_l["attn_mask"], kw_t["attn_mask"] = lucid.tensor(m).to(ld), torch.tensor(m).to(td)
+    if c.get("nan"):
+        a[1][0, 1, 9, 3] = np.nan  # a NaN key: every row of that head is NaN
+    lo = lucid.scaled_dot_product_attention(*[lucid.tensor(x).to(ld) for x in a], **kw_l).float().numpy()
+    to = F.scaled_dot_product_attention(*[torch.tensor(x).to(td) for x in a], **kw_t).float().numpy()
+    np.testing.assert_array_equal(np.isnan(lo), np.isnan(to))
+    np.testing.assert_allclose(np.nan_to_num(lo), np.nan_to_num(to), atol=tol, rtol=tol)
+    if c.get("mask") == "bool" and not c.get("nan"):
+        assert np.all(lo[:, :, 5] == 0)
+
+
+def test_bfloat16_dropout_equals_float32_with_the_same_mask():
+    """Dropout after the softmax's sum, as the flash kernel: the same seed draws the same keep-mask,
+    so bfloat16 (AMX path) and float32 (flash kernel) agree to bfloat16's precision."""
+    a = qkv(1, 2, 100, 120, 32)
+    outs = []
+    for dt in (lucid.float32, lucid.bfloat16):
+        lucid.manual_seed(5)
+        outs.append(lucid.scaled_dot_product_attention(*[lucid.tensor(x).to(dt) for x in a], dropout_p=0.3).float().numpy())
+    np.testing.assert_allclose(outs[1], outs[0], atol=3e-2, rtol=3e-2)
+    nodrop = lucid.scaled_dot_product_attention(*[lucid.tensor(x) for x in a]).numpy()
+    assert np.abs(outs[0] - nodrop).max() > 0.1
 
 
 def test_fully_masked_and_nan_rows_match_torch():

@@ -13,6 +13,13 @@ dnnl::stream& stream() {
   return s;
 }
 
+bool has_amx() {
+  // oneDNN's ISA values are feature masks (avx2_vnni is numerically above avx512_core).
+  static const bool amx = (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(dnnl::cpu_isa::avx512_core_amx)) ==
+                          static_cast<int>(dnnl::cpu_isa::avx512_core_amx);
+  return amx;
+}
+
 dnnl::memory::data_type to_dnnl(DType t, bool* ok) {
   using dt = dnnl::memory::data_type;
   if (ok) *ok = true;

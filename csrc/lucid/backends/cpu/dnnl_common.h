@@ -26,6 +26,8 @@ namespace lucid::dnnl_util {
 
 dnnl::engine& engine();
 dnnl::stream& stream();  // one per thread (streams are not shared between threads)
+// oneDNN runs its AMX (bfloat16 tile) kernels on this CPU (read once).
+bool has_amx();
 
 // oneDNN data type of a lucid dtype; `ok` is false when oneDNN has no such type.
 dnnl::memory::data_type to_dnnl(DType t, bool* ok = nullptr);

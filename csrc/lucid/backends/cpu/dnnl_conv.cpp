@@ -613,8 +613,7 @@ ConvLayout conv_activation_layout(DType t) {
   auto has = [](dnnl::cpu_isa isa) {
     return (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(isa)) == static_cast<int>(isa);
   };
-  static const bool blocked = conv_layout() == "blocked", avx512 = has(dnnl::cpu_isa::avx512_core),
-                    amx = has(dnnl::cpu_isa::avx512_core_amx);
+  static const bool blocked = conv_layout() == "blocked", avx512 = has(dnnl::cpu_isa::avx512_core), amx = has_amx();
   if (!blocked || !avx512 || (t != DType::Float32 && t != DType::BFloat16)) return ConvLayout::Plain;
   return t == DType::BFloat16 && amx ? ConvLayout::ChannelsLast : ConvLayout::Blocked16;
 }
