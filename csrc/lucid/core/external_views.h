@@ -1,7 +1,7 @@
 // External views: a NumPy array (Tensor.numpy(), __array__) or a DLPack capsule over a storage's
 // bytes can write them without bumping the storage's version. Whatever caches data derived from
 // a storage's contents (the packed GEMM / convolution weights, backends/cpu/packed_weights.h; a
-// compiled graph's state cache, backends/cpu/compile/executor.cpp) must trust the version only
+// compiled graph's state cache, compile/runtime/frame_executor.cpp) must trust the version only
 // while no such view lives, and must notice one that lived and died in between: per storage, the
 // registry counts the live external views and the ones that ended.
 //

@@ -4,9 +4,11 @@
 // CompiledModule entry whose graph hashes the same. It is two halves:
 //   - the Program (program.h): device-neutral instructions over value slots, the memory plan,
 //     the assigns; what save_compiled stores and any backend can run;
-//   - the Executor (executor.h) of the program's device, registered by its backend: on the CPU
-//     (backends/cpu/compile/executor.cpp) kernel pointers, arena frames from a small pool, static
-//     views and the fused-elementwise block interpreter.
+//   - the Executor (executor.h) of the program's device, registered by its backend: kernel
+//     pointers, arena frames from a small pool, static views and the state cache
+//     (runtime/frame_executor.h, shared), and the backend's own parts: the CPU's fused-elementwise
+//     block interpreter (backends/cpu/compile/executor.cpp), the GPU's CUDA-graph replay
+//     (backends/cuda/compile/executor.cpp).
 // run() checks the feeds against the program and makes one virtual call into the executor; it is
 // thread-safe and needs no Python (callers release the GIL around it).
 #pragma once

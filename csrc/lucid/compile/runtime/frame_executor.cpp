@@ -2,6 +2,11 @@
 // call (see frame_executor.h).
 #include "lucid/compile/runtime/frame_executor.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
 #include "lucid/core/generator.h"
 #include "lucid/dispatch/dispatch.h"
 
@@ -20,8 +25,9 @@ Tensor on_device(const Tensor& t, const Device& device) {
 }
 }  // namespace
 
-FrameExecutor::FrameExecutor(std::shared_ptr<const Program> program)
-    : program_(std::move(program)), graph_(program_->graph()), plan_(program_->plan()), device_(program_->device()) {
+FrameExecutor::FrameExecutor(std::shared_ptr<const Program> program, FusedRunner fused)
+    : program_(std::move(program)), fused_(fused), graph_(program_->graph()), plan_(program_->plan()),
+      device_(program_->device()) {
   for (const Instruction& pi : program_->instructions()) {
     Instr in;
     static_cast<Instruction&>(in) = pi;
@@ -31,9 +37,11 @@ FrameExecutor::FrameExecutor(std::shared_ptr<const Program> program)
     // A copy between devices runs on the non-CPU side's kernel, which knows both memories (dispatch).
     if (def.device_transfer && in.device.is_cpu() && !n.inputs.empty() && n.inputs[0] >= 0)
       in.device = graph_.value(n.inputs[0]).device;
-    LUCID_CHECK(in.kind != Kind::Fused, NotImplementedError, "lucid.compile: the ", device_.str(),
-                " executor runs no FusedElementwise groups (its backend registered no grouping rule)");
-    if (in.kind == Kind::View) {
+    if (in.kind == Kind::Fused) {
+      LUCID_CHECK(fused_.build, NotImplementedError, "lucid.compile: the ", device_.str(),
+                  " executor runs no FusedElementwise groups (its backend registered no grouping rule)");
+      in.fused = fused_.build(graph_, n);
+    } else if (in.kind == Kind::View) {
       in.view = def.view;
       in.static_view = true;  // a candidate; decided by confirm_static_views
     } else {
@@ -229,7 +237,9 @@ void FrameExecutor::step(size_t k, Frame& f, const Call& c) const {
       outs[j] = s[n.outputs[j]] = Tensor::empty(v.shape, v.dtype, v.device);
     }
   }
-  if (in.random) {
+  if (in.kind == Kind::Fused) {
+    fused_.run(in.fused.get(), ins, outs);
+  } else if (in.random) {
     Attrs a = n.attrs;
     a.set("seed", static_cast<int64_t>(c.rng_seed)).set("offset", static_cast<int64_t>(c.rng_base + n.attrs.i("offset")));
     in.kernel(ins, outs, a);
@@ -242,6 +252,11 @@ void FrameExecutor::execute(Frame& f, const Call& c) const {
   for (size_t k = 0; k < instrs_.size(); ++k)
     if (!instrs_[k].static_view && !instrs_[k].cached) step(k, f, c);  // made with the frame, or by fill_state_cache
 }
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+}  // namespace
 
 // Puts the state cache's values into the frame's slots: the kept ones when every bound tensor
 // they read is as it was when they were computed, else computes them (one call at a time).
@@ -305,9 +320,36 @@ TensorList FrameExecutor::run(const TensorList& inputs, const TensorList& states
   std::vector<Tensor>& s = f->slots;
   for (size_t i = 0; i < inputs.size(); ++i) s[graph_.inputs()[i]] = inputs[i];
   for (size_t i = 0; i < states.size(); ++i) s[graph_.states()[i]] = states[i];
+  static const char* profile = std::getenv("LUCID_COMPILE_PROFILE");
+  if (!profile) {
+    if (has_cache_) fill_state_cache(*f, call);
+    execute(*f, call);
+    program_->apply_assigns(s, inputs, states);
+    return program_->outputs(s, inputs, states);
+  }
+  // LUCID_COMPILE_PROFILE: this call's slowest instructions, to stderr (the plain loop, timed).
+  auto t = Clock::now();
   if (has_cache_) fill_state_cache(*f, call);
-  execute(*f, call);
+  const double cache_ms = ms_since(t);
+  std::vector<std::pair<double, size_t>> prof;
+  for (size_t k = 0; k < instrs_.size(); ++k) {
+    if (instrs_[k].static_view || instrs_[k].cached) continue;
+    t = Clock::now();
+    step(k, *f, call);
+    prof.push_back({ms_since(t), k});
+  }
+  t = Clock::now();
   program_->apply_assigns(s, inputs, states);
+  const double assign_ms = ms_since(t);
+  double total = 0;
+  for (const auto& p : prof) total += p.first;
+  std::sort(prof.rbegin(), prof.rend());
+  std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %zu instructions, %8.3f ms  %zu final assigns, %8.3f ms  state cache\n",
+               total, prof.size(), assign_ms, program_->final_assigns().size(), cache_ms);
+  const size_t n_show = static_cast<size_t>(std::max<long>(8, std::atol(profile)));
+  for (size_t i = 0; i < std::min(n_show, prof.size()); ++i)
+    std::fprintf(stderr, "[lucid.compile profile] %8.3f ms  %s (instruction %zu)\n", prof[i].first,
+                 op_name(instrs_[prof[i].second].node->op), prof[i].second);
   return program_->outputs(s, inputs, states);
 }
 

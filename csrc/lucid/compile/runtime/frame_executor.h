@@ -27,12 +27,16 @@
 // view that lives or ended since (core/external_views.h). A bound tensor whose version can't be
 // trusted makes them be recomputed at every call, as without the cache.
 //
-// What a backend adds: a Frame subclass for what it keeps per frame (new_frame), the hooks
+// What a backend adds: how its FusedElementwise groups run (a FusedRunner given to the
+// constructor: the CPU's block interpreter; a backend without one raises NotImplementedError for
+// a program with a group), a Frame subclass for what it keeps per frame (new_frame), the hooks
 // around a frame's use (frame_acquired / frame_released: a GPU orders a frame's reuse on another
 // stream), and how the instruction list of one call runs (execute: the plain loop by default; the
-// CUDA executor replays a CUDA graph). A program with FusedElementwise groups raises
-// NotImplementedError here: no backend on this body runs them yet (the CPU executor, with its
-// block interpreter, has its own copy of this body until it moves onto it).
+// CUDA executor replays a CUDA graph).
+//
+// LUCID_COMPILE_PROFILE=<n>: each call prints to stderr the host time of its instructions, final
+// assigns and state cache, and its n slowest instructions (at least 8). On a GPU it is the time
+// to queue the kernels, not to run them.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -43,6 +47,13 @@
 #include "lucid/core/external_views.h"
 
 namespace lucid::rt {
+
+// How a backend runs a FusedElementwise node: `build` prepares its body once per executor (the
+// CPU's FusedProgram), `run` computes a call's outputs from its inputs with what build returned.
+struct FusedRunner {
+  std::shared_ptr<const void> (*build)(const ir::Graph& graph, const ir::Node& node) = nullptr;
+  void (*run)(const void* prepared, const TensorList& inputs, const TensorList& outputs) = nullptr;
+};
 
 class FrameExecutor : public Executor {
  public:
@@ -58,6 +69,7 @@ class FrameExecutor : public Executor {
   struct Instr : Instruction {
     KernelFn kernel = nullptr;
     ViewFn view = nullptr;
+    std::shared_ptr<const void> fused;  // FusedRunner::build's result
     Device device;             // where the node runs: its result's device
     bool static_view = false;  // a view of arena values or constants: made once per frame, skipped per call
     std::vector<std::pair<int, Tensor>> uploaded;  // (input position, device copy) of host constants
@@ -79,7 +91,7 @@ class FrameExecutor : public Executor {
     uint64_t rng_seed, rng_base;
   };
 
-  explicit FrameExecutor(std::shared_ptr<const Program> program);
+  explicit FrameExecutor(std::shared_ptr<const Program> program, FusedRunner fused = {});
 
   // A new, empty frame of the backend's type (make_frame fills it).
   virtual std::unique_ptr<Frame> new_frame() const { return std::make_unique<Frame>(); }
@@ -90,7 +102,8 @@ class FrameExecutor : public Executor {
   // Runs this call's instructions (all but static views and the state cache): step() in order.
   virtual void execute(Frame& f, const Call& c) const;
   // Instruction k of this call: its inputs from the slots, fresh outputs allocated, outputs
-  // planned into a target set to that target (when writable this call), then the kernel or view.
+  // planned into a target set to that target (when writable this call), then the kernel, the
+  // view or the fused group.
   void step(size_t k, Frame& f, const Call& c) const;
 
   const std::shared_ptr<const Program>& program() const { return program_; }
@@ -117,6 +130,7 @@ class FrameExecutor : public Executor {
   void confirm_static_views();
 
   std::shared_ptr<const Program> program_;
+  FusedRunner fused_;
   const ir::Graph& graph_;
   const ir::MemoryPlan& plan_;
   Device device_;
