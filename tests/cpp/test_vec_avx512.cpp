@@ -3,6 +3,7 @@
 // length, since the eager kernels and the compiled blocks take whichever the CPU has.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -59,6 +60,37 @@ TEST(VecAvx512, SiluRowsEqualTheAvx2Rows) {
   expect_same_bits(
       [](float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return _mm256_mul_ps(x, v_sigmoid(x)); }); },
       silu_rows_avx512, "silu");
+}
+
+TEST(VecAvx512, TanhRowsEqualTheAvx2Rows) {
+  expect_same_bits([](float* o, const float* a, int64_t n) { vec_map(o, a, n, [](__m256 x) { return Sleef_tanhf8_u35avx2(x); }); },
+                   tanh_rows_avx512, "tanh");
+}
+
+// The recurrences' GEMM: each output is fma(a, r, acc) over q in order from 0 (or C's value),
+// what the AVX2 tiles of kernels/rnn.cpp compute too; any row count and the column tail.
+TEST(VecAvx512, RecurrenceGemmSumsEachColumnInOrder) {
+  if (!avx512_rows()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  std::mt19937 gen(3);
+  std::normal_distribution<float> nd;
+  for (int64_t M : {1, 3, 4, 7, 16}) {
+    for (bool accumulate : {false, true}) {
+      const int64_t Q = 37, P = 200;  // 3 tiles of 64 columns, then 8 left to the caller
+      std::vector<float> A(M * Q), R(Q * P), C(M * P), want(M * P);
+      for (float& v : A) v = nd(gen);
+      for (float& v : R) v = nd(gen);
+      for (float& v : C) v = nd(gen);
+      want = C;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t p = 0; p < 192; ++p) {
+          float acc = accumulate ? want[m * P + p] : 0.f;
+          for (int64_t q = 0; q < Q; ++q) acc = std::fma(A[m * Q + q], R[q * P + p], acc);
+          want[m * P + p] = acc;
+        }
+      ASSERT_EQ(192, gemm_rows_avx512(A.data(), M, Q, R.data(), P, C.data(), accumulate));
+      ASSERT_EQ(0, std::memcmp(C.data(), want.data(), sizeof(float) * C.size())) << "M " << M << " acc " << accumulate;
+    }
+  }
 }
 
 }  // namespace

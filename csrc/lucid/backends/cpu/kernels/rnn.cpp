@@ -78,12 +78,15 @@ void gemm_row_f32_wide(const float* A, int64_t Q, const float* R, int64_t P, flo
 template <class T>
 void gemm_rows(const T* A, int64_t M, int64_t Q, const T* R, int64_t P, T* C, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
+    // 64-column tiles in AVX-512 where the CPU has it (the same bits: each column sums over q in
+    // order), the rest below.
+    const int64_t p64 = avx512_rows() ? gemm_rows_avx512(A, M, Q, R, P, C, accumulate) : 0;
     const int64_t pv = P / 32 * 32;
     int64_t m = 0;
     for (; m + 3 <= M; m += 3)
-      for (int64_t p = 0; p < pv; p += 32) gemm_tile_f32<3>(A + m * Q, Q, R, P, C + m * P, accumulate, p);
+      for (int64_t p = p64; p < pv; p += 32) gemm_tile_f32<3>(A + m * Q, Q, R, P, C + m * P, accumulate, p);
     for (; m < M; ++m) {
-      int64_t p = 0;
+      int64_t p = p64;
       for (; p + 64 <= pv; p += 64) gemm_row_f32_wide(A + m * Q, Q, R, P, C + m * P, accumulate, p);
       for (; p < pv; p += 32) gemm_tile_f32<1>(A + m * Q, Q, R, P, C + m * P, accumulate, p);
     }
@@ -102,6 +105,7 @@ template <bool Tanh, class T>
 void activate(T* x, int64_t n) {
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float>) {
+    if (avx512_rows()) return Tanh ? tanh_rows_avx512(x, x, n) : sigmoid_rows_avx512(x, x, n);
     for (; i + 8 <= n; i += 8) {
       __m256 v = _mm256_loadu_ps(x + i);
       _mm256_storeu_ps(x + i, Tanh ? Sleef_tanhf8_u35avx2(v) : v_sigmoid(v));
