@@ -103,6 +103,17 @@ LUCID_VEC_UNARY(Cos, Sleef_cosf8_u10avx2(x));
 LUCID_VEC_UNARY(Tanh, Sleef_tanhf8_u35avx2(x));
 LUCID_VEC_UNARY(Erf, v_erf(x));
 #undef LUCID_VEC_UNARY
+// ReLU6 as the functor's two selects (x < 0 -> 0, then > 6 -> 6; NaN and -0.0 kept): the scalar
+// loop did not vectorise them (14 ms for 38.5M floats in place, against ReLU's 5.4).
+template <> struct VecF32<sm::Relu6> {
+  static void run(float* o, const float* a, int64_t n) {
+    vec_map(o, a, n, [](__m256 x) {
+      const __m256 z = _mm256_setzero_ps(), six = _mm256_set1_ps(6.f);
+      const __m256 r = _mm256_blendv_ps(x, z, _mm256_cmp_ps(x, z, _CMP_LT_OQ));
+      return _mm256_blendv_ps(r, six, _mm256_cmp_ps(r, six, _CMP_GT_OQ));
+    });
+  }
+};
 // Sigmoid and SiLU in 16 lanes where the CPU has AVX-512F (vec_avx512.h: the same bits).
 template <> struct VecF32<sm::Sigmoid> {
   static void run(float* o, const float* a, int64_t n) {
