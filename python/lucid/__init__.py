@@ -22,7 +22,8 @@ from lucid._ops_torch_toplevel import *  # noqa: E402,F401,F403  (nn.functional 
 from lucid.linalg._legacy import *  # noqa: E402,F401,F403  (torch.cholesky, qr, svd, ... : the pre-linalg forms)
 from lucid.serialization import save, load  # noqa: E402  (pylib)
 from lucid import compile  # noqa: E402,A004  (callable namespace: lucid.compile(model))
-from lucid import amp  # noqa: E402  (torch.amp: autocast)
+from lucid import amp  # noqa: E402  (torch.amp: autocast, GradScaler)
+from lucid.amp.grad_scaler import GradScaler  # noqa: E402,F401  (torch.GradScaler is torch.amp.GradScaler)
 from lucid.amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype,  # noqa: E402,F401
                                      set_autocast_dtype, is_autocast_cpu_enabled, set_autocast_cpu_enabled,
                                      get_autocast_cpu_dtype, set_autocast_cpu_dtype, get_autocast_gpu_dtype,

@@ -37,7 +37,9 @@ The allocator is chosen by LUCID_CUDA_ALLOCATOR: unset or "native" (the caching 
 Functions taking a device accept None or 'cuda' (device 0), an int, 'cuda:N' or a lucid.device.
 Without a GPU they raise RuntimeError saying why there is none (except `empty_cache()`, a no-op
 then, as torch's); a device index out of range raises RuntimeError "invalid device ordinal" (the
-property queries: AssertionError "Invalid device id", as torch). The seeding calls are no-ops."""
+property queries: AssertionError "Invalid device id", as torch). The seeding calls are no-ops.
+
+`lucid.cuda.amp` (amp.py) is torch.cuda.amp's deprecated `GradScaler`, over lucid.amp.GradScaler."""
 import builtins
 
 from lucid import _C
@@ -395,3 +397,6 @@ def get_allocator_backend():
 def mem_get_info(device=None):
     """(free, total) bytes of the device's memory, as the driver reports them (all processes)."""
     return _C._cuda_mem_get_info(_device_index(device, "mem_get_info"))
+
+
+from lucid.cuda import amp  # noqa: E402,F401  (torch.cuda.amp: the deprecated GradScaler)
