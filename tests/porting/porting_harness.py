@@ -47,7 +47,7 @@ RTOL = 1e-5
 # (program, mode) pairs whose lucid run fails today, with the missing feature. Other branches are
 # adding these features; the lead empties this dict after merging them (test_porting.py runs the
 # torch side of every program regardless, and `python3 tests/porting/porting_harness.py` runs all).
-PENDING = {}
+PENDING = {("amp_scaler", "fused"): "fused_step(..., grad_scaler=) (issue 16)"}
 
 # Programs whose compiled modes must fall back for part of the run, with the reason they must give.
 # dann's hooks read values on the host (`.item()` in a forward hook and a backward hook), which no
