@@ -1,10 +1,11 @@
-// The channel-blocked activation layout (oneDNN's nChw16c) as ordinary tensors: a batched 2-D
-// activation [N, C, H, W] whose C is a multiple of the block b is held as the contiguous 5-D
-// tensor [N, C/b, H, W, b], element (n, c, h, w) at [n, c / b, h, w, c % b]. The CPU compiler's
+// The channel-blocked activation layouts as ordinary tensors: a batched 2-D activation
+// [N, C, H, W] whose C is a multiple of the block b is held as the contiguous 5-D tensor
+// [N, C/b, H, W, b], element (n, c, h, w) at [n, c / b, h, w, c % b]. b = 16 is oneDNN's nChw16c;
+// b = C is nhwc (channels last: [N, 1, H, W, C]), the layout of its AMX bfloat16 kernels. The CPU compiler's
 // layout pass (backends/cpu/compile/layout.cpp) keeps a model's activations in it between
 // convolutions, so each conv reads and writes its primitive's layout instead of reordering to
 // and from NCHW around every call. Because the blocked value is a real tensor with its real
-// shape, every elementwise op, concatenation along dim 1 and the graph's shape checks stay
+// shape, every elementwise op, concatenation along dim 1 (nhwc: dim 4) and the graph's shape checks stay
 // correct on it unchanged; only the ops below (and ConvFused's in_block / out_block attributes,
 // ops/conv_ops.cpp) read the layout. Each is defined as its NCHW op seen through the layout:
 //   BlockChannels(x) {block}       [N, C, H, W] -> [N, C/b, H, W, b]
@@ -25,8 +26,8 @@
 
 namespace lucid {
 
-// The block the layout pass uses: a 16-float AVX-512 vector, the block of oneDNN's fastest
-// direct convolutions.
+// The block of nChw16c: a 16-float AVX-512 vector, the block of oneDNN's fastest float32 direct
+// convolutions (the layout pass's other block, for nhwc, is the channel count itself).
 constexpr int64_t kChannelBlock = 16;
 
 // [N, C, H, W] -> [N, C/b, H, W, b] (C % b == 0, checked by the records).
