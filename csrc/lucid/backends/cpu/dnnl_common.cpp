@@ -13,10 +13,13 @@ dnnl::stream& stream() {
   return s;
 }
 
+bool has_isa(dnnl::cpu_isa isa) {
+  // A mask test, not a comparison: avx2_vnni is numerically above avx512_core.
+  return (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(isa)) == static_cast<int>(isa);
+}
+
 bool has_amx() {
-  // oneDNN's ISA values are feature masks (avx2_vnni is numerically above avx512_core).
-  static const bool amx = (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(dnnl::cpu_isa::avx512_core_amx)) ==
-                          static_cast<int>(dnnl::cpu_isa::avx512_core_amx);
+  static const bool amx = has_isa(dnnl::cpu_isa::avx512_core_amx);
   return amx;
 }
 

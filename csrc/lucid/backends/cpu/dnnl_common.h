@@ -26,7 +26,9 @@ namespace lucid::dnnl_util {
 
 dnnl::engine& engine();
 dnnl::stream& stream();  // one per thread (streams are not shared between threads)
-// oneDNN runs its AMX (bfloat16 tile) kernels on this CPU (read once).
+// oneDNN's kernels for `isa` run on this CPU (its ISA values are feature masks); has_amx: its AMX
+// (bfloat16 tile) kernels, read once.
+bool has_isa(dnnl::cpu_isa isa);
 bool has_amx();
 
 // oneDNN data type of a lucid dtype; `ok` is false when oneDNN has no such type.

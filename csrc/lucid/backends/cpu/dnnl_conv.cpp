@@ -609,11 +609,7 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
 size_t conv_cache_size() { return conv_cache().size(); }
 
 ConvLayout conv_activation_layout(DType t) {
-  // oneDNN's ISA values are feature masks (avx2_vnni is numerically above avx512_core).
-  auto has = [](dnnl::cpu_isa isa) {
-    return (static_cast<int>(dnnl::get_effective_cpu_isa()) & static_cast<int>(isa)) == static_cast<int>(isa);
-  };
-  static const bool blocked = conv_layout() == "blocked", avx512 = has(dnnl::cpu_isa::avx512_core), amx = has_amx();
+  static const bool blocked = conv_layout() == "blocked", avx512 = has_isa(dnnl::cpu_isa::avx512_core), amx = has_amx();
   if (!blocked || !avx512 || (t != DType::Float32 && t != DType::BFloat16)) return ConvLayout::Plain;
   return t == DType::BFloat16 && amx ? ConvLayout::ChannelsLast : ConvLayout::Blocked16;
 }

@@ -108,21 +108,22 @@ namespace {
 constexpr int64_t kPackMaxRows = 128;  // measured: the gain fades from ~4x at 1 row to ~8% at 128
 
 // The matmul primitive for these descriptors (cached), or null when oneDNN has no implementation.
-// `packed`: B's descriptor is format `any` (the primitive picks its layout; see PackCache).
+// A and B are of dtype `in`, D and the bias of `dt` (equal, except bfloat16 products written in
+// float32). `packed`: B's descriptor is format `any` (the primitive picks its layout; see PackCache).
 std::shared_ptr<MatmulPrim> matmul_prim(const Geometry& A, const Geometry& B, const Tensor& bias, const Geometry& D,
-                                        DType dt, const MatmulEpilogue& ep, bool packed) {
+                                        DType in, DType dt, const MatmulEpilogue& ep, bool packed) {
   int64_t nd = static_cast<int64_t>(D.dims.size());
   int64_t N = D.dims[nd - 1];
   Key k;
-  k.add(packed ? 2 : 1).add(static_cast<int64_t>(dt)).add(A.dims).add(A.strides).add(B.dims).add(B.strides);
+  k.add(packed ? 2 : 1).add(static_cast<int64_t>(in)).add(static_cast<int64_t>(dt)).add(A.dims).add(A.strides).add(B.dims).add(B.strides);
   k.add(D.dims).add(D.strides).add(bias.defined() ? bias.strides()[0] : -1).addf(ep.alpha);
   for (auto& p : ep.post_ops) k.add(p.kind).addf(p.scale);
   return prim_cache().get(k, [&]() -> std::shared_ptr<MatmulPrim> {
     try {
-      auto amd = strided_desc(A.dims, A.strides, dt);
-      auto bmd = packed ? dnnl::memory::desc(dnnl::memory::dims(B.dims.begin(), B.dims.end()), to_dnnl(dt),
+      auto amd = strided_desc(A.dims, A.strides, in);
+      auto bmd = packed ? dnnl::memory::desc(dnnl::memory::dims(B.dims.begin(), B.dims.end()), to_dnnl(in),
                                              dnnl::memory::format_tag::any)
-                        : strided_desc(B.dims, B.strides, dt);
+                        : strided_desc(B.dims, B.strides, in);
       auto dmd = strided_desc(D.dims, D.strides, dt);
       dnnl::primitive_attr attr = post_op_attr(ep.post_ops);
       if (ep.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(ep.alpha)});
@@ -158,16 +159,17 @@ std::shared_ptr<void> packed_weights(const MatmulPrim& prim, const Geometry& B, 
                        [&] { return reorder_copy(strided_desc(B.dims, B.strides, dt), pb, prim.wei); });
 }
 
-// One oneDNN matmul call; false when oneDNN has no implementation for these descriptors.
-// `wsrc`, when defined, is the tensor B is read from, offered for packing (2-D products only).
+// One oneDNN matmul call (A and B of dtype `in`, D of `dt`); false when oneDNN has no
+// implementation for these descriptors. `wsrc`, when defined, is the tensor B is read from,
+// offered for packing (2-D products only).
 bool run_dnnl(const Geometry& A, const void* pa, const Geometry& B, const void* pb, const Tensor& bias,
-              const Geometry& D, void* pd, DType dt, const MatmulEpilogue& ep, const Tensor& wsrc = Tensor()) {
+              const Geometry& D, void* pd, DType in, DType dt, const MatmulEpilogue& ep, const Tensor& wsrc = Tensor()) {
   std::shared_ptr<MatmulPrim> prim;
   std::shared_ptr<void> wbuf;
   if (wsrc.defined() && D.dims.size() == 2 && D.dims[0] <= kPackMaxRows && weight_pack_enabled() &&
-      version_tracks_contents(*wsrc.impl()->storage) && (prim = matmul_prim(A, B, bias, D, dt, ep, true)))
-    wbuf = packed_weights(*prim, B, pb, wsrc, dt);
-  if (!wbuf) prim = matmul_prim(A, B, bias, D, dt, ep, false);
+      version_tracks_contents(*wsrc.impl()->storage) && (prim = matmul_prim(A, B, bias, D, in, dt, ep, true)))
+    wbuf = packed_weights(*prim, B, pb, wsrc, in);
+  if (!wbuf) prim = matmul_prim(A, B, bias, D, in, dt, ep, false);
   if (!prim) return false;
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(prim->src, pa)},
                                               {DNNL_ARG_WEIGHTS, mem(prim->wei, wbuf ? wbuf.get() : pb)},
@@ -223,9 +225,15 @@ bool operand_geometry(const Tensor& t, const Shape& batch, Geometry& g) {
   return true;
 }
 
+// The dtype the operands are read in: out's, except bfloat16 operands of a float32 product
+// (oneDNN accumulates in float32 and writes float32: attention's scores).
+DType operand_dtype(const Tensor& a, const Tensor& b, DType out) {
+  return out == DType::Float32 && a.dtype() == DType::BFloat16 && b.dtype() == DType::BFloat16 ? DType::BFloat16 : out;
+}
+
 bool try_dnnl(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out,
               const Shape& batch_full) {
-  DType dt = out.dtype();
+  const DType dt = out.dtype(), in = operand_dtype(a, b, dt);
   int64_t M = a.shape()[a.ndim() - 2], K = a.shape().back(), N = b.shape().back();
   // Batch dims of size 1 are dropped everywhere (they only shift the pointer by zero).
   Shape batch;
@@ -242,7 +250,7 @@ bool try_dnnl(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
     Geometry A{{rows, K}, {sr, sc}}, B;
     if (normalize_matrix(rows, K, A.strides[0], A.strides[1]) && operand_geometry(b, {}, B)) {
       D = {{rows, N}, {N, 1}};
-      if (run_dnnl(A, a.data_ptr(), B, b.data_ptr(), bb, D, out.data_ptr(), dt, ep, b)) return true;
+      if (run_dnnl(A, a.data_ptr(), B, b.data_ptr(), bb, D, out.data_ptr(), in, dt, ep, b)) return true;
     }
   }
   Shape dshape = batch;
@@ -255,18 +263,18 @@ bool try_dnnl(const Tensor& a, const Tensor& b, const Tensor& bias, const Matmul
   if (!operand_geometry(bc, batch, B)) { bc = b.contiguous_data(); operand_geometry(bc, batch, B); }
   // A 2-D product reading b in place may use a packed copy of b.
   const Tensor& wsrc = batch.empty() && bc.impl() == b.impl() ? b : Tensor();
-  if (run_dnnl(A, ac.data_ptr(), B, bc.data_ptr(), bb, D, out.data_ptr(), dt, ep, wsrc)) return true;
+  if (run_dnnl(A, ac.data_ptr(), B, bc.data_ptr(), bb, D, out.data_ptr(), in, dt, ep, wsrc)) return true;
   // Last resort: fully materialised, contiguous, batch-expanded operands.
   Shape as = batch_full, bs = batch_full, ds = batch_full;
   as.push_back(M); as.push_back(K);
   bs.push_back(K); bs.push_back(N);
   ds.push_back(M); ds.push_back(N);
-  Tensor af = Tensor::empty(as, dt), bf = Tensor::empty(bs, dt);
+  Tensor af = Tensor::empty(as, in), bf = Tensor::empty(bs, in);
   copy_into(af, a);
   copy_into(bf, b);
   if (!operand_geometry(af, batch_full, A) || !operand_geometry(bf, batch_full, B)) return false;
   D = {ds, contiguous_strides(ds)};
-  return run_dnnl(A, af.data_ptr(), B, bf.data_ptr(), bb, D, out.data_ptr(), dt, ep);
+  return run_dnnl(A, af.data_ptr(), B, bf.data_ptr(), bb, D, out.data_ptr(), in, dt, ep);
 }
 
 // ---- Generic blocked GEMM (float64, integers, and the fallback) ----------------------------
@@ -422,6 +430,12 @@ void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Mat
   if (dnnl_has_matmul(dt) && K > 0 && out.is_contiguous() && out.numel() * K > kSmallGemm &&
       try_dnnl(a, b, bias, ep, out, batch))
     return;
+  if (operand_dtype(a, b, dt) != dt) {  // bfloat16 operands into float32 without oneDNN: widen them
+    Tensor a32 = Tensor::empty(a.shape(), dt), b32 = Tensor::empty(b.shape(), dt);
+    copy_into(a32, a);
+    copy_into(b32, b);
+    return dnnl_matmul(a32, b32, bias, ep, out);
+  }
   switch (dt) {
     case DType::Float64: gemm_generic<double, double>(a, b, bias, ep, out, batch); return;
     case DType::Float32: gemm_generic<float, float>(a, b, bias, ep, out, batch); return;

@@ -59,7 +59,8 @@ Acc apply_post_ops(Acc v, const std::vector<MatmulPostOp>& ops, Acc prev) {
   return v;
 }
 
-// bias: undefined, or 1-D [N] of out's dtype.
+// a and b of out's dtype, or bfloat16 into a float32 out (float32 accumulation, no rounding of
+// the product to bfloat16); bias: undefined, or 1-D [N] of out's dtype.
 void dnnl_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const MatmulEpilogue& ep, const Tensor& out);
 
 // Number of primitives in the matmul cache (tests and benchmarks read it).

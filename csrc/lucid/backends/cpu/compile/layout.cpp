@@ -82,6 +82,8 @@ class LayoutPlan {
   }
 
   bool blocked(int v) const { return v >= 0 && blocked_[v]; }
+  // v is read by exactly one node and is not a graph output or assigned value.
+  bool single_reader(int v) const { return users_[v].size() == 1 && !esc_[v]; }
 
   // Node n's input slot s takes its value blocked.
   bool reads_blocked(const Node& n, size_t s) const {
@@ -223,17 +225,15 @@ Graph keep_blocked_layouts(const Graph& g) {
     return plain_of[v];
   };
   using Kind = LayoutPlan::Kind;
-  // Relu nodes absorbed into the blocked BatchNorm they read (node index -> that BatchNorm's).
-  const std::vector<std::vector<int>> users = ir::value_users(g);
-  const std::vector<bool> esc = ir::escaping_values(g);
+  // A Relu absorbed into the blocked BatchNorm it reads: BatchNorm node index -> that Relu's.
   std::vector<int> relu_of_bn(g.nodes().size(), -1);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
     if (n.op != OpId::Relu || n.body || !plan.blocked(n.inputs[0]) || !plan.blocked(n.outputs[0])) continue;
     const Value& x = g.value(n.inputs[0]);
     const int bn = x.kind == ir::ValueKind::Node ? x.producer : -1;
-    if (bn >= 0 && x.output_index == 0 && plan.kind(g.nodes()[bn]) == Kind::BatchNorm && users[n.inputs[0]].size() == 1 && !esc[n.inputs[0]] &&
-        g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype)
+    if (bn >= 0 && x.output_index == 0 && plan.kind(g.nodes()[bn]) == Kind::BatchNorm && plan.single_reader(n.inputs[0]) &&
+        x.dtype == g.value(n.outputs[0]).dtype)
       relu_of_bn[bn] = static_cast<int>(i);
   }
   std::vector<char> absorbed(g.nodes().size(), 0);

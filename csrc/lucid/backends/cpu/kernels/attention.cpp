@@ -7,7 +7,7 @@
 // are accumulated per tile (dscores, L x S, only when the record asks for a float mask's
 // gradient). Both use the small register-tiled GEMM of backends/cpu/nn_vec.h and compute 16-bit
 // inputs in float. A bfloat16 forward on a CPU with AMX instead runs its two products as oneDNN
-// AMX matmuls over every batch at once (sdpa_forward_amx: the scores of a call in float32, at
+// AMX matmuls (dnnl_matmul) over every batch at once (sdpa_forward_amx: the scores of a call in float32, at
 // most kAmxScores of them; P rounded to bfloat16 for the second product, as PyTorch's CPU flash
 // attention does): ViT-B/16's 12 attentions went from 28 ms to a few.
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "lucid/backends/cpu/dnnl_common.h"
-#include "lucid/backends/cpu/dnnl_matmul.h"  // MatmulPostOp, for post_op_attr
+#include "lucid/backends/cpu/dnnl_matmul.h"
 #include "lucid/backends/cpu/float16_convert.h"
 #include "lucid/backends/cpu/kernels/nn_operands.h"
 #include "lucid/backends/cpu/nn_vec.h"
@@ -270,41 +270,6 @@ void sdpa_backward(const TensorList& in, const TensorList& out, const Attrs& a) 
 // sequences keep the flash kernel's O(tile) memory.
 constexpr int64_t kAmxScores = int64_t(8) << 20;
 
-struct AmxMatmul {
-  dnnl::matmul prim;
-  dnnl::memory::desc src, wei, dst, scratch;
-};
-
-// The batched matmul dst = scale * src @ wei over these shapes and strides (cached).
-std::shared_ptr<AmxMatmul> amx_matmul(const Shape& sd, const Strides& ss, const Shape& wd, const Strides& ws, const Shape& dd,
-                                      DType dst_t, float scale) {
-  static dnnl_util::LruCache<AmxMatmul> cache(64);
-  dnnl_util::Key k;
-  k.add(sd).add(ss).add(wd).add(ws).add(dd).add(static_cast<int64_t>(dst_t)).addf(scale);
-  return cache.get(k, [&] {
-    auto m = std::make_shared<AmxMatmul>();
-    m->src = dnnl_util::strided_desc(sd, ss, DType::BFloat16);
-    m->wei = dnnl_util::strided_desc(wd, ws, DType::BFloat16);
-    m->dst = dnnl_util::plain_desc(dd, dst_t);
-    dnnl::primitive_attr attr = dnnl_util::post_op_attr({});
-    if (scale != 1.f) attr.set_output_scales(0, {scale});
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(m->src, m->wei, m->dst), attr, dnnl_util::engine());
-    m->prim = dnnl::matmul(pd);
-    m->scratch = pd.scratchpad_desc();
-    return m;
-  });
-}
-
-void run_amx(const AmxMatmul& m, const void* src, const void* wei, void* dst) {
-  thread_local std::vector<char> scratch;
-  if (scratch.size() < m.scratch.get_size()) scratch.resize(m.scratch.get_size());
-  m.prim.execute(dnnl_util::stream(), {{DNNL_ARG_SRC, dnnl_util::mem(m.src, src)},
-                                       {DNNL_ARG_WEIGHTS, dnnl_util::mem(m.wei, wei)},
-                                       {DNNL_ARG_DST, dnnl_util::mem(m.dst, dst)},
-                                       {DNNL_ARG_SCRATCHPAD, dnnl_util::mem(m.scratch, scratch.data())}});
-  dnnl_util::stream().wait();
-}
-
 // scores = scale q k^T (float32, all batches), then per row the flash kernel's rules (causal and
 // bool-masked keys -inf, a float mask added, NaN propagating, a fully masked row zeros with lse
 // +inf): P = exp(s - max) / sum, dropout applied after the sum, rounded to bfloat16; out = P v.
@@ -316,16 +281,15 @@ void sdpa_forward_amx(const TensorList& in, const TensorList& out, const Attrs& 
   const bool causal = a.b("is_causal");
   const double p = a.f("dropout_p");
   const float dscale = (drop.kind && p < 1.0) ? static_cast<float>(1.0 / (1.0 - p)) : (drop.kind ? 0.f : 1.f);
-  std::vector<float> sc(static_cast<size_t>(B * L * S));
-  std::vector<BFloat16> pb(static_cast<size_t>(B * L * S));
-  run_amx(*amx_matmul({B, L, E}, {L * E, E, 1}, {B, E, S}, {S * E, 1, E}, {B, L, S}, DType::Float32,
-                      static_cast<float>(a.f("scale"))),
-          q.data_ptr(), k.data_ptr(), sc.data());
+  Tensor scores = Tensor::empty({B, L, S}, DType::Float32), probs = Tensor::empty({B, L, S}, DType::BFloat16);
+  MatmulEpilogue scaled;
+  scaled.alpha = a.f("scale");
+  dnnl_matmul(q, Tensor::make_view(k, {B, E, S}, {S * E, 1, E}, k.offset()), Tensor(), scaled, scores);  // q k^T
   float* lse = out[1].data<float>();
   const float ninf = -std::numeric_limits<float>::infinity();
   parallel_for(0, B * L, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(S, 1)), [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
-      float* s_ = sc.data() + row * S;
+      float* s_ = scores.data<float>() + row * S;
       const int64_t lim = causal ? std::clamp<int64_t>(row % L + 1, 0, S) : S;
       for (int64_t s = lim; s < S; ++s) s_[s] = ninf;
       if (mask.kind == 1) {
@@ -345,11 +309,10 @@ void sdpa_forward_amx(const TensorList& in, const TensorList& out, const Attrs& 
         const float inv = static_cast<float>(1.0 / l);
         for (int64_t s = 0; s < S; ++s) s_[s] *= inv * drop_mult(drop, row * S + s, dscale);
       }
-      narrow(s_, pb.data() + row * S, S);
+      narrow(s_, probs.data<BFloat16>() + row * S, S);
     }
   });
-  run_amx(*amx_matmul({B, L, S}, {L * S, S, 1}, {B, S, Ev}, {S * Ev, Ev, 1}, {B, L, Ev}, DType::BFloat16, 1.f), pb.data(),
-          v.data_ptr(), out[0].data_ptr());
+  dnnl_matmul(probs, v, Tensor(), {}, out[0]);
 }
 
 void sdpa_forward_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
