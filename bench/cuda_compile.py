@@ -5,7 +5,13 @@ Rows (float32):
   - MLP 784-256-10, batch 64, inference (no_grad): lucid compiled as CUDA-graph replays, and the
     same program on the plain executor (LUCID_CUDA_GRAPHS=0 for a second compile);
   - the same MLP's training step with Adam (lucid: compile.fused_step; torch: zero_grad,
-    forward, cross-entropy, backward, step with foreach Adam).
+    forward, cross-entropy, backward, step with foreach Adam);
+  - elementwise-heavy inference (the fused kernels, issue 14 item 2): an elementwise chain on
+    [8192, 1024] (scale and shift by broadcast parameters, tanh-GELU, a scaled residual, SiLU:
+    lucid compiles it into one NVRTC kernel) and a GELU-MLP block 1024-4096-1024 with a residual
+    and LayerNorm at batch 256 (bias + GELU and the residual add fuse; the matmuls are cuBLASLt).
+    Both also with LUCID_CUDA_FUSED=0 (the same program, each elementwise op its own kernel) and
+    against torch.compile's default mode (Inductor fuses them with Triton) and reduce-overhead.
 The zoo of the issue (ResNet-18, MobileNet-v2, GPT-2, ...) and jax.jit join as later steps land.
 
 Timing: the median over interleaved rounds (bench/_common.timeit_interleaved) of the wall time of
@@ -15,7 +21,7 @@ with no synchronisation (calls queued back to back). Before timing, the compiled
 checked against eager (max |difference| printed). torch.compile's first call (seconds) is
 reported as its own column, as is lucid's first (tracing + compiling) call.
 
-Usage (on the GPU machine): python bench/cuda_compile.py [--json PATH] [--no-torch-compile]
+Usage (on the GPU machine): python bench/cuda_compile.py [--json PATH] [--no-torch-compile] [--only SUBSTRING]
 """
 import argparse
 import json
@@ -107,6 +113,82 @@ def inference_row(use_torch_compile):
     return "MLP 784-256-10 b64 inference", times, first, err
 
 
+def ew_chain(lib):
+    nn = lib.nn
+
+    class Chain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(lib.ones(1024) * 1.5)
+            self.shift = nn.Parameter(lib.ones(1024) * 0.25)
+
+        def forward(self, x):
+            y = nn.functional.gelu(x * self.scale + self.shift, approximate="tanh")
+            return nn.functional.silu(y * 0.5 + x)
+
+    return Chain()
+
+
+def gelu_mlp(lib):
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down, self.norm = nn.Linear(1024, 4096), nn.Linear(4096, 1024), nn.LayerNorm(1024)
+
+        def forward(self, x):
+            return self.norm(x + self.down(nn.functional.gelu(self.up(x), approximate="tanh")))
+
+    return Block()
+
+
+def fused_row(name, make, shape, use_torch_compile):
+    """One inference workload: lucid eager / compiled / compiled with per-op elementwise kernels,
+    torch eager / torch.compile / reduce-overhead, all synchronised per call."""
+    torch.manual_seed(0)
+    tm = make(torch).cuda()
+    lm = make(lucid)
+    lm.load_state_dict({k: lucid.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
+    lm = lm.to("cuda")
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    lx, tx = lucid.tensor(x).to("cuda"), torch.from_numpy(x).cuda()
+    fns, first = {}, {}
+    with lucid.no_grad(), torch.no_grad():
+        lucid._C._clear_executable_cache()
+        cm = lucid.compile(lm, strict=True)
+        first["lucid compiled"] = first_call(lambda: cm(lx))
+        for _ in range(3):
+            cm(lx)
+        ref = tm(tx).cpu().numpy()
+        err = float(np.abs(cm(lx).cpu().numpy() - ref).max())
+        (key,) = cm._keys()
+        exe = cm._executable(key)
+        print(f"{name}: fused kernels {exe.fused_kernels}, {exe.graph_replays} graph replays, "
+              f"graph fallback: {exe.graph_fallback or '-'}, max |compiled - torch| {err:.3g}")
+        lucid._C._clear_executable_cache()  # the same graph again, its groups run op by op
+        os.environ["LUCID_CUDA_FUSED"] = "0"
+        per_op = lucid.compile(lm, strict=True)
+        for _ in range(4):
+            per_op(lx)
+        del os.environ["LUCID_CUDA_FUSED"]
+        (key,) = per_op._keys()
+        assert per_op._executable(key).fused_kernels["kernels"] == 0
+        fns["lucid eager"] = synced(lambda: lm(lx), lucid.cuda.synchronize)
+        fns["lucid compiled"] = synced(lambda: cm(lx), lucid.cuda.synchronize)
+        fns["lucid compiled, per-op ew"] = synced(lambda: per_op(lx), lucid.cuda.synchronize)
+        fns["torch eager"] = synced(lambda: tm(tx), torch.cuda.synchronize)
+        if use_torch_compile:
+            for label, mode in (("torch.compile", None), ("torch reduce-overhead", "reduce-overhead")):
+                tc = torch.compile(tm, mode=mode) if mode else torch.compile(tm)
+                first[label] = first_call(lambda: tc(tx))
+                for _ in range(3):
+                    tc(tx)
+                fns[label] = synced(lambda tc=tc: tc(tx), torch.cuda.synchronize)
+        times = timeit_interleaved(fns, rounds=9)
+    return name, times, first, err
+
+
 def training_row():
     lm, tm = twins()
     rng = np.random.default_rng(1)
@@ -144,11 +226,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "cuda_compile.json"))
     ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--only", default="", help="run only the rows whose name contains this (mlp, adam, ew, gelu)")
     args = ap.parse_args()
     if not (lucid.cuda.is_available() and torch.cuda.is_available()):
         sys.exit("bench/cuda_compile.py needs a GPU and a CUDA build of lucid")
-    rows = [inference_row(not args.no_torch_compile), training_row()]
-    cols = ["lucid eager", "lucid compiled", "lucid compiled, no graph", "torch eager", "torch reduce-overhead"]
+    tcomp = not args.no_torch_compile
+    makers = [("mlp", lambda: inference_row(tcomp)), ("adam", training_row),
+              ("ew", lambda: fused_row("ew chain [8192,1024] (gelu, silu)", ew_chain, (8192, 1024), tcomp)),
+              ("gelu", lambda: fused_row("GELU-MLP 1024-4096-1024 b256 + LN", gelu_mlp, (256, 1024), tcomp))]
+    rows = [make() for key, make in makers if args.only.lower() in key]
+    cols = ["lucid eager", "lucid compiled", "lucid compiled, no graph", "lucid compiled, per-op ew", "torch eager",
+            "torch.compile", "torch reduce-overhead"]
     table = [[name] + [f"{times[c] * 1e3:.4f}" if c in times else "" for c in cols]
              + [f"{first.get('lucid compiled', 0):.3f}", f"{err:.2g}"] for name, times, first, err in rows]
     print_table("ms per call (synchronised), lucid compiled first call in s, |compiled - reference|",

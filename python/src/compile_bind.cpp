@@ -676,6 +676,15 @@ LUCID_BINDER(compile) {
       .def_prop_ro("state_cache_fills", [](const PyExecutable& e) { return e.exe->state_cache_fills(); })
       .def_prop_ro("graph_replays", [](const PyExecutable& e) { return e.exe->graph_replays(); })
       .def_prop_ro("graph_fallback", [](const PyExecutable& e) { return e.exe->graph_fallback(); })
+      .def_prop_ro("fused_kernels", [](const PyExecutable& e) {
+        rt::FusedKernelStats f = e.exe->fused_kernels();
+        nb::dict d;
+        d["kernels"] = f.kernels;
+        d["per_op"] = f.per_op;
+        d["fallback"] = f.fallback;
+        d["code"] = f.code;
+        return d;
+      })
       .def("_trim", [](const PyExecutable& e) { e.exe->trim(); });
 
   // Optimise and build (or fetch from the persistent compile cache, export/disk_cache.h, and the

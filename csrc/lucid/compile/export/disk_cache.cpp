@@ -266,6 +266,8 @@ void write_entry(const std::string& dir, const std::string& path, const Key& key
 
 }  // namespace
 
+std::string compile_cache_dir() { return cache_dir(); }
+
 rt::CompileResult compile_graph_cached(const ir::Graph& traced, const std::string& dump) {
   std::string dir = dump.empty() ? cache_dir() : "";
   if (dir.empty()) return rt::compile_graph(traced, dump);

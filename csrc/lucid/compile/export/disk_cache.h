@@ -36,6 +36,10 @@
 
 namespace lucid::artifact {
 
+// The cache's directory as configured now (see above); "" when the cache is disabled. Backends
+// keep their device code there too (the CUDA backend's cubins, backends/cuda/compile/nvrtc_program.h).
+std::string compile_cache_dir();
+
 // rt::compile_graph through the cache: from_disk tells whether the program was read from it.
 rt::CompileResult compile_graph_cached(const ir::Graph& traced, const std::string& dump);
 // rt::compile_joint through the cache (forward, backward and num_saved stored together).

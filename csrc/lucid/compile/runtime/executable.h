@@ -43,6 +43,7 @@ class Executable {
   uint64_t state_cache_fills() const { return executor_->state_cache_fills(); }
   uint64_t graph_replays() const { return executor_->graph_replays(); }
   std::string graph_fallback() const { return executor_->graph_fallback(); }
+  FusedKernelStats fused_kernels() const { return executor_->fused_kernels(); }
   // Frees the pooled frames (and their arenas): for an executable nothing runs any more but the
   // process-wide cache still holds. A later run makes a new frame.
   void trim() const { executor_->trim(); }

@@ -14,6 +14,17 @@
 
 namespace lucid::rt {
 
+// An executor that runs FusedElementwise groups as generated device kernels (the CUDA backend's
+// NVRTC kernels): how many groups became one kernel each, how many run op by op and why (the
+// first such group's reason), and where the kernels' code came from ("nvrtc", "disk": the
+// persistent compile cache, "memory": the process's; "" when there are none).
+struct FusedKernelStats {
+  int kernels = 0;
+  int per_op = 0;
+  std::string fallback;
+  std::string code;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -28,6 +39,8 @@ class Executor {
   // 0 and "" for an executor without graphs.
   virtual uint64_t graph_replays() const { return 0; }
   virtual std::string graph_fallback() const { return ""; }
+  // Zero and empty for an executor without generated kernels (the CPU's block interpreter).
+  virtual FusedKernelStats fused_kernels() const { return {}; }
 };
 
 // Builds the executor of one program; the program outlives it (the executor holds it).

@@ -26,7 +26,7 @@ Tensor on_device(const Tensor& t, const Device& device) {
 }  // namespace
 
 FrameExecutor::FrameExecutor(std::shared_ptr<const Program> program, FusedRunner fused)
-    : program_(std::move(program)), fused_(fused), graph_(program_->graph()), plan_(program_->plan()),
+    : program_(std::move(program)), fused_(std::move(fused)), graph_(program_->graph()), plan_(program_->plan()),
       device_(program_->device()) {
   for (const Instruction& pi : program_->instructions()) {
     Instr in;
@@ -40,7 +40,7 @@ FrameExecutor::FrameExecutor(std::shared_ptr<const Program> program, FusedRunner
     if (in.kind == Kind::Fused) {
       LUCID_CHECK(fused_.build, NotImplementedError, "lucid.compile: the ", device_.str(),
                   " executor runs no FusedElementwise groups (its backend registered no grouping rule)");
-      in.fused = fused_.build(graph_, n);
+      in.fused = fused_.build(fused_.context.get(), graph_, n);
     } else if (in.kind == Kind::View) {
       in.view = def.view;
       in.static_view = true;  // a candidate; decided by confirm_static_views

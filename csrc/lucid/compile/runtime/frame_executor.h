@@ -50,9 +50,13 @@ namespace lucid::rt {
 
 // How a backend runs a FusedElementwise node: `build` prepares its body once per executor (the
 // CPU's FusedProgram), `run` computes a call's outputs from its inputs with what build returned.
+// `context` is what the backend made for the whole program before (the CUDA backend's module of
+// generated kernels, one NVRTC program per executable); build gets it, and the executor keeps it
+// alive as long as the prepared groups.
 struct FusedRunner {
-  std::shared_ptr<const void> (*build)(const ir::Graph& graph, const ir::Node& node) = nullptr;
+  std::shared_ptr<const void> (*build)(const void* context, const ir::Graph& graph, const ir::Node& node) = nullptr;
   void (*run)(const void* prepared, const TensorList& inputs, const TensorList& outputs) = nullptr;
+  std::shared_ptr<const void> context;
 };
 
 class FrameExecutor : public Executor {

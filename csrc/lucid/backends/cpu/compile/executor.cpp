@@ -11,7 +11,7 @@ namespace lucid::cpu {
 
 namespace {
 
-std::shared_ptr<const void> build_fused(const ir::Graph& g, const ir::Node& n) {
+std::shared_ptr<const void> build_fused(const void*, const ir::Graph& g, const ir::Node& n) {
   return std::make_shared<const FusedProgram>(*n.body, wrapped_inputs(g, n));
 }
 

@@ -13,6 +13,11 @@
 // the block out early. The state cache's values are computed on the stream of the call that
 // filled it; calls on other streams read them unordered (the cache is for one stream at a time).
 //
+// Fused elementwise groups run as generated kernels (fused_kernels.h): the program's groups are
+// one NVRTC program, compiled (or read from the cubin caches) when the executor is built, and
+// their launches are captured into the graph like any kernel; fused_kernels() reports how many
+// groups became kernels and why any runs op by op.
+//
 // CUDA graphs. Each frame is an executable instance with its own graph (so threads calling one
 // compiled model at once each replay their own). A frame's first call runs the instruction list
 // (the warm-up: lazy library handles, plans, cached blocks); its second captures the list into a
@@ -47,6 +52,7 @@
 #include <mutex>
 #include <string>
 
+#include "lucid/backends/cuda/compile/fused_kernels.h"
 #include "lucid/backends/cuda/cuda_allocator.h"
 #include "lucid/backends/cuda/graph_capture.h"
 #include "lucid/backends/cuda/stream.h"
@@ -86,7 +92,7 @@ struct GraphInstance {
 
 class CudaExecutor final : public rt::FrameExecutor {
  public:
-  explicit CudaExecutor(std::shared_ptr<const rt::Program> program);
+  explicit CudaExecutor(std::shared_ptr<const rt::Program> program) : CudaExecutor(program, fused_runner(*program)) {}
 
   TensorList run(const TensorList& inputs, const TensorList& states) const override {
     DeviceGuard guard(device());
@@ -97,8 +103,11 @@ class CudaExecutor final : public rt::FrameExecutor {
     std::lock_guard<std::mutex> lk(reason_mu_);
     return reason_;
   }
+  rt::FusedKernelStats fused_kernels() const override { return fused_stats_; }
 
  private:
+  CudaExecutor(std::shared_ptr<const rt::Program> program, rt::FusedRunner fused);
+
   struct CudaFrame : Frame {
     ~CudaFrame() override {
       if (done) {
@@ -128,6 +137,7 @@ class CudaExecutor final : public rt::FrameExecutor {
   std::unique_ptr<GraphInstance> capture(CudaFrame& f, const Call& c) const;
   void replay(CudaFrame& f, const GraphInstance& g, const Call& c) const;
 
+  const rt::FusedKernelStats fused_stats_;
   const ir::Graph& graph_;
   std::vector<int> external_ids_;  // states and state-cache values: read by the graph at their captured address
   std::vector<int> read_after_;    // value ids the final assigns and the outputs read after the launch
@@ -137,8 +147,8 @@ class CudaExecutor final : public rt::FrameExecutor {
   mutable std::atomic<uint64_t> replays_{0};
 };
 
-CudaExecutor::CudaExecutor(std::shared_ptr<const rt::Program> program)
-    : FrameExecutor(std::move(program)), graph_(this->program()->graph()) {
+CudaExecutor::CudaExecutor(std::shared_ptr<const rt::Program> program, rt::FusedRunner fused)
+    : FrameExecutor(std::move(program), fused), fused_stats_(fused_kernel_stats(fused)), graph_(this->program()->graph()) {
   const rt::Program& p = *this->program();
   std::string why;
   const char* env = std::getenv("LUCID_CUDA_GRAPHS");
