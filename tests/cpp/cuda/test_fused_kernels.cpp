@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "lucid/backends/cuda/compile/fused_source.h"
@@ -64,6 +65,7 @@ TEST(CudaFusedSource, CudaRuleGroupsChainsAndTheGeneratorCallsTheFunctors) {
   std::vector<cuda::FusedKernelSource> ks = kernels_of(g);
   ASSERT_EQ(ks.size(), 2u) << ir::print(g);  // the float32 chain and the float16 chain
   for (const auto& k : ks) EXPECT_EQ(k.refused, "") << k.refused;
+  if (std::getenv("LUCID_PRINT_FUSED")) std::printf("%s\n", program_of(ks).c_str());  // to read what is generated
   const std::string& a = ks[0].code;
   EXPECT_TRUE(has(a, "extern \"C\" __global__ void __launch_bounds__(256) lucid_fused_0(")) << a;
   EXPECT_TRUE(has(a, "lucid::sm::Add::apply<float>(")) << a;

@@ -99,7 +99,9 @@ std::shared_ptr<Module> build_module(const rt::Program& p) {
       } else {
         gr.src.refused = failure;
       }
-      gr.max_blocks = std::max(1, props.multi_processor_count) * int64_t{32};
+      // One element per thread (a grid-stride loop only past 2^28 elements): memory-bound
+      // kernels want every load in flight at once, not a few loops' worth per SM.
+      gr.max_blocks = std::max(1, props.multi_processor_count) * int64_t{8192};
     }
   }
   for (size_t k = 0; k < m->groups.size(); ++k) {

@@ -113,22 +113,6 @@ __device__ __forceinline__ float lucid_round_h(float f) { return lucid_h2f(lucid
 __device__ __forceinline__ float lucid_round_b(float f) { return lucid_b2f(lucid_f2b(f)); }
 // A host scalar's value from the low bytes of its argument word.
 template <class T> __device__ __forceinline__ T lucid_bits(unsigned long w) { return *reinterpret_cast<const T*>(&w); }
-// Element offset of linear index i of the iteration space in an operand with these strides
-// (unrolled over the maximum rank, so every index into the arguments is a constant).
-template <class I, int D>
-__device__ __forceinline__ long lucid_offset(const long (&size)[D], const long (&stride)[D], unsigned ndim, I i) {
-  long off = 0;
-#pragma unroll
-  for (int d = D - 1; d >= 0; --d) {
-    if (d < static_cast<int>(ndim)) {
-      const I s = static_cast<I>(size[d]);
-      const I q = i / s;
-      off += static_cast<long>(i - q * s) * stride[d];
-      i = q;
-    }
-  }
-  return off;
-}
 )";
 
 }  // namespace
@@ -174,6 +158,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
   // Stand-ins of the body's values for the dtype rule, as the grouping pass made them.
   std::vector<Tensor> proxy(body.values().size());
   std::string loads, ops, stores, functors;
+  std::vector<int> device_inputs;
   std::map<std::pair<int, DType>, std::string> have;  // (value, dtype) -> expression
   for (int i = 0; i < ni; ++i) {
     const ir::Value& bv = body.value(body.inputs()[i]);
@@ -191,8 +176,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
       loads += str("  const ", compute_type(bv.dtype), " ", v, " = ",
                    widen(str("lucid_bits<", storage_type(bv.dtype), ">(a.host[", i, "])"), bv.dtype), ";\n");
     } else {
-      loads += str("  const long o", i, " = (a.scalar >> ", i, " & 1u) ? 0L : (a.strided >> ", i,
-                   " & 1u) ? lucid_offset(a.size, a.stride[", i, "], a.ndim, i) : static_cast<long>(i);\n");
+      device_inputs.push_back(i);
       loads += str("  const ", compute_type(bv.dtype), " ", v, " = ",
                    widen(str("static_cast<const ", storage_type(bv.dtype), "*>(a.in[", i, "])[o", i, "]"), bv.dtype),
                    ";\n");
@@ -259,6 +243,27 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     stores += str("  static_cast<", storage_type(v.dtype), "*>(a.out[", j, "])[i] = ", to_storage(have.at({id, v.dtype}), v.dtype),
                   ";\n");
   }
+  // Offsets: the linear index for contiguous inputs, 0 for scalars, and for strided ones the dot
+  // product of the index's coordinates (decomposed once for all of them; the outermost needs no
+  // division) with their strides, every index into the arguments a constant.
+  std::string offsets;
+  if (!device_inputs.empty()) {
+    std::string decl, acc0, accd, pick, zero;
+    for (int i : device_inputs) {
+      decl += str(decl.empty() ? "  long " : ", ", "o", i, " = static_cast<long>(i)");
+      accd += str(" s", i, " += static_cast<long>(c) * a.stride[", i, "][d];");
+      acc0 += str(" s", i, " += static_cast<long>(r) * a.stride[", i, "][0];");
+      pick += str("    if (a.strided >> ", i, " & 1u) o", i, " = s", i, ";\n");
+      zero += str("  if (a.scalar >> ", i, " & 1u) o", i, " = 0;\n");
+    }
+    std::string sdecl;
+    for (int i : device_inputs) sdecl += str(sdecl.empty() ? "    long " : ", ", "s", i, " = 0");
+    offsets = str(decl, ";\n  if (a.strided) {\n    I r = i;\n", sdecl, ";\n", "#pragma unroll\n    for (int d = ",
+                  kFusedMaxDims - 1, "; d >= 1; --d) {\n      if (d < static_cast<int>(a.ndim)) {\n",
+                  "        const I sz = static_cast<I>(a.size[d]), q = r / sz, c = r - q * sz;\n        r = q;\n       ",
+                  accd, "\n      }\n    }\n    if (a.ndim > 0) {", acc0, " }\n", pick, "  }\n", zero);
+  }
+  loads = offsets + loads;
   k.layout = {ni, no, static_cast<int>(k.attrs.size())};
   const FusedArgsLayout& L = k.layout;
   const std::string args = str(name, "_args");
