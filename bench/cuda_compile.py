@@ -10,8 +10,10 @@ Rows (float32):
     [8192, 1024] (scale and shift by broadcast parameters, tanh-GELU, a scaled residual, SiLU:
     lucid compiles it into one NVRTC kernel) and a GELU-MLP block 1024-4096-1024 with a residual
     and LayerNorm at batch 256 (bias + GELU and the residual add fuse; the matmuls are cuBLASLt).
-    Both also with LUCID_CUDA_FUSED=0 (the same program, each elementwise op its own kernel) and
-    against torch.compile's default mode (Inductor fuses them with Triton) and reduce-overhead.
+    Both also with LUCID_CUDA_FUSED=0 (the same program, each elementwise op its own kernel),
+    without CUDA graphs (a replay copies inputs into the graph's buffers and outputs out: 64 MB
+    of copies for the chain), and against torch.compile's default mode (Inductor fuses them with
+    Triton) and reduce-overhead.
 The zoo of the issue (ResNet-18, MobileNet-v2, GPT-2, ...) and jax.jit join as later steps land.
 
 Timing: the median over interleaved rounds (bench/_common.timeit_interleaved) of the wall time of
@@ -174,6 +176,13 @@ def fused_row(name, make, shape, use_torch_compile):
         del os.environ["LUCID_CUDA_FUSED"]
         (key,) = per_op._keys()
         assert per_op._executable(key).fused_kernels["kernels"] == 0
+        lucid._C._clear_executable_cache()  # and without CUDA graphs: no input/output copies around the kernel
+        os.environ["LUCID_CUDA_GRAPHS"] = "0"
+        plain = lucid.compile(lm, strict=True)
+        for _ in range(2):
+            plain(lx)
+        del os.environ["LUCID_CUDA_GRAPHS"]
+        fns["lucid compiled, no graph"] = synced(lambda: plain(lx), lucid.cuda.synchronize)
         fns["lucid eager"] = synced(lambda: lm(lx), lucid.cuda.synchronize)
         fns["lucid compiled"] = synced(lambda: cm(lx), lucid.cuda.synchronize)
         fns["lucid compiled, per-op ew"] = synced(lambda: per_op(lx), lucid.cuda.synchronize)

@@ -1,8 +1,7 @@
 """NVRTC-fused elementwise kernels on CUDA (backends/cuda/compile/fused_kernels.h): a compiled
 function's elementwise/broadcast chains run as one generated kernel per group, inside the CUDA
-graph. What is checked, on a table of chains: compiled equals lucid eager on the same GPU (float32
-within a few ulp: the generated kernel may contract a multiply and an add of two ops into one FMA;
-16-bit within one rounding), with broadcast inputs, Python scalars, NaN and inf, zero-size
+graph. What is checked, on a table of chains: compiled equals lucid eager on the same GPU (float32 to an ulp:
+each op's result is rounded as eager stores it, no FMA across ops; 16-bit within one rounding), with broadcast inputs, Python scalars, NaN and inf, zero-size
 tensors, views and non-contiguous arguments, bool intermediates, casts, integer chains and
 groups with several outputs; that the groups really became kernels (the executable's
 `fused_kernels`: kernels, groups run op by op and why, where the code came from) and that replays
@@ -88,13 +87,10 @@ def make_inputs(spec):
 
 def assert_close(got, want, what):
     assert got.dtype == want.dtype, what
-    g, w = host(got).astype(np.float64), host(want).astype(np.float64)
-    if want.dtype in (lucid.float16, lucid.bfloat16):
-        tol = dict(rtol=1e-2, atol=1e-2)  # one 16-bit rounding apart at most
-    elif want.dtype == lucid.float32:
-        tol = dict(rtol=2e-6, atol=1e-6)
-    else:
-        tol = dict(rtol=0, atol=0)
+    g, w = host(got.float()).astype(np.float64), host(want.float()).astype(np.float64)
+    # The generated kernel rounds every op's result as eager stores it (no FMA across ops): equal,
+    # but for a transcendental inlined differently by a last ulp.
+    tol = dict(rtol=1e-2, atol=1e-2) if want.dtype in (lucid.float16, lucid.bfloat16) else dict(rtol=2e-7, atol=0)
     np.testing.assert_allclose(g, w, equal_nan=True, err_msg=what, **tol)
 
 

@@ -111,6 +111,12 @@ __device__ __forceinline__ unsigned short lucid_f2b(float f) {
 }
 __device__ __forceinline__ float lucid_round_h(float f) { return lucid_h2f(lucid_f2h(f)); }
 __device__ __forceinline__ float lucid_round_b(float f) { return lucid_b2f(lucid_f2b(f)); }
+// The boundary between two ops: eager stores every op's result, so a multiply of one op is never
+// contracted with an add of the next into an FMA. An explicit round-to-nearest add of -0 (exact
+// for every value) is an operation ptxas may not contract across; inside a functor, contraction
+// stays as nvcc's for the eager kernels.
+__device__ __forceinline__ float lucid_keep(float v) { float r; asm("add.rn.f32 %0, %1, 0f80000000;" : "=f"(r) : "f"(v)); return r; }
+__device__ __forceinline__ double lucid_keep(double v) { double r; asm("add.rn.f64 %0, %1, 0d8000000000000000;" : "=d"(r) : "d"(v)); return r; }
 // A host scalar's value from the low bytes of its argument word.
 template <class T> __device__ __forceinline__ T lucid_bits(unsigned long w) { return *reinterpret_cast<const T*>(&w); }
 )";
@@ -171,7 +177,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     k.inputs.push_back(bv.meta());
     k.host_input.push_back(host);
     proxy[body.inputs()[i]] = ew_stand_in(bv, wrapped);
-    const std::string v = str("v", body.inputs()[i]);
+    const std::string v = str("x", i);  // names by position, not value id: equal groups, equal source
     if (host) {
       loads += str("  const ", compute_type(bv.dtype), " ", v, " = ",
                    widen(str("lucid_bits<", storage_type(bv.dtype), ">(a.host[", i, "])"), bv.dtype), ";\n");
@@ -193,6 +199,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     have[{value, dt}] = name;
     return name;
   };
+  int node_index = 0;
   for (const ir::Node& n : body.nodes()) {
     const OpDef& def = op_def(n.op);
     if (n.outputs.size() != 1 || body.value(n.outputs[0]).shape != k.shape)
@@ -201,7 +208,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     if (ov.device.is_cpu()) return refuse(str(def.api_name, " computes a host value (the group runs on the CPU)"));
     for (int in : n.inputs)
       if (in < 0) return refuse(str(def.api_name, " has an absent input"));
-    const std::string out = str("v", n.outputs[0]);
+    const std::string out = str("t", node_index);
     if (n.op == OpId::Copy) {  // a dtype cast, with the Copy kernel's rules
       const ir::Value& iv = body.value(n.inputs.at(0));
       if (iv.shape != k.shape) return refuse("a cast of a broadcast operand");
@@ -219,7 +226,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
       std::string fn = functor_name(n.op);
       try {
         if (attr_functor(n.op, n.attrs, k.attrs, word)) {
-          std::string f = str("f", n.outputs[0]);
+          std::string f = str("f", node_index);
           functors += str("  const ", fn, " ", f, " = *reinterpret_cast<const ", fn, "*>(&a.attr[", word, "]);\n");
           call = str(f, ".apply<", compute_type(*c), ">(");
         } else {
@@ -230,10 +237,12 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
       }
       for (size_t j = 0; j < args.size(); ++j) call += (j ? ", " : "") + args[j];
       call += ")";
+      if (*c == DType::Float32 || *c == DType::Float64) call = str("lucid_keep(", call, ")");
       ops += str("  const ", compute_type(ov.dtype), " ", out, " = ", convert(call, *c, ov.dtype, false), ";\n");
     }
     have[{n.outputs[0], ov.dtype}] = out;
     proxy[n.outputs[0]] = ew_stand_in(ov, false);
+    ++node_index;
   }
   for (int j = 0; j < no; ++j) {
     const int id = body.outputs()[j];

@@ -9,8 +9,9 @@
 // other: each node computes in the dtype its eager CUDA kernel would (elementwise_compute_dtype<Id>,
 // from the same stand-ins the grouping pass asks with), its inputs converted to it with the Copy
 // kernel's rules, its result rounded to its recorded dtype (16-bit floats are computed in float
-// and rounded after every op, as eager stores them), so only floating-point contraction (FMA)
-// across ops can make a last-ulp difference. The iteration space is the group's shape; each input
+// and rounded after every op, as eager stores them; float32 and float64 results pass a rounding
+// boundary that keeps a multiply of one op from contracting with an add of the next into an FMA,
+// which eager's separate kernels can't do either). What may still differ is NaN payloads. The iteration space is the group's shape; each input
 // is read through per-call strides (0 where it broadcasts), as a scalar, or, when it is a CPU
 // 0-d tensor (a Python number, a host constant), by value from the launch arguments. Outputs are
 // written contiguously. Attribute functors (gelu's approximation, clamp's bounds) are built on the
