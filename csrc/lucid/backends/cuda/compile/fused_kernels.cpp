@@ -219,13 +219,20 @@ void launch(const Group& gr, const TensorList& inputs, const TensorList& outputs
     w[L.in() + i] = reinterpret_cast<uint64_t>(in[i].data_ptr());
   }
   for (int j = 0; j < no; ++j) w[L.out() + j] = reinterpret_cast<uint64_t>(outputs[j].data_ptr());
+  // The 4-wide path: every device input contiguous or a scalar, 4 | n, every vector aligned.
+  bool vec4 = strided == 0 && n % 4 == 0;
+  auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % (4 * itemsize(t.dtype())) == 0; };
+  for (int i = 0; i < ni && vec4; ++i)
+    if (!k.host_input[i] && !(scalar >> i & 1u)) vec4 = aligned(in[i]);
+  for (int j = 0; j < no && vec4; ++j) vec4 = aligned(outputs[j]);
   for (size_t d = 0; d < cdims.size(); ++d) w[L.size() + d] = static_cast<uint64_t>(cdims[d]);
   w[0] = static_cast<uint64_t>(n);
   w[1] = static_cast<uint64_t>(cdims.size()) | static_cast<uint64_t>(strided) << 32;
-  w[2] = scalar;
+  w[2] = static_cast<uint64_t>(scalar) | static_cast<uint64_t>(vec4) << 32;
   if (!k.attrs.empty()) std::memcpy(&w[L.attr()], k.attrs.data(), k.attrs.size() * sizeof(uint64_t));
   void* params[] = {w.data()};
-  const int64_t blocks = std::min((n + kThreads - 1) / kThreads, gr.max_blocks);
+  const int64_t threads = vec4 ? n / 4 : n;
+  const int64_t blocks = std::min((threads + kThreads - 1) / kThreads, gr.max_blocks);
   check_cuda(cudaLaunchKernel(reinterpret_cast<const void*>(gr.kernel), dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                               params, 0, current_stream(gr.device)),
              "lucid.compile: cudaLaunchKernel (a generated fused kernel)");

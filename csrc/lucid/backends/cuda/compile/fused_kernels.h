@@ -8,7 +8,9 @@
 // Per call a launch binds the group's tensors: the iteration space without its size-1 dims,
 // coalesced where every input allows it, each input classified as contiguous (read at the linear
 // index), a scalar (one element), strided (any view, broadcast dims with stride 0: offsets from the
-// coordinates), or a host 0-d tensor (its value in the arguments). An output may share an input's
+// coordinates), or a host 0-d tensor (its value in the arguments). When no input is strided, the
+// element count is a multiple of 4 and every pointer is aligned, each thread does 4 consecutive
+// elements with one vector load per input and one vector store per output. An output may share an input's
 // memory exactly (the memory plan's in-place reuse: each thread reads element i before writing
 // it); an input overlapping an output in any other way is copied first.
 //

@@ -117,6 +117,8 @@ __device__ __forceinline__ float lucid_round_b(float f) { return lucid_b2f(lucid
 // stays as nvcc's for the eager kernels.
 __device__ __forceinline__ float lucid_keep(float v) { float r; asm("add.rn.f32 %0, %1, 0f80000000;" : "=f"(r) : "f"(v)); return r; }
 __device__ __forceinline__ double lucid_keep(double v) { double r; asm("add.rn.f64 %0, %1, 0d8000000000000000;" : "=d"(r) : "d"(v)); return r; }
+// Four consecutive elements, loaded and stored as one aligned vector access.
+template <class T> struct alignas(4 * sizeof(T)) lucid_v4 { T v[4]; };
 // A host scalar's value from the low bytes of its argument word.
 template <class T> __device__ __forceinline__ T lucid_bits(unsigned long w) { return *reinterpret_cast<const T*>(&w); }
 )";
@@ -164,6 +166,9 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
   // Stand-ins of the body's values for the dtype rule, as the grouping pass made them.
   std::vector<Tensor> proxy(body.values().size());
   std::string loads, ops, stores, functors;
+  // The 4-wide path (every device input contiguous or a scalar): vector loads before the loop over
+  // the 4 elements, each element's value taken from them, stores gathered into vectors after.
+  std::string vloads, velem, vstore_elem, vstores;
   std::vector<int> device_inputs;
   std::map<std::pair<int, DType>, std::string> have;  // (value, dtype) -> expression
   for (int i = 0; i < ni; ++i) {
@@ -178,14 +183,21 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     k.host_input.push_back(host);
     proxy[body.inputs()[i]] = ew_stand_in(bv, wrapped);
     const std::string v = str("x", i);  // names by position, not value id: equal groups, equal source
+    const char* st = storage_type(bv.dtype);
     if (host) {
-      loads += str("  const ", compute_type(bv.dtype), " ", v, " = ",
-                   widen(str("lucid_bits<", storage_type(bv.dtype), ">(a.host[", i, "])"), bv.dtype), ";\n");
+      const std::string load = str("  const ", compute_type(bv.dtype), " ", v, " = ",
+                                   widen(str("lucid_bits<", st, ">(a.host[", i, "])"), bv.dtype), ";\n");
+      loads += load;
+      vloads += load;
     } else {
       device_inputs.push_back(i);
       loads += str("  const ", compute_type(bv.dtype), " ", v, " = ",
-                   widen(str("static_cast<const ", storage_type(bv.dtype), "*>(a.in[", i, "])[o", i, "]"), bv.dtype),
-                   ";\n");
+                   widen(str("static_cast<const ", st, "*>(a.in[", i, "])[o", i, "]"), bv.dtype), ";\n");
+      const std::string p = str("static_cast<const ", st, "*>(a.in[", i, "])");
+      vloads += str("  lucid_v4<", st, "> ", v, "v;\n  if (a.scalar >> ", i, " & 1u) { const ", st, " s = ", p,
+                    "[0]; ", v, "v = {{s, s, s, s}}; } else { ", v, "v = *reinterpret_cast<const lucid_v4<", st, ">*>(",
+                    p, " + i); }\n");
+      velem += str("    const ", compute_type(bv.dtype), " ", v, " = ", widen(str(v, "v.v[e]"), bv.dtype), ";\n");
     }
     have[{body.inputs()[i], bv.dtype}] = v;
   }
@@ -251,6 +263,10 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     k.outputs.push_back(v.meta());
     stores += str("  static_cast<", storage_type(v.dtype), "*>(a.out[", j, "])[i] = ", to_storage(have.at({id, v.dtype}), v.dtype),
                   ";\n");
+    vloads += str("  lucid_v4<", storage_type(v.dtype), "> y", j, "v;\n");
+    vstore_elem += str("    y", j, "v.v[e] = ", to_storage(have.at({id, v.dtype}), v.dtype), ";\n");
+    vstores += str("  *reinterpret_cast<lucid_v4<", storage_type(v.dtype), ">*>(static_cast<", storage_type(v.dtype),
+                   "*>(a.out[", j, "]) + i) = y", j, "v;\n");
   }
   // Offsets: the linear index for contiguous inputs, 0 for scalars, and for strided ones the dot
   // product of the index's coordinates (decomposed once for all of them; the outermost needs no
@@ -276,13 +292,27 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
   k.layout = {ni, no, static_cast<int>(k.attrs.size())};
   const FusedArgsLayout& L = k.layout;
   const std::string args = str(name, "_args");
-  k.code = str("struct ", args, " {\n  long n;\n  unsigned ndim, strided, scalar, unused;\n  long size[", kFusedMaxDims,
+  // Each op's statements, indented once more for the 4-wide loop.
+  std::string vops;
+  for (size_t at = 0; at < ops.size();) {
+    size_t end = ops.find('\n', at);
+    vops += "  " + ops.substr(at, end - at + 1);
+    at = end + 1;
+  }
+  k.code = str("struct ", args, " {\n  long n;\n  unsigned ndim, strided, scalar, vec4;\n  long size[", kFusedMaxDims,
                "];\n  const void* in[", ni, "];\n  void* out[", no, "];\n  long stride[", ni, "][", kFusedMaxDims,
                "];\n  unsigned long host[", ni, "];\n  unsigned long attr[", L.words() - L.attr(), "];\n};\n",
                "static_assert(sizeof(", args, ") == ", L.words() * 8, ", \"argument layout (FusedArgsLayout)\");\n",
                "template <class I>\n__device__ __forceinline__ void ", name, "_at(const ", args, "& a, I i) {\n", functors,
-               loads, ops, stores, "}\n", "extern \"C\" __global__ void __launch_bounds__(256) ", name, "(const ", args,
-               " a) {\n", "  if (a.n <= 0x7fffffffL) {\n    const unsigned n = static_cast<unsigned>(a.n);\n",
+               loads, ops, stores, "}\n",
+               "// Elements i .. i + 3 (the 4-wide path: no strided input, 4 | n, every vector aligned).\n",
+               "template <class I>\n__device__ __forceinline__ void ", name, "_at4(const ", args, "& a, I i) {\n", functors,
+               vloads, "#pragma unroll\n  for (int e = 0; e < 4; ++e) {\n", velem, vops, vstore_elem, "  }\n", vstores,
+               "}\n", "extern \"C\" __global__ void __launch_bounds__(256) ", name, "(const ", args, " a) {\n",
+               "  if (a.vec4) {\n    const unsigned long n4 = static_cast<unsigned long>(a.n) / 4;\n",
+               "    for (unsigned long q = blockIdx.x * static_cast<unsigned long>(blockDim.x) + threadIdx.x; q < n4;",
+               " q += static_cast<unsigned long>(blockDim.x) * gridDim.x) ", name, "_at4<unsigned long>(a, q * 4);\n",
+               "  } else if (a.n <= 0x7fffffffL) {\n    const unsigned n = static_cast<unsigned>(a.n);\n",
                "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) ", name,
                "_at<unsigned>(a, i);\n  } else {\n",
                "    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < a.n;",

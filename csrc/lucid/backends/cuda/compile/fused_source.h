@@ -42,7 +42,7 @@ std::optional<DType> cuda_fused_dtype(OpId op, const TensorList& inputs, const A
 
 // Word offsets of the launch-argument struct of a kernel with `inputs` inputs, `outputs` outputs
 // and `attr_words` words of functor bytes:
-//   n (i64) | ndim, strided mask, scalar mask, 0 (u32 x4) | size[kFusedMaxDims] | in[inputs] |
+//   n (i64) | ndim, strided mask, scalar mask, 4-wide flag (u32 x4) | size[kFusedMaxDims] | in[inputs] |
 //   out[outputs] | stride[inputs][kFusedMaxDims] | host value[inputs] | attr[max(attr_words, 1)]
 struct FusedArgsLayout {
   int inputs = 0, outputs = 0, attr_words = 0;
