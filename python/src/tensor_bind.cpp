@@ -300,7 +300,9 @@ static void bind_tensor(nb::module_& m) {
       .def("__add__", [](const Tensor& a, nb::handle b) { return add(a, to_tensor(b, "add", "other")); })
       .def("__radd__", [](const Tensor& a, nb::handle b) { return add(to_tensor(b, "add", "other"), a); })
       .def("__mul__", [](const Tensor& a, nb::handle b) { return mul(a, to_tensor(b, "mul", "other")); })
-      .def("__rmul__", [](const Tensor& a, nb::handle b) { return mul(to_tensor(b, "mul", "other"), a); })
+      // torch's __rmul__ is mul(self, other): the number second, where mul reads it at float
+      // precision for a 16-bit self (OpDef::float_scalar_input)
+      .def("__rmul__", [](const Tensor& a, nb::handle b) { return mul(a, to_tensor(b, "mul", "other")); })
       .def("__sub__", [](const Tensor& a, nb::handle b) { return sub(a, to_tensor(b, "sub", "other")); })
       .def("__rsub__", [](const Tensor& a, nb::handle b) { return sub(to_tensor(b, "sub", "other"), a); })
       .def("__truediv__", [](const Tensor& a, nb::handle b) { return div(a, to_tensor(b, "div", "other")); })

@@ -1,6 +1,7 @@
 // DType: the element types lucid supports, their sizes, names and PyTorch's promotion rules,
 // plus LUCID_DISPATCH_* macros that turn a runtime dtype into a C++ type for kernels.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -58,6 +59,34 @@ inline ScalarKind scalar_kind(DType t) {
   if (t == DType::Bool) return ScalarKind::Bool;
   return is_floating(t) ? ScalarKind::Floating : ScalarKind::Integral;
 }
+
+// PyTorch's checked scalar conversion (c10::overflows). Into an integer type, an integral value
+// must lie in the type's range, unsigned types also taking negatives down to -max (they wrap);
+// a fractional value must lie in [lowest, max], and inf and NaN fail. Into a float type, finite
+// values must not exceed its largest finite value (inf and NaN pass). Anything converts to bool.
+inline bool scalar_overflows(double v, DType t) {
+  double lo = 0, hi = 0;
+  switch (t) {
+    case DType::Bool: case DType::Float64: return false;
+    case DType::Float16: return std::isfinite(v) && std::abs(v) > 65504.0;
+    case DType::BFloat16: return std::isfinite(v) && std::abs(v) > 3.3895313892515355e38;
+    case DType::Float32: return std::isfinite(v) && std::abs(v) > 3.4028234663852886e38;
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DType::Int64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  }
+  if (!std::isfinite(v)) return true;
+  if (t == DType::UInt8 && v == std::floor(v) && v < 0) return v < -hi;
+  return v < lo || v > hi;
+}
+
+// Raises Error (RuntimeError) naming op, as ATen's "value cannot be converted to type ... without overflow".
+inline void check_scalar_fits(double v, DType t, const char* op) {
+  LUCID_CHECK(!scalar_overflows(v, t), Error, op, ": value ", v, " cannot be converted to type ", dtype_name(t),
+              " without overflow");
+}
+
 
 template <class T> struct dtype_of;
 template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };

@@ -262,6 +262,7 @@ LUCID_REGISTER_OP(Add, "", [] {
 
 LUCID_REGISTER_OP(Mul, "", [] {
   OpDef d = elementwise_op<OpId::Mul>();
+  d.float_scalar_input = 1;
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -287,6 +288,7 @@ LUCID_REGISTER_OP(Sub, "", [] {
 
 LUCID_REGISTER_OP(Div, "", [] {
   OpDef d = elementwise_op<OpId::Div>();
+  d.float_scalar_input = 1;
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor& g = c.grads[0];
@@ -306,27 +308,6 @@ Tensor neg(const Tensor& x) { return dispatch1(OpId::Neg, {x}); }
 Tensor mul_scalar(const Tensor& a, double s) { return mul(a, scalar_tensor(s)); }
 
 // ---- Fill ---------------------------------------------------------------------------------
-// PyTorch's checked scalar conversion (c10::overflows). Into an integer type, an integral value
-// must lie in the type's range, unsigned types also taking negatives down to -max (they wrap);
-// a fractional value must lie in [lowest, max], and inf and NaN fail. Into a float type, finite
-// values must not exceed its largest finite value (inf and NaN pass). Anything converts to bool.
-static bool fill_overflows(double v, DType t) {
-  double lo = 0, hi = 0;
-  switch (t) {
-    case DType::Bool: case DType::Float64: return false;
-    case DType::Float16: return std::isfinite(v) && std::abs(v) > 65504.0;
-    case DType::BFloat16: return std::isfinite(v) && std::abs(v) > 3.3895313892515355e38;
-    case DType::Float32: return std::isfinite(v) && std::abs(v) > 3.4028234663852886e38;
-    case DType::UInt8: lo = 0, hi = 255; break;
-    case DType::Int8: lo = -128, hi = 127; break;
-    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case DType::Int64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
-  }
-  if (!std::isfinite(v)) return true;
-  if (t == DType::UInt8 && v == std::floor(v) && v < 0) return v < -hi;
-  return v < lo || v > hi;
-}
-
 // Fill writes a scalar into its output. Out of place it takes the shape and dtype attributes;
 // fill_ / zero_ are its in-place form (inputs empty, destination given).
 LUCID_REGISTER_OP(Fill, "value:float, shape:ints?, dtype:dtype?", [] {
@@ -336,8 +317,7 @@ LUCID_REGISTER_OP(Fill, "value:float, shape:ints?, dtype:dtype?", [] {
   d.infer = [](const TensorList&, const Attrs& a) {
     const DType dt = a.has("dtype") ? a.dtype("dtype") : DType::Float32;
     const double v = a.f("value");
-    LUCID_CHECK(!fill_overflows(v, dt), Error, "fill: value ", v, " cannot be converted to type ", dtype_name(dt),
-                " without overflow");
+    check_scalar_fits(v, dt, "fill");
     return std::vector<TensorMeta>{{a.has("shape") ? a.ints("shape") : Shape{}, dt}};
   };
   return d;

@@ -159,6 +159,7 @@ LUCID_REGISTER_OP(Where, "", [] {
 // ---- lerp ---------------------------------------------------------------------------------
 LUCID_REGISTER_OP(Lerp, "", [] {
   OpDef d = elementwise_op<OpId::Lerp>();
+  d.float_scalar_input = 2;
   d.save = kSaveInputs;
   d.vjp = [](const VjpContext& c) {
     const Tensor &g = c.grads[0], &s = c.inputs[0], &e = c.inputs[1], &w = c.inputs[2];

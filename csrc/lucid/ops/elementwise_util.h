@@ -22,6 +22,12 @@ namespace lucid {
 // type (integers promoting to the default float under Float).
 DType elementwise_compute_dtype(EwDType rule, const TensorList& inputs);
 
+// The dtype plain op `id`'s kernels compute in: the rule's, except that a Half/BFloat16 compute
+// dtype becomes Float32 when the op's float_scalar_input (OpDef) is a 0-d tensor of another dtype,
+// so the scalar is read at float precision and the result rounded once, as ATen does. The result
+// dtype (infer) is unchanged; the kernels store the float32 result into it.
+DType elementwise_compute_dtype(OpId id, EwDType rule, const TensorList& inputs);
+
 template <class F>
 concept HasAttrComputeDType = requires(const TensorList& in, const Attrs& a) { FromAttrs<F>::compute_dtype(in, a); };
 
@@ -32,7 +38,7 @@ template <OpId Id>
 DType elementwise_compute_dtype(const TensorList& in, const Attrs& a) {
   using R = ElementwiseFunctor<Id>;
   if constexpr (R::kAttrs && HasAttrComputeDType<typename R::Functor>) return FromAttrs<typename R::Functor>::compute_dtype(in, a);
-  else return elementwise_compute_dtype(R::kRule, in);
+  else return elementwise_compute_dtype(Id, R::kRule, in);
 }
 
 // Shape (inputs broadcast) and dtype of a plain elementwise op's result; raises for a compute

@@ -55,15 +55,19 @@ template <> struct FromAttrs<sm::Clamp> {
   }
   static DType compute_dtype(const TensorList& in, const Attrs& a) {
     LUCID_CHECK(a.has("min") || a.has("max"), ValueError, "clamp: at least one of 'min' or 'max' must not be None");
-    return result_type({in[0], attr_scalar(a, "min"), attr_scalar(a, "max")});
+    DType c = result_type({in[0], attr_scalar(a, "min"), attr_scalar(a, "max")});
+    for (const char* k : {"min", "max"})  // a bound must fit the compute dtype, as ATen's Scalar::to
+      if (a.has(k)) check_scalar_fits(a.f(k), c, "clamp");
+    return c;
   }
 };
 // masked_fill keeps its input's dtype; the mask is bool and takes no part in promotion.
 template <> struct FromAttrs<sm::MaskedFill> {
   static sm::MaskedFill make(const Attrs& a) { return {a.f("value")}; }
-  static DType compute_dtype(const TensorList& in, const Attrs&) {
+  static DType compute_dtype(const TensorList& in, const Attrs& a) {
     LUCID_CHECK(in[1].dtype() == DType::Bool, TypeError, "masked_fill: argument 'mask' expected a bool tensor, got ",
                 dtype_name(in[1].dtype()));
+    check_scalar_fits(a.f("value"), in[0].dtype(), "masked_fill");
     return in[0].dtype();
   }
 };

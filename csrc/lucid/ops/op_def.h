@@ -106,6 +106,11 @@ struct OpDef {
   // functor is defined for (bit dtype_bit(DType)), and the EwDType output rule.
   uint16_t ew_dtypes = 0;
   uint8_t ew_rule = 0;
+  // The input ATen reads at float precision when the op computes in a 16-bit float and that input
+  // is a 0-d scalar of another dtype (a Python number, a 0-d float32 tensor): mul's and div's
+  // second operand, lerp's weight (ATen's original_scalar_value<opmath_t>; add, sub and pow
+  // narrow the scalar first). -1 for none. elementwise_compute_dtype(OpId, ...) reads it.
+  int8_t float_scalar_input = -1;
   std::vector<int> nondiff_inputs;             // inputs never differentiated (indices, masks)
   std::vector<int> unsaved_inputs;             // with kSaveInputs: inputs the VJP never reads (not saved)
   // With kSaveOutputs: outputs the VJP never reads (not saved). What an op saves decides which

@@ -122,7 +122,7 @@ void run_table_row(const typename ElementwiseFunctor<Id>::Functor& f, DType c, c
 template <OpId Id>
 void elementwise_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   using R = ElementwiseFunctor<Id>;
-  run_table_row<Id>(typename R::Functor{}, elementwise_compute_dtype(R::kRule, in), in, out);
+  run_table_row<Id>(typename R::Functor{}, elementwise_compute_dtype(Id, R::kRule, in), in, out);
 }
 
 // The generic kernel of a row whose functor has parameters, made from the Attrs.

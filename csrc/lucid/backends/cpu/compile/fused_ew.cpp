@@ -28,15 +28,18 @@ std::optional<DType> ew_block_dtype(OpId op, const TensorList& inputs, const Att
   // an op with parameters computes in its infer's dtype, the output's: clamp's bounds promote).
   auto rule = static_cast<EwDType>(def.ew_rule);
   DType c = rule == EwDType::BoolInputs ? DType::Bool : rule == EwDType::Bool ? result_type(inputs) : out;
+  if (def.float_scalar_input >= 0 && c == out && elementwise_compute_dtype(op, rule, inputs) == DType::Float32)
+    c = DType::Float32;
   if (!(def.ew_dtypes & dtype_bit(c))) return std::nullopt;
   return c;
 }
 
-std::vector<bool> wrapped_inputs(const ir::Graph& g, const ir::Node& fused) {
-  std::vector<bool> w;
+std::vector<Tensor> wrapped_inputs(const ir::Graph& g, const ir::Node& fused) {
+  std::vector<Tensor> w;
   for (int in : fused.inputs) {
     const ir::Value& v = g.value(in);
-    w.push_back(v.kind == ir::ValueKind::Const && g.const_data(v.slot).impl()->is_wrapped_number);
+    bool wrapped = v.kind == ir::ValueKind::Const && g.const_data(v.slot).impl()->is_wrapped_number;
+    w.push_back(wrapped ? g.const_data(v.slot) : Tensor());
   }
   return w;
 }
@@ -74,12 +77,12 @@ static FusedProgram::ConvertFn convert_fn(DType to, DType from) {
 
 // ---- building ----------------------------------------------------------------------------------
 
-FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
+FusedProgram::FusedProgram(const ir::Graph& body, std::vector<Tensor> wrapped) {
   using SK = StepKind;
   const char* me = "fused_elementwise";
   LUCID_CHECK(body.states().empty() && body.consts().empty() && body.assigns().empty() && !body.outputs().empty(),
               Error, me, ": a body has inputs, nodes and at least one output, and nothing else");
-  if (wrapped.empty()) wrapped.assign(body.inputs().size(), false);
+  if (wrapped.empty()) wrapped.assign(body.inputs().size(), Tensor());
   LUCID_CHECK(wrapped.size() == body.inputs().size(), Error, me, ": ", wrapped.size(), " wrapped flags for ",
               body.inputs().size(), " inputs");
   shape = body.value(body.outputs()[0]).shape;
@@ -89,7 +92,9 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     LUCID_CHECK(broadcast_shapes(v.shape, shape, me) == shape, Error, me, ": input ", i, " does not broadcast to ",
                 "the iteration shape");
     inputs.push_back(v.meta());
-    proxy[body.inputs()[i]] = ew_stand_in(v, wrapped[i]);
+    // A wrapped number stands for itself (its value matters to pow and the 16-bit scalar rule).
+    bool w = wrapped[i].defined() && wrapped[i].dtype() == v.dtype && wrapped[i].shape() == v.shape;
+    proxy[body.inputs()[i]] = w ? wrapped[i] : ew_stand_in(v, false);
   }
   std::vector<int> output_of(body.values().size(), -1);
   for (size_t k = 0; k < body.outputs().size(); ++k) {
@@ -152,8 +157,20 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<bool> wrapped) {
     if (cpu::has_ew_param_block(n.op)) s.param = cpu::ew_param_block(n.op, *c, n.attrs);
     else s.fn = cpu::ew_block(n.op, *c);
     LUCID_CHECK(s.fn || s.param.fn, Error, me, ": ", def.api_name, " has no block for ", dtype_name(*c));
-    s.dst = new_operand(body.value(out).dtype, output_of[out]);
-    have[{out, body.value(out).dtype}] = s.dst;
+    const DType odt = body.value(out).dtype;
+    auto rule = static_cast<EwDType>(def.ew_rule);
+    const DType written = (rule == EwDType::Bool || rule == EwDType::BoolInputs) ? DType::Bool : *c;
+    if (written == odt) {
+      s.dst = new_operand(odt, output_of[out]);
+    } else {  // computed in float32 for a 16-bit output: one rounding, at this cast
+      s.dst = new_operand(written, -1);
+      rest.push_back(s);
+      s = Step{SK::Cast};
+      s.src[0] = rest.back().dst;
+      s.convert = convert_fn(odt, written);
+      s.dst = new_operand(odt, output_of[out]);
+    }
+    have[{out, odt}] = s.dst;
     proxy[out] = ew_stand_in(body.value(out), false);
     rest.push_back(s);
   }

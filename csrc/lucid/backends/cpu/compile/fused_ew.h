@@ -26,9 +26,11 @@
 namespace lucid {
 
 // The dtype an elementwise node's BlockFn runs in, as the eager kernel picks it: the output dtype,
-// except comparisons (bool output, computed in the inputs' result type) and logical ops (bool).
-// `inputs` stand for the node's inputs: their dtype, rank and wrapped-number flag count (and a
-// wrapped number's value, which pow's check reads). nullopt when the node can't run on the block
+// except comparisons (bool output, computed in the inputs' result type), logical ops (bool), and a
+// 16-bit mul/div/lerp whose scalar operand is read at float precision (float32, rounded once into
+// the output: elementwise_compute_dtype(OpId, ...)). `inputs` stand for the node's inputs: their
+// dtype, rank and wrapped-number flag count (and a wrapped number's value, which pow's check and
+// the 16-bit scalar rule read). nullopt when the node can't run on the block
 // interpreter: not elementwise, no block for that dtype, attributes its infer rejects, or a
 // recorded output dtype `out` that the op would not produce (an in-place write into a narrower
 // tensor). `attrs` are the node's: an op with parameters computes in the dtype its infer gives
@@ -39,10 +41,12 @@ struct FusedProgram {
   static constexpr int64_t kBlock = 1024;
   using ConvertFn = void (*)(const char* src, int64_t src_stride, char* dst, int64_t n);
 
-  // wrapped_inputs[i]: body input i is a wrapped Python number (a traced scalar constant), which
-  // promotes like one (int_tensor < 0.5 compares in the default float). Empty: none is.
-  // Raises Error when the body is not a group of elementwise nodes with outputs of one shape.
-  explicit FusedProgram(const ir::Graph& body, std::vector<bool> wrapped_inputs = {});
+  // wrapped_inputs[i], when defined: body input i is that wrapped Python number (a traced scalar
+  // constant), which promotes like one (int_tensor < 0.5 compares in the default float) and whose
+  // value decides whether a 16-bit mul reads it at float precision (elementwise_compute_dtype).
+  // Empty: none is. Raises Error when the body is not a group of elementwise nodes with outputs of
+  // one shape.
+  explicit FusedProgram(const ir::Graph& body, std::vector<Tensor> wrapped_inputs = {});
 
   Shape shape;                           // the iteration shape: every output's
   std::vector<TensorMeta> inputs, outputs;
@@ -77,8 +81,9 @@ struct FusedProgram {
   int64_t grain_blocks = 1;  // parallel_for grain in blocks: kParallelGrain elements' work of one op
 };
 
-// The wrapped-number flags of a FusedElementwise node's inputs in the graph g that holds it.
-std::vector<bool> wrapped_inputs(const ir::Graph& g, const ir::Node& fused);
+// The wrapped numbers among a FusedElementwise node's inputs in the graph g that holds it: the
+// constant for each input that is one, an undefined tensor for the others.
+std::vector<Tensor> wrapped_inputs(const ir::Graph& g, const ir::Node& fused);
 
 // Runs p: inputs as the body's inputs (shape and dtype, any strides), outputs allocated by the
 // caller (contiguous, the body's shapes and dtypes). An output may share an input's memory exactly

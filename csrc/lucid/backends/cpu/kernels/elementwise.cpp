@@ -4,7 +4,7 @@
 namespace lucid::cpu {
 
 void run_elementwise(OpId id, EwDType rule, const TensorList& in, const TensorList& out) {
-  DType c = elementwise_compute_dtype(rule, in);
+  DType c = elementwise_compute_dtype(id, rule, in);
   // Inputs of another dtype are cast first (a wrapped scalar costs one element).
   TensorList cast;
   cast.reserve(in.size());
