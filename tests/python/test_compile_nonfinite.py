@@ -18,6 +18,8 @@ finite loss while its backward still made the parameters NaN.
   infinities, values); and the gradients of the select ops (the activation backwards run fused).
 The training-step consequence (a NaN batch in fused_step) is tested in test_compile_fused.py.
 """
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -27,6 +29,8 @@ import lucid.nn as nn
 import lucid.nn.functional as F
 import torch.nn.functional as TF
 from harness import assert_close, assert_same_values, with_specials
+
+AVX512 = "avx512f" in open("/proc/cpuinfo").read()
 
 DTYPES = {"float32": (lucid.float32, np.float32), "float64": (lucid.float64, np.float64)}
 
@@ -107,7 +111,11 @@ def test_epilogues_keep_nan_inf_and_signed_zeros(op, bias, bn, tail, dt):
                 assert_close(got, want, 1e-5, 1e-5, f"call {call}")  # equal_nan: same NaN and inf positions
             else:
                 assert_same_values(got, want, f"call {call}")
-    if op != "conv_transpose2d" and tail != "res":
+    if op.startswith("conv") and "res" in tail and dt == "float32" and not AVX512:
+        # oneDNN's AVX2 convolutions add a fused residual into partial sums (not exact), so the
+        # epilogue pass leaves that add outside (cpu::conv_residual_exact)
+        assert not re.search(r"ConvFused\([^)]*%1[,)]", cm.ir()), cm.ir()
+    elif op != "conv_transpose2d" and tail != "res":
         assert ("LinearFused" if op == "linear" else "ConvFused") in cm.ir(), cm.ir()  # the epilogue path ran
 
 

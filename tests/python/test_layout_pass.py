@@ -1,6 +1,6 @@
 """The CPU layout pass (backends/cpu/compile/layout.cpp): activations between convolutions stay in
 the convolutions' own layout: oneDNN's channel-blocked nChw16c, held as [N, C/16, H, W, 16]
-tensors, or, for bfloat16 on a CPU with AMX, nhwc, held as [N, 1, H, W, C] (the same 5-D form with
+tensors (nChw8c, [N, C/8, H, W, 8], for float32 on AVX2 CPUs), or, for bfloat16 on a CPU with AMX, nhwc, held as [N, 1, H, W, C] (the same 5-D form with
 block C; ops/blocked_layout.h).
 
 - The blocked kernels (block 16 and block C) compute what the NCHW kernels compute, bit for bit, at NaN, infinities,
@@ -28,11 +28,14 @@ import lucid.nn.functional as F
 from harness import assert_close_to_eager, assert_same_values, ir_top_level_ops, with_specials
 
 C = lucid._C
-# The pass runs where the convolutions have a blocked layout of their own (AVX-512;
-# cpu::conv_activation_layout): nChw16c, and nhwc for bfloat16 where oneDNN has AMX.
+# The pass runs where the convolutions have a blocked layout of their own
+# (cpu::conv_activation_layout): nChw16c on AVX-512 (nChw8c for float32 on AVX2), and nhwc for
+# bfloat16 where oneDNN has AMX; bfloat16 has none on AVX2.
 _FLAGS = open("/proc/cpuinfo").read()
-BLOCKED = "avx512f" in _FLAGS and os.environ.get("LUCID_CONV_LAYOUT", "blocked") == "blocked"
-AMX = BLOCKED and "amx_bf16" in _FLAGS
+_ON = os.environ.get("LUCID_CONV_LAYOUT", "blocked") == "blocked"
+BLOCKED_BF16 = _ON and "avx512f" in _FLAGS
+BLOCKED = BLOCKED_BF16 or (_ON and "avx2" in _FLAGS)  # float32
+AMX = BLOCKED_BF16 and "amx_bf16" in _FLAGS
 
 
 def block(x, b=16):
@@ -67,7 +70,7 @@ KERNEL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("ch,blk", [(32, 16), (32, 32), (20, 20)], ids=["nChw16c", "nhwc", "nhwc-20"])
+@pytest.mark.parametrize("ch,blk", [(32, 16), (24, 8), (32, 32), (20, 20)], ids=["nChw16c", "nChw8c", "nhwc", "nhwc-20"])
 @pytest.mark.parametrize("dt", ["float32", "bfloat16"])
 @pytest.mark.parametrize("kind,cfg", KERNEL_CASES, ids=[f"{k}{i}" for i, (k, _) in enumerate(KERNEL_CASES)])
 def test_blocked_kernels_equal_the_nchw_kernels_bit_for_bit(kind, cfg, dt, ch, blk):
@@ -100,6 +103,7 @@ def test_block_and_unblock_are_inverse_and_match_torch(dt):
     t = torch.tensor(x).to(getattr(torch, dt))
     lx = lucid.tensor(x).to(getattr(lucid, dt))
     for b, ref in ((16, t.reshape(2, 3, 16, 5, 7).permute(0, 1, 3, 4, 2)),
+                   (8, t.reshape(2, 6, 8, 5, 7).permute(0, 1, 3, 4, 2)),
                    (48, t.contiguous(memory_format=torch.channels_last).permute(0, 2, 3, 1).reshape(2, 1, 5, 7, 48))):
         got = block(lx, b)
         assert tuple(got.shape) == tuple(ref.shape)
@@ -196,7 +200,7 @@ def test_compiled_mixed_net_equals_eager_and_the_pass_fired(n, hw, specials, ret
             for g, w, name in zip(got, want, ["out", "mid"]):
                 assert_close_to_eager(g, w, name, 1e-5)
     if not BLOCKED:
-        return  # no AVX-512: the pass leaves the graph as it is (the values are checked above)
+        return  # no blocked layout here: the pass leaves the graph as it is (the values are checked above)
     ops = ir_top_level_ops(f.ir())
     for op in ("MaxPool2dBlocked", "AdaptiveAvgPool2dBlocked", "AvgPool2dBlocked", "BatchNormBlocked"):
         assert op in ops, (op, f.ir())
@@ -218,7 +222,7 @@ def test_compiled_mixed_net_under_bfloat16_autocast_equals_eager():
         for _ in range(2):
             got = f(x)
             assert_close_to_eager(got.float(), want.float(), "bf16 out", 2e-2)
-    if not BLOCKED:
+    if not BLOCKED_BF16:
         return
     ir = f.ir()
     assert "MaxPool2dBlocked" in ir_top_level_ops(ir)

@@ -1,6 +1,7 @@
 // The channel-blocked activation layouts as ordinary tensors: a batched 2-D activation
 // [N, C, H, W] whose C is a multiple of the block b is held as the contiguous 5-D tensor
-// [N, C/b, H, W, b], element (n, c, h, w) at [n, c / b, h, w, c % b]. b = 16 is oneDNN's nChw16c;
+// [N, C/b, H, W, b], element (n, c, h, w) at [n, c / b, h, w, c % b]. b = 16 is oneDNN's nChw16c
+// (b = 8, nChw8c, on AVX2 CPUs without AVX-512);
 // b = C is nhwc (channels last: [N, 1, H, W, C]), the layout of its AMX bfloat16 kernels. The CPU compiler's
 // layout pass (backends/cpu/compile/layout.cpp) keeps a model's activations in it between
 // convolutions, so each conv reads and writes its primitive's layout instead of reordering to

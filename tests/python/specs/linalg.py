@@ -251,7 +251,9 @@ SPECS = [
            atol=1e-4, rtol=1e-4),
     OpSpec("conv_transpose2d", ["ConvTranspose"], lambda l, x, w, b, **k: _lf(l).conv_transpose2d(x, w, b, **k),
            lambda t, x, w, b, **k: _F(t).conv_transpose2d(x, w, b, **k), _convT_samples, dtypes=FLOATS,
-           atol=1e-4, rtol=1e-4),
+           # torch's bfloat16 transposed conv on CPUs without AVX-512 rounds its sums to bfloat16:
+           # its own error against float64 reaches 0.057 on these samples, lucid's 0.031
+           atol=1e-4, rtol=1e-4, low_precision_tol=7e-2),
     OpSpec("conv_transpose1d", ["ConvTranspose"], lambda l, x, w, b, **k: _lf(l).conv_transpose1d(x, w, b, **k),
            lambda t, x, w, b, **k: _F(t).conv_transpose1d(x, w, b, **k), _convT1_samples, atol=1e-4, rtol=1e-4),
     OpSpec("max_pool2d", ["MaxPool2d", "MaxPool2dBackward"],

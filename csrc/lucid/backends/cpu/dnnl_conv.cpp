@@ -88,10 +88,11 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
     // Activations the layout pass keeps blocked ([N, C/b, H, W, b] tensors): nChw16c for b = 16,
     // nhwc for b = C (where C is 16 both are the same layout).
     auto user_blocked = [&](const memory::desc& md, int64_t b, int64_t c) {
-      LUCID_CHECK(xs.size() == 4 && (b == 16 || b == c), Error,
-                  "conv: channel-blocked layouts need a 2-D convolution with block 16 or the channel count ", c,
+      LUCID_CHECK(xs.size() == 4 && (b == 16 || b == 8 || b == c), Error,
+                  "conv: channel-blocked layouts need a 2-D convolution with block 16, 8 or the channel count ", c,
                   ", got block ", b);
-      return memory::desc(md.dims(), to_dnnl(t), b == 16 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
+      return memory::desc(md.dims(), to_dnnl(t), b == 16 ? memory::format_tag::nChw16c
+                                                 : b == 8 ? memory::format_tag::nChw8c : memory::format_tag::nhwc);
     };
     if (p.in_block) x_user = user_blocked(x_user, p.in_block, xs[1]);
     if (p.out_block) y_user = user_blocked(y_user, p.out_block, ys[1]);
@@ -99,8 +100,8 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
     auto any = [&](const memory::desc& md) { return memory::desc(md.dims(), dt, memory::format_tag::any); };
     memory::desc xa = any(x_user), wa = any(w_user), ya = any(y_user);
     // Activation layout (LUCID_CONV_LAYOUT, a tuning knob): "blocked" (default: the layout of
-    // conv_activation_layout, nChw16c for a tensor whose channels are a multiple of 16 or nhwc
-    // for bfloat16 on AMX, with cheap reorders from NCHW and oneDNN's fastest kernels; oneDNN's
+    // conv_activation_layout, nChw16c (nChw8c on AVX2) for a tensor whose channels are a multiple
+    // of the block, or nhwc for bfloat16 on AMX, with cheap reorders from NCHW and oneDNN's fastest kernels; oneDNN's
     // choice for the others, e.g. the 3-channel input of a first layer, which its kernels read
     // plain), "any" (oneDNN's choice throughout) or "plain".
     const std::string& layout = conv_layout();
@@ -112,10 +113,12 @@ std::shared_ptr<ConvEntry> get_entry(Kind kind, const Shape& xs, const Shape& ws
       auto tag = nsp_dims == 1 ? memory::format_tag::nwc : memory::format_tag::nhwc;
       xa = memory::desc(x_user.dims(), dt, tag);
       ya = memory::desc(y_user.dims(), dt, tag);
-    } else if (layout == "blocked") {
-      auto tag = nsp_dims == 1 ? memory::format_tag::nCw16c : memory::format_tag::nChw16c;
-      if (xs[1] % 16 == 0) xa = memory::desc(x_user.dims(), dt, tag);
-      if (ys[1] % 16 == 0) ya = memory::desc(y_user.dims(), dt, tag);
+    } else if (layout == "blocked" && conv_layout_block(conv_activation_layout(t)) > 0) {
+      const int64_t b = conv_layout_block(conv_activation_layout(t));
+      auto tag = b == 16 ? (nsp_dims == 1 ? memory::format_tag::nCw16c : memory::format_tag::nChw16c)
+                         : (nsp_dims == 1 ? memory::format_tag::nCw8c : memory::format_tag::nChw8c);
+      if (xs[1] % b == 0) xa = memory::desc(x_user.dims(), dt, tag);
+      if (ys[1] % b == 0) ya = memory::desc(y_user.dims(), dt, tag);
     }
     memory::desc b_md = bias ? memory::desc({ys[1]}, dt, memory::format_tag::a) : memory::desc();
     auto e = std::make_shared<ConvEntry>();
@@ -608,9 +611,16 @@ void deconv_forward(const Tensor& x0, const Tensor& w0, const Tensor& b0, const 
 
 size_t conv_cache_size() { return conv_cache().size(); }
 
+bool conv_residual_exact(DType t) {
+  static const bool avx512 = has_isa(dnnl::cpu_isa::avx512_core);
+  return t == DType::Float64 || avx512;
+}
+
 ConvLayout conv_activation_layout(DType t) {
-  static const bool blocked = conv_layout() == "blocked", avx512 = has_isa(dnnl::cpu_isa::avx512_core), amx = has_amx();
-  if (!blocked || !avx512 || (t != DType::Float32 && t != DType::BFloat16)) return ConvLayout::Plain;
+  static const bool blocked = conv_layout() == "blocked", avx512 = has_isa(dnnl::cpu_isa::avx512_core), amx = has_amx(),
+                    avx2 = has_isa(dnnl::cpu_isa::avx2);
+  if (!blocked || (t != DType::Float32 && t != DType::BFloat16)) return ConvLayout::Plain;
+  if (!avx512) return avx2 && t == DType::Float32 ? ConvLayout::Blocked8 : ConvLayout::Plain;
   return t == DType::BFloat16 && amx ? ConvLayout::ChannelsLast : ConvLayout::Blocked16;
 }
 

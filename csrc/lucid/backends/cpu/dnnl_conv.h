@@ -46,13 +46,23 @@ size_t conv_cache_size();
 // unset or "blocked" (the default; "any" and "plain" give Plain):
 //   Blocked16:    nChw16c, oneDNN's fastest direct kernels on AVX-512 (float32; bfloat16
 //                 without AMX);
+//   Blocked8:     nChw8c, float32 on AVX2 without AVX-512: the block of oneDNN's AVX2 direct
+//                 kernels (an 8-float vector);
 //   ChannelsLast: nhwc, bfloat16 where oneDNN has AMX: its AMX convolutions read and write nhwc,
 //                 while on nChw16c it runs the AVX-512 bf16 kernels (measured 32x64x56x56, 3x3:
 //                 1.8 ms against 33 ms, 2 threads);
-//   Plain:        neither (no AVX-512, other dtypes): convolutions reorder to oneDNN's choice.
+//   Plain:        none of these (no AVX2, other dtypes): convolutions reorder to oneDNN's choice.
 // Eager convolutions reorder NCHW into it around the primitive; the layout pass keeps a model's
-// activations in it between convolutions (block 16, or block = C for ChannelsLast).
-enum class ConvLayout { Plain, Blocked16, ChannelsLast };
+// activations in it between convolutions (block 16 or 8, or block = C for ChannelsLast).
+enum class ConvLayout { Plain, Blocked16, Blocked8, ChannelsLast };
+// The channel block of a blocked layout (16, 8), or 0 (Plain, ChannelsLast).
+inline int64_t conv_layout_block(ConvLayout l) { return l == ConvLayout::Blocked16 ? 16 : l == ConvLayout::Blocked8 ? 8 : 0; }
 ConvLayout conv_activation_layout(DType t);
+
+// Whether a convolution of dtype t with its residual fused (oneDNN's sum post-op; float64 runs
+// lucid's own kernel) computes exactly conv, then add: float64, and float32 on AVX-512 CPUs. On
+// AVX2 oneDNN adds the residual into partial sums (measured up to 5e-7 apart, 3->5 channels), so
+// the epilogue pass leaves the add outside there.
+bool conv_residual_exact(DType t);
 
 }  // namespace lucid::cpu

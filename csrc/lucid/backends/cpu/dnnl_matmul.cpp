@@ -161,12 +161,17 @@ std::shared_ptr<void> packed_weights(const MatmulPrim& prim, const Geometry& B, 
 
 // One oneDNN matmul call (A and B of dtype `in`, D of `dt`); false when oneDNN has no
 // implementation for these descriptors. `wsrc`, when defined, is the tensor B is read from,
-// offered for packing (2-D products only).
+// offered for packing (2-D products only). Packing is used on AVX-512 CPUs only, where oneDNN's
+// kernel for a packed B and for a plain one (with its per-call copy) sum in the same order. On
+// AVX2 they do not (a 1-row 784->256 Linear came out up to 3e-8 apart between a weight's first,
+// unpacked call and its packed later ones), and the plain kernel is the faster one there (26.7
+// against 45 us; 1x768->3072 153 against 161 us), so every call takes it.
 bool run_dnnl(const Geometry& A, const void* pa, const Geometry& B, const void* pb, const Tensor& bias,
               const Geometry& D, void* pd, DType in, DType dt, const MatmulEpilogue& ep, const Tensor& wsrc = Tensor()) {
+  static const bool pack_here = has_isa(dnnl::cpu_isa::avx512_core);
   std::shared_ptr<MatmulPrim> prim;
   std::shared_ptr<void> wbuf;
-  if (wsrc.defined() && D.dims.size() == 2 && D.dims[0] <= kPackMaxRows && weight_pack_enabled() &&
+  if (pack_here && wsrc.defined() && D.dims.size() == 2 && D.dims[0] <= kPackMaxRows && weight_pack_enabled() &&
       version_tracks_contents(*wsrc.impl()->storage) && (prim = matmul_prim(A, B, bias, D, in, dt, ep, true)))
     wbuf = packed_weights(*prim, B, pb, wsrc, in);
   if (!wbuf) prim = matmul_prim(A, B, bias, D, in, dt, ep, false);

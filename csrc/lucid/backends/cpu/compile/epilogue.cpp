@@ -23,7 +23,11 @@
 // these; for float16 and bfloat16 they would round once where the chain rounds after each step.
 // A 16-bit op (autocast) absorbs only an activation right after it: the primitive's output is
 // rounded as the op's, and the activation runs as eager's kernel on it, so that is exact too.
+// A Conv takes a residual only where that is exact (cpu::conv_residual_exact: float64, and
+// float32 on AVX-512; oneDNN's AVX2 kernels add it into partial sums, up to 5e-7 off the unfused add).
 #include "lucid/backends/cpu/compile/epilogue.h"
+
+#include "lucid/backends/cpu/dnnl_conv.h"
 
 #include "lucid/compile/passes/passes.h"
 
@@ -86,7 +90,7 @@ class Matcher {
       cur = g_.nodes()[j].outputs[0];
       act_first = true;
     }
-    if (adds && add_of(cur, j, other) && same_meta(other, cur)) {
+    if (adds && (op.op != OpId::Conv || conv_residual_exact(t)) && add_of(cur, j, other) && same_meta(other, cur)) {
       ep.residual = other;
       ep.chain.push_back(j);
       cur = g_.nodes()[j].outputs[0];

@@ -1,13 +1,13 @@
 // keep_blocked_layouts, the CPU backend's layout pass (run as "layout", after "epilogue"): the
 // activations between convolutions stay in the layout the convolutions' primitives use
 // (cpu::conv_activation_layout: oneDNN's channel-blocked nChw16c, held as [N, C/16, H, W, 16]
-// tensors, or, for bfloat16 on AMX, nhwc, held as [N, 1, H, W, C]: the same 5-D form with the
+// tensors (nChw8c, [N, C/8, H, W, 8], on AVX2 CPUs without AVX-512), or, for bfloat16 on AMX, nhwc, held as [N, 1, H, W, C]: the same 5-D form with the
 // block b = C; ops/blocked_layout.h), so a conv reads and writes its primitive's layout instead
 // of reordering its input from NCHW and its output back on every call (35 reorders per
 // MobileNet-v2 call before this pass; 15% of ResNet-18's time at batch 32).
 //
 // Which values are blocked: a node result that is a batched 2-D float32/bfloat16 activation whose
-// dtype has such a layout (for nChw16c, with a multiple of 16 channels), not a graph output or
+// dtype has such a layout (for nChw16c / nChw8c, with a multiple of 16 / 8 channels), not a graph output or
 // assigned value, produced by
 //   - a 2-D Conv / ConvFused (its residual, when it has one, blocked too),
 //   - MaxPool2d whose indices are unused, AvgPool2d, AdaptiveAvgPool2d, eval BatchNorm whose
@@ -46,12 +46,16 @@ using ir::Value;
 
 namespace {
 
-// The block value v is held in when blocked: 16 for nChw16c, C for nhwc; 0: no blocked layout
-// for its dtype (or, for nChw16c, channels that are not a multiple of 16).
+// The block value v is held in when blocked: 16 for nChw16c, 8 for nChw8c, C for nhwc; 0: no
+// blocked layout for its dtype (or, for nChw16c/nChw8c, channels that are not a multiple of the block).
 int64_t block_of(const Value& v) {
   if (v.shape.size() != 4 || v.shape[1] <= 0) return 0;
   switch (conv_activation_layout(v.dtype)) {
-    case ConvLayout::Blocked16: return v.shape[1] % kChannelBlock == 0 ? kChannelBlock : 0;
+    case ConvLayout::Blocked16:
+    case ConvLayout::Blocked8: {
+      const int64_t b = conv_layout_block(conv_activation_layout(v.dtype));
+      return v.shape[1] % b == 0 ? b : 0;
+    }
     case ConvLayout::ChannelsLast: return v.shape[1];
     case ConvLayout::Plain: break;
   }
@@ -125,7 +129,7 @@ class LayoutPlan {
     if (x.shape.size() != 4 || w.shape.size() != 4 || layout == ConvLayout::Plain) return false;
     const int64_t G = n.attrs.i("groups"), icg = x.shape[1] / G, ocg = w.shape[0] / G;
     return G == 1 || (icg == 1 && ocg == 1) || layout == ConvLayout::ChannelsLast ||
-           (icg % kChannelBlock == 0 && ocg % kChannelBlock == 0);
+           (icg % conv_layout_block(layout) == 0 && ocg % conv_layout_block(layout) == 0);
   }
 
   // Plain operand `v` of pointwise node output shape `out`, broadcast in a way the 5-D form

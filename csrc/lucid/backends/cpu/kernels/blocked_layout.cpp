@@ -1,5 +1,5 @@
 // CPU kernels of the channel-blocked layout ops (records and layout in ops/blocked_layout.h).
-// Block/UnblockChannels are oneDNN reorders (nchw <-> nChw16c for block 16, nchw <-> nhwc for
+// Block/UnblockChannels are oneDNN reorders (nchw <-> nChw16c / nChw8c for block 16 / 8, nchw <-> nhwc for
 // block C) for float32 and bfloat16 and a strided copy otherwise. The pooling and eval batch-norm kernels read a block of b channels as
 // one run of b contiguous lanes and compute every lane exactly as the NCHW kernel computes that
 // channel (backends/cpu/kernels/pool.cpp, norm.cpp): the same window clipping and visiting order,
@@ -40,21 +40,25 @@ dnnl_util::LruCache<ReorderEntry>& reorder_cache() {
   return c;
 }
 
-// nchw (contiguous, 4-D) <-> blocked (contiguous, 5-D, block 16: nChw16c; block C: nhwc)
-// through a oneDNN reorder; false when the dtype or block has none.
+// nchw (contiguous, 4-D) <-> blocked (contiguous, 5-D, block 16: nChw16c; 8: nChw8c; block C:
+// nhwc) through a oneDNN reorder; false when the dtype or block has none. bfloat16 only where
+// oneDNN moves its bits as they are (AVX-512 BF16): on AVX2 its reference reorder converts through
+// float with denormals flushed, turning -0 into +0 and bfloat16 denormals into zeros.
 bool dnnl_reorder(const Tensor& src, const Tensor& dst, bool to_blocked) {
+  static const bool bf16_exact = dnnl_util::has_isa(dnnl::cpu_isa::avx512_core_bf16);
   const Tensor& plain = to_blocked ? src : dst;
   const Tensor& blocked = to_blocked ? dst : src;
   const DType t = src.dtype();
   const int64_t b = blocked.shape()[4];
-  if ((t != DType::Float32 && t != DType::BFloat16) || (b != 16 && blocked.shape()[1] != 1)) return false;
+  if ((t != DType::Float32 && !(t == DType::BFloat16 && bf16_exact)) || (b != 16 && b != 8 && blocked.shape()[1] != 1))
+    return false;
   dnnl_util::Key k;
   k.add(static_cast<int64_t>(t)).add(plain.shape()).add(to_blocked).add(b);
   auto e = reorder_cache().get(k, [&]() -> std::shared_ptr<ReorderEntry> {
     try {
       auto r = std::make_shared<ReorderEntry>();
       memory::desc p = dnnl_util::plain_desc(plain.shape(), t);
-      memory::desc blk(p.dims(), dnnl_util::to_dnnl(t), b == 16 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
+      memory::desc blk(p.dims(), dnnl_util::to_dnnl(t), b == 16 ? memory::format_tag::nChw16c : b == 8 ? memory::format_tag::nChw8c : memory::format_tag::nhwc);
       r->src = to_blocked ? p : blk;
       r->dst = to_blocked ? blk : p;
       r->prim = dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_util::engine(), r->src, dnnl_util::engine(), r->dst));
