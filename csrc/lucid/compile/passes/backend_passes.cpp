@@ -47,4 +47,10 @@ Tensor ew_stand_in(const ir::Value& v, bool wrapped) {
   return t;
 }
 
+Tensor ew_stand_in(const ir::Value& v, const Tensor& constant) {
+  const bool wrapped = constant.defined() && constant.impl()->is_wrapped_number;
+  if (wrapped && constant.dtype() == v.dtype && constant.shape() == v.shape) return constant;
+  return ew_stand_in(v, wrapped);
+}
+
 }  // namespace lucid

@@ -51,4 +51,8 @@ namespace lucid {
 // A stand-in tensor for fused_elementwise_dtype: value v's dtype, its rank (dims of size 1), value
 // zero; `wrapped` marks a traced Python scalar (it promotes like one).
 Tensor ew_stand_in(const ir::Value& v, bool wrapped);
+// The stand-in of a group input that may be a traced constant: a wrapped Python number of v's
+// dtype and shape stands for itself (its value decides pow's check and whether a 16-bit mul reads
+// it at float precision, elementwise_compute_dtype), anything else for ew_stand_in(v, wrapped-ness).
+Tensor ew_stand_in(const ir::Value& v, const Tensor& constant);
 }  // namespace lucid

@@ -92,9 +92,7 @@ FusedProgram::FusedProgram(const ir::Graph& body, std::vector<Tensor> wrapped) {
     LUCID_CHECK(broadcast_shapes(v.shape, shape, me) == shape, Error, me, ": input ", i, " does not broadcast to ",
                 "the iteration shape");
     inputs.push_back(v.meta());
-    // A wrapped number stands for itself (its value matters to pow and the 16-bit scalar rule).
-    bool w = wrapped[i].defined() && wrapped[i].dtype() == v.dtype && wrapped[i].shape() == v.shape;
-    proxy[body.inputs()[i]] = w ? wrapped[i] : ew_stand_in(v, false);
+    proxy[body.inputs()[i]] = ew_stand_in(v, wrapped[i]);
   }
   std::vector<int> output_of(body.values().size(), -1);
   for (size_t k = 0; k < body.outputs().size(); ++k) {

@@ -181,10 +181,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
       return refuse(str("input ", i, " does not broadcast to the iteration shape"));
     k.inputs.push_back(bv.meta());
     k.host_input.push_back(host);
-    // A wrapped number stands for itself: its value decides whether a 16-bit mul reads it at
-    // float precision (elementwise_compute_dtype), as the eager kernel decides.
-    const Tensor& cv = wrapped ? g.const_data(gv.slot) : Tensor();
-    proxy[body.inputs()[i]] = wrapped && cv.dtype() == bv.dtype && cv.shape() == bv.shape ? cv : ew_stand_in(bv, wrapped);
+    proxy[body.inputs()[i]] = ew_stand_in(bv, wrapped ? g.const_data(gv.slot) : Tensor());
     const std::string v = str("x", i);  // names by position, not value id: equal groups, equal source
     const char* st = storage_type(bv.dtype);
     if (host) {
