@@ -4,8 +4,10 @@ eager and torch.compile(mode="reduce-overhead") on the same GPU, in one run.
 Rows (float32):
   - MLP 784-256-10, batch 64, inference (no_grad): lucid compiled as CUDA-graph replays, and the
     same program on the plain executor (LUCID_CUDA_GRAPHS=0 for a second compile);
-  - the same MLP's training step with Adam (lucid: compile.fused_step; torch: zero_grad,
-    forward, cross-entropy, backward, step with foreach Adam);
+  - the same MLP's training step with Adam (lucid: compile.fused_step, replayed as a CUDA graph
+    with the hyper-parameters and step counter written per call, and the same step without
+    graphs, LUCID_CUDA_GRAPHS=0; lucid eager; torch: zero_grad, forward, cross-entropy, backward,
+    step with foreach Adam);
   - elementwise-heavy inference (the fused kernels, issue 14 item 2): an elementwise chain on
     [8192, 1024] (scale and shift by broadcast parameters, tanh-GELU, a scaled residual, SiLU:
     lucid compiles it into one NVRTC kernel) and a GELU-MLP block 1024-4096-1024 with a residual
@@ -220,12 +222,41 @@ def training_row():
     err = abs(float(step(lx, ly).item()) - float(torch_step().item()))
     # the next calls trace: the first trace meets the optimizer's hyper-parameter tests and keys
     # again, so the entry lands on the second or third; the slowest call is the compile
-    calls = []
-    while step.cache_info()["entries"] == 0 and len(calls) < 5:
-        calls.append(first_call(lambda: step(lx, ly)))
-    assert step.cache_info()["entries"] == 1, step.cache_info()
-    first = {"lucid compiled": max(calls)}
+    def settle(st):
+        calls = []
+        while st.cache_info()["entries"] == 0 and len(calls) < 5:
+            calls.append(first_call(lambda: st(lx, ly)))
+        assert st.cache_info()["entries"] == 1, st.cache_info()
+        for _ in range(3):  # warm-up and capture
+            st(lx, ly)
+        return max(calls)
+
+    first = {"lucid compiled": settle(step)}
+    keys = [k for k in step._cm._keys() if step._cm._info[k]["reason"] is None]
+    exe = step._cm._executable(keys[-1])
+    print(f"Adam step: {exe.graph_replays} graph replays, graph fallback: {exe.graph_fallback or '-'}")
+    # the same step on the plain executor: a twin and a fresh executable under LUCID_CUDA_GRAPHS=0
+    pm, _ = twins()
+    popt = lucid.optim.Adam(pm.parameters(), lr=1e-3)
+    plain = lucid.compile.fused_step(pm, lucid.nn.functional.cross_entropy, popt, strict=True)
+    plain(lx, ly)  # creates the optimizer state eagerly
+    lucid._C._clear_executable_cache()
+    os.environ["LUCID_CUDA_GRAPHS"] = "0"
+    settle(plain)
+    del os.environ["LUCID_CUDA_GRAPHS"]
+    em, _ = twins()
+    eopt = lucid.optim.Adam(em.parameters(), lr=1e-3)
+
+    def lucid_step():
+        eopt.zero_grad()
+        loss = lucid.nn.functional.cross_entropy(em(lx), ly)
+        loss.backward()
+        eopt.step()
+        return loss
+
     fns = {"lucid compiled": synced(lambda: step(lx, ly), lucid.cuda.synchronize),
+           "lucid compiled, no graph": synced(lambda: plain(lx, ly), lucid.cuda.synchronize),
+           "lucid eager": synced(lucid_step, lucid.cuda.synchronize),
            "torch eager": synced(torch_step, torch.cuda.synchronize)}
     times = timeit_interleaved(fns, rounds=9)
     return "MLP 784-256-10 b64 Adam step", times, first, err

@@ -174,6 +174,31 @@ TEST(IRDevice, PassesKeepTheDevice) {
   EXPECT_EQ(text, cpu_text);
 }
 
+TEST(IRDevice, ElementwiseGroupsKeepToOneDevice) {
+  // Host scalar math (%4, %5: an optimizer's bias corrections on the CPU) and a 0-d device leaf
+  // (%6) both depend only on inputs and states, but form no group together; the host chain is a
+  // group of its own, which the CUDA executor runs before a graph replay. The CPU's rules stand
+  // in for the CUDA backend's (the pass's device rule is the shared one).
+  ir::Graph g = ir::parse(
+      "graph(%0: float32[4]@cuda:0 input, %1: float32[] input, %2: float32[] input, %3: float32[]@cuda:0 state) {\n"
+      "  %4 = Mul(%1, %2) : float32[]\n"
+      "  %5 = Sub(%4, %2) : float32[]\n"
+      "  %6 = Add(%3, %1) : float32[]@cuda:0\n"
+      "  %7 = Mul(%0, %5) : float32[4]@cuda:0\n"
+      "  %8 = Relu(%7) : float32[4]@cuda:0\n"
+      "  assign %3 <- %6\n"
+      "  return (%8)\n}\n");
+  ir::Graph grouped = ir::group_elementwise(g, ir::backend_passes(DeviceType::CPU));
+  int groups = 0;
+  for (const ir::Node& n : grouped.nodes()) {
+    if (!n.body) continue;
+    ++groups;
+    const Device d = n.body->value(n.body->nodes().at(0).outputs.at(0)).device;
+    for (const ir::Node& b : n.body->nodes()) EXPECT_EQ(n.body->value(b.outputs.at(0)).device, d) << ir::print(grouped);
+  }
+  EXPECT_EQ(groups, 2) << ir::print(grouped);  // {%4, %5} on the host, {%7, %8} on the device; %6 alone
+}
+
 TEST(IRDevice, PipelinePicksTheBackendOfTheGraphsDevice) {
   // The CUDA graph gets the CUDA backend's description: in a CUDA build its grouping rule (the
   // NVRTC-fused kernels) groups Add + Relu; in a CPU-only build there is none, only the shared

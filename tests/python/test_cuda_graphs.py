@@ -5,9 +5,10 @@ executable's counters say whether calls were replays (graph_replays) or why they
 (graph_fallback). What is checked: outputs are fresh per call (never overwritten by the next
 replay), bound state is read at every replay (in-place updates seen; a replaced parameter
 captures again), BatchNorm's running statistics are written per replay, random ops draw eager's
-fresh numbers at every replay, threads and a non-default stream, and each recorded fallback: host
-scalars, a kernel that talks to the host during capture (an index check, a loss's deferred
-target check), LUCID_CUDA_GRAPHS=0.
+fresh numbers at every replay, threads and a non-default stream, a loss's deferred target check
+replayed (a bad target raises at the next read), and each recorded fallback: a kernel that talks
+to the host during capture (an index check), LUCID_CUDA_GRAPHS=0. Programs with per-call host scalars (training steps) are
+test_cuda_graph_scalars.py's.
 """
 import threading
 
@@ -173,25 +174,37 @@ def test_random_ops_draw_fresh_numbers_at_every_replay_equal_to_eager():
     assert exe.graph_fallback == "" and exe.graph_replays == 5
 
 
-def test_host_scalars_run_without_a_graph_saying_why():
-    x = lucid.ones(6, device="cuda")
-    lr = [lucid.tensor(0.5, dtype=lucid.float64)]  # a 0-d CPU input, as an optimizer's hyper-parameter
-    _fallback(lambda a, s: a * s, lambda k: (x + k, lr[0].fill_(0.5 + k)), "host scalars")
-
-
 def test_an_index_check_ends_the_capture_and_is_the_reason():
     x = lucid.arange(20.0, device="cuda").reshape(4, 5)
     idx = lucid.tensor([3, 0, 2]).to("cuda")
     _fallback(lambda a, i: a[i] * 2, lambda k: (x + k, idx), "capturing a CUDA graph failed")
 
 
-def test_a_deferred_target_check_ends_the_capture_and_is_the_reason():
+def test_a_deferred_target_check_is_replayed_and_a_bad_target_raises_at_the_next_read():
+    # cross_entropy's class-target check is captured with its copy to the host; each replay queues
+    # it as eager queues its deferred check, so a bad target raises eager's IndexError at the next
+    # host read, and the next replay's check starts clean.
     rng = np.random.default_rng(4)
     logits = lucid.tensor(rng.standard_normal((8, 5)).astype(np.float32)).to("cuda")
-    target = lucid.tensor(rng.integers(0, 5, 8)).to("cuda")
-    # the capture stops at the check's first talk to the host: the query of earlier deferred
-    # checks' events, or defer_check's own refusal
-    _fallback(lambda a, t: F.cross_entropy(a, t), lambda k: (logits * (k + 1), target), "deferred")
+    t = rng.integers(0, 5, 8)
+    target = lucid.tensor(t).to("cuda")
+    bad = lucid.tensor(np.where(np.arange(8) == 3, 7, t)).to("cuda")
+
+    def fn(a, y):
+        return F.cross_entropy(a, y)
+
+    cf = lucid.compile(fn, strict=True)
+    for k in range(5):
+        np.testing.assert_array_equal(host(cf(logits * (k + 1), target)), host(fn(logits * (k + 1), target)))
+    exe = exe_of(cf)
+    assert exe.graph_fallback == "" and exe.graph_replays == 3, exe.graph_fallback
+    with pytest.raises(IndexError):
+        fn(logits, bad).item()
+    with pytest.raises(IndexError):
+        cf(logits, bad).item()
+    assert exe.graph_replays == 4  # the bad call was a replay
+    np.testing.assert_array_equal(host(cf(logits, target)), host(fn(logits, target)))
+    assert exe.graph_replays == 5
 
 
 def test_graphs_turned_off_by_the_environment(monkeypatch):

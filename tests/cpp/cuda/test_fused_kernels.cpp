@@ -70,7 +70,7 @@ TEST(CudaFusedSource, CudaRuleGroupsChainsAndTheGeneratorCallsTheFunctors) {
   EXPECT_TRUE(has(a, "extern \"C\" __global__ void __launch_bounds__(256) lucid_fused_0(")) << a;
   EXPECT_TRUE(has(a, "lucid_keep(lucid::sm::Add::apply<float>(")) << a;
   EXPECT_TRUE(has(a, "const lucid::sm::Gelu f")) << a;            // built on the host from the Attrs
-  EXPECT_TRUE(has(a, "lucid_bits<double>(a.host[3])")) << a;       // the Python scalar, by value
+  EXPECT_TRUE(has(a, "lucid_host<double>(a.host[3], a.host_at >> 3 & 1u)")) << a;  // the Python scalar: by value (or address)
   EXPECT_EQ(ks[0].attrs.size(), 1u);                              // Gelu{tanh_approx}: one word
   EXPECT_EQ(ks[0].attrs[0] & 0xff, 1u);                           // tanh_approx = true
   EXPECT_EQ(ks[0].host_input, (std::vector<char>{0, 0, 0, 1}));
@@ -82,7 +82,7 @@ TEST(CudaFusedSource, CudaRuleGroupsChainsAndTheGeneratorCallsTheFunctors) {
   // The source names values by position, not by value id: a body read back from the compile
   // cache (its ids renumbered by the text round trip) generates the same program, the same cubin key.
   EXPECT_EQ(program_of(kernels_of(ir::parse(ir::print(g)))), program_of(ks));
-  EXPECT_EQ(ks[1].layout.words(), 3 + cuda::kFusedMaxDims + 2 + 1 + 2 * cuda::kFusedMaxDims + 2 + 1);
+  EXPECT_EQ(ks[1].layout.words(), 4 + cuda::kFusedMaxDims + 2 + 1 + 2 * cuda::kFusedMaxDims + 2 + 1);  // 4: n, masks, host-pointer mask
 }
 
 TEST(CudaFusedSource, NvrtcCompilesGeneratedProgramsWithoutAGpu) {

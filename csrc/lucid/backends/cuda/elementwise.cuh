@@ -5,7 +5,8 @@
 //   - the compute dtype is elementwise_compute_dtype<Id> (ops/elementwise_util.h), and inputs of
 //     another dtype are converted to it first: a device tensor with the Copy kernel's cast
 //     (cast_on_device), a CPU 0-dim tensor (a Python number) on the host by the CPU Copy kernel,
-//     its value then passed to the kernel by value;
+//     its value then passed to the kernel by value (host_scalar.h; while a CUDA graph is captured,
+//     a value that changes per call is read from the device word each replay rewrites);
 //   - each element is loaded, widened to the compute type (float for 16-bit floats), given to
 //     the functor's apply<C>, and stored as the output type (bool for the Bool rules);
 //   - a write into another dtype (in place into a wider tensor) goes through a temporary.
@@ -22,6 +23,8 @@
 #include "lucid/backends/cuda/cuda_dtype.cuh"
 #include "lucid/backends/cuda/device_copy.h"
 #include "lucid/backends/cuda/elementwise_launch.cuh"
+#include "lucid/backends/cuda/graph_capture.h"
+#include "lucid/backends/cuda/host_scalar.h"
 #include "lucid/ops/elementwise_util.h"
 
 // The functors' generic code compares unsigned values with zero (relu of uint8), as it does on
@@ -30,21 +33,17 @@
 
 namespace lucid::cuda {
 
-// The bits of a CPU 0-dim tensor's value converted to dtype c by the CPU Copy kernel (the CPU
-// elementwise kernels' own input cast), in c's storage type.
-inline uint64_t host_scalar_bits(const Tensor& t, DType c) {
-  Tensor v = t;
-  if (t.dtype() != c) {
-    v = Tensor::empty({}, c);
-    op_def(OpId::Copy).kernel(DeviceType::CPU)({t}, {v}, {{"dtype", c}});
-  }
-  uint64_t bits = 0;
-  std::memcpy(&bits, v.data_ptr(), itemsize(c));
-  return bits;
+// A host scalar (CPU 0-dim tensor) as a gpu_kernel input in compute dtype c: by value, or, while a
+// CUDA graph is captured and its value changes per call, read from the device address where each
+// replay finds it (graph_capture.h's GraphScalars).
+inline KernelInput host_scalar_input(const Tensor& t, DType c) {
+  if (GraphScalars* g = active_graph_scalars())
+    if (const void* at = g->device_value(t, c)) return KernelInput::device_scalar(at);
+  return KernelInput{nullptr, host_scalar_bits(t, c)};
 }
 
 // An op's inputs in compute dtype c, as gpu_kernel inputs: host scalars (CPU 0-dim tensors) by
-// value, device tensors as they are or cast to c. The casts are held here while the kernel is
+// value (host_scalar_input), device tensors as they are or cast to c. The casts are held here while the kernel is
 // queued (the allocator is stream-ordered, so freeing them after is safe).
 struct ComputeInputs {
   std::vector<Tensor> held;
@@ -55,7 +54,7 @@ struct ComputeInputs {
       if (t.device().is_cpu()) {
         LUCID_CHECK(t.ndim() == 0, Error, op, ": expected all tensors to be on the same device, but found a CPU tensor of shape ",
                     shape_str(t.shape()));
-        args.push_back(KernelInput{nullptr, host_scalar_bits(t, c)});
+        args.push_back(host_scalar_input(t, c));
         continue;
       }
       held.push_back(cast_on_device(t, c));

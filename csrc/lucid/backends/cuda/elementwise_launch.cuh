@@ -1,6 +1,7 @@
 // gpu_kernel: the launch helper of every elementwise-style CUDA kernel (the functor table's ops,
 // fills, casts; reusable for losses, dropout...). Given an output tensor, its inputs (device
-// tensors of any strides, broadcast to the output's shape, or host scalars passed by value) and a
+// tensors of any strides, broadcast to the output's shape, or host scalars passed by value or, in
+// a CUDA graph capture, read from a device address: KernelInput::at) and a
 // device functor `Out f(In...) const` over the operands' device storage types (cuda_dtype.cuh:
 // __half for float16), it launches on the output device's current stream one of two kernels:
 //   - the vectorised one when every tensor operand is contiguous and aligned to its vector (16
@@ -31,11 +32,14 @@
 namespace lucid::cuda {
 
 // One input of gpu_kernel: a tensor on the output's device, or a host scalar given by the bits of
-// its value in the input's device storage type (scalar(v) with v of that type).
+// its value in the input's device storage type (scalar(v) with v of that type), or a scalar the
+// kernel reads from device address `at` (a captured graph's per-call host scalar, graph_capture.h).
 struct KernelInput {
   const Tensor* tensor = nullptr;
   uint64_t bits = 0;
-  static KernelInput of(const Tensor& t) { return KernelInput{&t, 0}; }
+  const void* at = nullptr;
+  static KernelInput of(const Tensor& t) { return KernelInput{&t, 0, nullptr}; }
+  static KernelInput device_scalar(const void* p) { return KernelInput{nullptr, 0, p}; }
   template <class S> static KernelInput scalar(S v) {
     static_assert(sizeof(S) <= sizeof(uint64_t) && std::is_trivially_copyable_v<S>);
     KernelInput in;
@@ -53,6 +57,7 @@ template <int N> struct Inputs {
   const char* ptr[N > 0 ? N : 1];
   uint64_t bits[N > 0 ? N : 1];
   uint32_t scalar_mask;  // bit k: input k is a host scalar (bits[k])
+  uint32_t at_mask;      // bit k: that scalar is read from device address ptr[k] instead
 };
 
 template <class T, int VEC> struct alignas(sizeof(T) * VEC) AlignedVec { T val[VEC]; };
@@ -63,9 +68,13 @@ template <class T> __device__ __forceinline__ T from_bits(uint64_t b) {
   return v;
 }
 
+template <class T, int N> __device__ __forceinline__ T scalar_input(const Inputs<N>& in, int k) {
+  return in.at_mask >> k & 1u ? *reinterpret_cast<const T*>(in.ptr[k]) : from_bits<T>(in.bits[k]);
+}
+
 template <class T, int N, class Index>
 __device__ __forceinline__ T load_input(const Inputs<N>& in, int k, Index byte_offset) {
-  if (in.scalar_mask >> k & 1u) return from_bits<T>(in.bits[k]);
+  if (in.scalar_mask >> k & 1u) return scalar_input<T>(in, k);
   return *reinterpret_cast<const T*>(in.ptr[k] + byte_offset);
 }
 
@@ -99,7 +108,7 @@ __device__ __forceinline__ void load_vectors(::cuda::std::tuple<AlignedVec<In, V
 template <class Out, int VEC, class... In, class F, size_t... K>
 __device__ __forceinline__ Out apply_vector(const F& f, const ::cuda::std::tuple<AlignedVec<In, VEC>...>& regs,
                                             const Inputs<sizeof...(In)>& in, int j, std::index_sequence<K...>) {
-  return f((in.scalar_mask >> K & 1u ? from_bits<In>(in.bits[K]) : ::cuda::std::get<K>(regs).val[j])...);
+  return f((in.scalar_mask >> K & 1u ? scalar_input<In>(in, static_cast<int>(K)) : ::cuda::std::get<K>(regs).val[j])...);
 }
 
 template <class Out, class... In, class F, size_t... K>
@@ -145,6 +154,10 @@ Inputs<sizeof...(In)> kernel_inputs(const char* name, const Tensor& out, const s
     if (!t) {
       in.scalar_mask |= 1u << k;
       in.bits[k] = inputs[k].bits;
+      if (inputs[k].at) {
+        in.at_mask |= 1u << k;
+        in.ptr[k] = static_cast<const char*>(inputs[k].at);
+      }
       continue;
     }
     LUCID_CHECK(itemsize(t->dtype()) == kSizes[k], Error, name, ": input ", k, " dtype ", dtype_name(t->dtype()),

@@ -16,7 +16,10 @@
 // keeps the original one where it can (each group placed by its first member). Copy (a dtype
 // cast) joins groups too; integer floor_divide and remainder don't (they raise on a zero
 // divisor). 0-d nodes that depend only on inputs, states, constants and each other
-// form one group of their own however unrelated they are (see Grouping).
+// form one group of their own however unrelated they are (see Grouping). A group's nodes have
+// their results on one device: in a device graph, host scalar math (an optimizer's bias
+// corrections on the CPU) never shares a group with device nodes, so the CUDA executor can run
+// the host groups before a graph replay and the device ones inside it.
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -70,21 +73,27 @@ class Grouping {
         leaves.push_back(n);
       }
     }
-    int leaf_group = -1;
-    if (leaves.size() > 1) {
-      leaf_group = static_cast<int>(members_.size());
-      for (int x : leaves) group_[x] = leaf_group;
-      members_.push_back(leaves);
+    std::vector<std::pair<Device, std::vector<int>>> by_device;  // the leaves, one group per device
+    for (int x : leaves) {
+      const Device& d = g.value(nodes[x].outputs[0]).device;
+      auto it = std::find_if(by_device.begin(), by_device.end(), [&](const auto& e) { return e.first == d; });
+      if (it == by_device.end()) it = by_device.insert(by_device.end(), {d, {}});
+      it->second.push_back(x);
+    }
+    for (auto& [d, xs] : by_device) {
+      if (xs.size() < 2) continue;
+      for (int x : xs) group_[x] = static_cast<int>(members_.size());
+      members_.push_back(std::move(xs));
     }
     for (int n = 0; n < static_cast<int>(nodes.size()); ++n) {
       if (!fusable(g, nodes[n], backend) || leaf[n]) continue;
-      const Shape& shape = g.value(nodes[n].outputs[0]).shape;
-      std::vector<int> cand;  // producers' groups of the same shape, in input order
+      const Value& out = g.value(nodes[n].outputs[0]);
+      std::vector<int> cand;  // producers' groups of the same shape and device, in input order
       for (int in : nodes[n].inputs) {
         const Value& v = g.value(in);
         if (v.kind != ValueKind::Node) continue;
         int gp = group_[v.producer];
-        if (gp >= 0 && gp != leaf_group && v.shape == shape &&
+        if (gp >= 0 && !leaf[v.producer] && v.shape == out.shape && v.device == out.device &&
             std::find(cand.begin(), cand.end(), gp) == cand.end())
           cand.push_back(gp);
       }

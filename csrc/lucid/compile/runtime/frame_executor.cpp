@@ -207,6 +207,8 @@ size_t FrameExecutor::pooled_frames() const {
   return pool_.size() + (hot_.load() != nullptr);
 }
 
+Tensor FrameExecutor::upload(int, const Tensor& host, const Device& device) const { return on_device(host, device); }
+
 void FrameExecutor::step(size_t k, Frame& f, const Call& c) const {
   const Instr& in = instrs_[k];
   const ir::Node& n = *in.node;
@@ -219,7 +221,7 @@ void FrameExecutor::step(size_t k, Frame& f, const Call& c) const {
     return;
   }
   for (const auto& [j, t] : in.uploaded) ins[j] = t;
-  for (int j : in.upload) ins[j] = on_device(ins[j], in.device);
+  for (int j : in.upload) ins[j] = upload(n.inputs[j], ins[j], in.device);
   TensorList& outs = f.outs[k];
   for (int j : in.fresh) {
     const ir::Value& v = graph_.value(n.outputs[j]);

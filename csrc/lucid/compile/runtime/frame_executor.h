@@ -31,8 +31,9 @@
 // constructor: the CPU's block interpreter; a backend without one raises NotImplementedError for
 // a program with a group), a Frame subclass for what it keeps per frame (new_frame), the hooks
 // around a frame's use (frame_acquired / frame_released: a GPU orders a frame's reuse on another
-// stream), and how the instruction list of one call runs (execute: the plain loop by default; the
-// CUDA executor replays a CUDA graph).
+// stream), how the instruction list of one call runs (execute: the plain loop by default; the
+// CUDA executor replays a CUDA graph), and how a host scalar reaches a device kernel outside the
+// functor table (upload: a copy by default).
 //
 // LUCID_COMPILE_PROFILE=<n>: each call prints to stderr the host time of its instructions, final
 // assigns and state cache, and its n slowest instructions (at least 8). On a GPU it is the time
@@ -105,6 +106,10 @@ class FrameExecutor : public Executor {
   virtual void frame_released(Frame&) const {}
   // Runs this call's instructions (all but static views and the state cache): step() in order.
   virtual void execute(Frame& f, const Call& c) const;
+  // Host scalar `host` (value id `value`) for a device kernel that does not take host scalars: a
+  // copy on `device` (the CUDA executor, while it captures a graph, gives instead a device
+  // tensor that each replay rewrites with the call's value).
+  virtual Tensor upload(int value, const Tensor& host, const Device& device) const;
   // Instruction k of this call: its inputs from the slots, fresh outputs allocated, outputs
   // planned into a target set to that target (when writable this call), then the kernel, the
   // view or the fused group.

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <map>
 
+#include "lucid/backends/cpu/compile/fused_ew.h"
 #include "lucid/backends/cuda/compile/fused_source.h"
 #include "lucid/backends/cuda/compile/nvrtc_program.h"
 #include "lucid/backends/cuda/cuda_check.h"
 #include "lucid/backends/cuda/device_info.h"
+#include "lucid/backends/cuda/graph_capture.h"
 #include "lucid/backends/cuda/stream.h"
 #include "lucid/dispatch/dispatch.h"
 
@@ -26,6 +28,7 @@ struct Group {
   const ir::Node* node = nullptr;
   FusedKernelSource src;          // src.refused non-empty: runs op by op
   cudaKernel_t kernel = nullptr;
+  std::shared_ptr<const FusedProgram> host;  // a group of host values: the CPU's block interpreter
   Device device;
   int64_t max_blocks = 1;
 };
@@ -63,6 +66,17 @@ std::shared_ptr<Module> build_module(const rt::Program& p) {
     gr.device = p.device();
     gr.src = generate_fused_kernel(g, *in.node, str("lucid_fused_", m->groups.size()));
     if (off) gr.src.refused = "generated kernels are turned off (LUCID_CUDA_FUSED=0)";
+    // Host scalar math (an optimizer's bias corrections; a CUDA graph's replay runs it first, on the
+    // host) runs as one program of the CPU's block interpreter rather than op by op.
+    bool host = !off;
+    for (const ir::Node& n : in.node->body->nodes()) host = host && in.node->body->value(n.outputs.at(0)).device.is_cpu();
+    if (host) {
+      try {
+        gr.host = std::make_shared<const FusedProgram>(*in.node->body, wrapped_inputs(g, *in.node));
+      } catch (const Error&) {
+        gr.host = nullptr;  // an op the interpreter can't run: op by op
+      }
+    }
     m->index[in.node] = m->groups.size();
     m->groups.push_back(std::move(gr));
   }
@@ -200,10 +214,16 @@ void launch(const Group& gr, const TensorList& inputs, const TensorList& outputs
   }
   const FusedArgsLayout& L = k.layout;
   std::vector<uint64_t> w(static_cast<size_t>(L.words()), 0);
-  uint32_t strided = 0, scalar = 0;
+  uint32_t strided = 0, scalar = 0, host_at = 0;
+  GraphScalars* per_call = active_graph_scalars();
   for (int i = 0; i < ni; ++i) {
     if (k.host_input[i]) {
-      std::memcpy(&w[L.host() + i], in[i].data_ptr(), itemsize(in[i].dtype()));
+      if (const void* at = per_call ? per_call->device_value(in[i], in[i].dtype()) : nullptr) {
+        w[L.host() + i] = reinterpret_cast<uint64_t>(at);
+        host_at |= 1u << i;
+      } else {
+        std::memcpy(&w[L.host() + i], in[i].data_ptr(), itemsize(in[i].dtype()));
+      }
       continue;
     }
     bool is_scalar = true, contiguous = true;
@@ -229,6 +249,7 @@ void launch(const Group& gr, const TensorList& inputs, const TensorList& outputs
   w[0] = static_cast<uint64_t>(n);
   w[1] = static_cast<uint64_t>(cdims.size()) | static_cast<uint64_t>(strided) << 32;
   w[2] = static_cast<uint64_t>(scalar) | static_cast<uint64_t>(vec4) << 32;
+  w[L.host_at()] = host_at;
   if (!k.attrs.empty()) std::memcpy(&w[L.attr()], k.attrs.data(), k.attrs.size() * sizeof(uint64_t));
   void* params[] = {w.data()};
   const int64_t threads = vec4 ? n / 4 : n;
@@ -267,6 +288,7 @@ std::shared_ptr<const void> build_group(const void* context, const ir::Graph&, c
 void run_group(const void* prepared, const TensorList& inputs, const TensorList& outputs) {
   const Group& g = *static_cast<const Group*>(prepared);
   if (g.kernel) launch(g, inputs, outputs);
+  else if (g.host) run_fused(*g.host, inputs, outputs);
   else run_per_op(*g.node->body, inputs, outputs);
 }
 

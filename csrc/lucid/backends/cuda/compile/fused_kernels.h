@@ -8,7 +8,9 @@
 // Per call a launch binds the group's tensors: the iteration space without its size-1 dims,
 // coalesced where every input allows it, each input classified as contiguous (read at the linear
 // index), a scalar (one element), strided (any view, broadcast dims with stride 0: offsets from the
-// coordinates), or a host 0-d tensor (its value in the arguments). When no input is strided, the
+// coordinates), or a host 0-d tensor (its value in the arguments; while a graph is captured, a
+// host value that changes per call is read from the device address graph_capture.h's
+// GraphScalars gives). When no input is strided, the
 // element count is a multiple of 4 and every pointer is aligned, each thread does 4 consecutive
 // elements with one vector load per input and one vector store per output. An output may share an input's
 // memory exactly (the memory plan's in-place reuse: each thread reads element i before writing
@@ -16,8 +18,9 @@
 //
 // A group the generator refuses (fused_source.h says why), or every group when NVRTC fails or
 // LUCID_CUDA_FUSED=0 is set, runs op by op: its body's nodes with their eager kernels, on each
-// node's device (a group of host scalars runs on the CPU), intermediates as fresh tensors. The
-// reasons are recorded (rt::FusedKernelStats, compiled executables' `fused_kernels`).
+// node's device, intermediates as fresh tensors; a group of host scalars runs on the CPU's block
+// interpreter (backends/cpu/compile/fused_ew.h: one program for the group, as on the CPU) where it
+// can, else op by op on the CPU. The reasons are recorded (rt::FusedKernelStats, compiled executables' `fused_kernels`).
 #pragma once
 #include <memory>
 

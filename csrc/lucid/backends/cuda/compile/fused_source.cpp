@@ -119,8 +119,10 @@ __device__ __forceinline__ float lucid_keep(float v) { float r; asm("add.rn.f32 
 __device__ __forceinline__ double lucid_keep(double v) { double r; asm("add.rn.f64 %0, %1, 0d8000000000000000;" : "=d"(r) : "d"(v)); return r; }
 // Four consecutive elements, loaded and stored as one aligned vector access.
 template <class T> struct alignas(4 * sizeof(T)) lucid_v4 { T v[4]; };
-// A host scalar's value from the low bytes of its argument word.
-template <class T> __device__ __forceinline__ T lucid_bits(unsigned long w) { return *reinterpret_cast<const T*>(&w); }
+// A host scalar's value: the low bytes of its argument word, or what the word points to (at).
+template <class T> __device__ __forceinline__ T lucid_host(unsigned long w, bool at) {
+  return at ? *reinterpret_cast<const T*>(w) : *reinterpret_cast<const T*>(&w);
+}
 )";
 
 }  // namespace
@@ -186,7 +188,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     const char* st = storage_type(bv.dtype);
     if (host) {
       const std::string load = str("  const ", compute_type(bv.dtype), " ", v, " = ",
-                                   widen(str("lucid_bits<", st, ">(a.host[", i, "])"), bv.dtype), ";\n");
+                                   widen(str("lucid_host<", st, ">(a.host[", i, "], a.host_at >> ", i, " & 1u)"), bv.dtype), ";\n");
       loads += load;
       vloads += load;
     } else {
@@ -299,7 +301,7 @@ FusedKernelSource generate_fused_kernel(const ir::Graph& g, const ir::Node& fuse
     vops += "  " + ops.substr(at, end - at + 1);
     at = end + 1;
   }
-  k.code = str("struct ", args, " {\n  long n;\n  unsigned ndim, strided, scalar, vec4;\n  long size[", kFusedMaxDims,
+  k.code = str("struct ", args, " {\n  long n;\n  unsigned ndim, strided, scalar, vec4;\n  unsigned host_at, unused;\n  long size[", kFusedMaxDims,
                "];\n  const void* in[", ni, "];\n  void* out[", no, "];\n  long stride[", ni, "][", kFusedMaxDims,
                "];\n  unsigned long host[", ni, "];\n  unsigned long attr[", L.words() - L.attr(), "];\n};\n",
                "static_assert(sizeof(", args, ") == ", L.words() * 8, ", \"argument layout (FusedArgsLayout)\");\n",

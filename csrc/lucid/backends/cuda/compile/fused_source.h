@@ -13,7 +13,9 @@
 // boundary that keeps a multiply of one op from contracting with an add of the next into an FMA,
 // which eager's separate kernels can't do either). What may still differ is NaN payloads. The iteration space is the group's shape; each input
 // is read through per-call strides (0 where it broadcasts), as a scalar, or, when it is a CPU
-// 0-d tensor (a Python number, a host constant), by value from the launch arguments. Outputs are
+// 0-d tensor (a Python number, a host constant), by value from the launch arguments (or, while a
+// CUDA graph whose host scalars change per call is captured, from the device address the
+// argument word holds: its bit in the host-pointer mask, graph_capture.h's GraphScalars). Outputs are
 // written contiguously. Attribute functors (gelu's approximation, clamp's bounds) are built on the
 // host from the node's Attrs (ops/functor_attrs.h) and passed as bytes in the launch arguments, so
 // the source does not depend on attribute values and equal groups share one cached cubin.
@@ -42,11 +44,13 @@ std::optional<DType> cuda_fused_dtype(OpId op, const TensorList& inputs, const A
 
 // Word offsets of the launch-argument struct of a kernel with `inputs` inputs, `outputs` outputs
 // and `attr_words` words of functor bytes:
-//   n (i64) | ndim, strided mask, scalar mask, 4-wide flag (u32 x4) | size[kFusedMaxDims] | in[inputs] |
-//   out[outputs] | stride[inputs][kFusedMaxDims] | host value[inputs] | attr[max(attr_words, 1)]
+//   n (i64) | ndim, strided mask, scalar mask, 4-wide flag (u32 x4) | host-pointer mask, unused (u32 x2) |
+//   size[kFusedMaxDims] | in[inputs] | out[outputs] | stride[inputs][kFusedMaxDims] | host value[inputs] |
+//   attr[max(attr_words, 1)]
 struct FusedArgsLayout {
   int inputs = 0, outputs = 0, attr_words = 0;
-  int size() const { return 3; }
+  int host_at() const { return 3; }
+  int size() const { return 4; }
   int in() const { return size() + kFusedMaxDims; }
   int out() const { return in() + inputs; }
   int stride() const { return out() + outputs; }
@@ -61,7 +65,7 @@ struct FusedKernelSource {
   std::string refused;            // why the generator can't run this group (then code is empty)
   std::vector<TensorMeta> inputs, outputs;
   Shape shape;                    // the iteration shape
-  std::vector<char> host_input;   // per input: a CPU 0-d tensor, passed by value
+  std::vector<char> host_input;   // per input: a CPU 0-d tensor, passed by value (or by device address)
   std::vector<uint64_t> attrs;    // the attribute functors' bytes
   FusedArgsLayout layout;
 };

@@ -24,7 +24,7 @@ void masked_fill_kernel(const TensorList& in, const TensorList& out, const Attrs
   const Tensor& mask = in[1];
   const double value = attrs.f("value");
   const ComputeInputs x({in[0]}, o.dtype(), "masked_fill");
-  const KernelInput m = mask.device().is_cpu() ? KernelInput{nullptr, host_scalar_bits(mask, DType::Bool)} : KernelInput::of(mask);
+  const KernelInput m = mask.device().is_cpu() ? host_scalar_input(mask, DType::Bool) : KernelInput::of(mask);
   LUCID_DISPATCH_ALL(o.dtype(), "masked_fill", [&] {
     const scalar_t v = static_cast<scalar_t>(static_cast<compute_t<scalar_t>>(value));
     using T = device_t<scalar_t>;

@@ -25,9 +25,12 @@ __global__ void __launch_bounds__(kThreads) any_zero_kernel(const U* p, int64_t 
 
 // Whether the integer (or bool) tensor b holds a zero: on the host for a CPU scalar; on the
 // device a scan into a flag, read back with one copy that waits for the stream (the host decides
-// whether to raise).
+// whether to raise). A host divisor that changes per call can't be checked once in a CUDA graph.
 bool has_zero(const Tensor& b) {
   if (b.device().is_cpu()) {
+    if (GraphScalars* g = active_graph_scalars())
+      LUCID_CHECK(!g->device_value(b, b.dtype()), Error,
+                  "integer division checks its per-call host divisor for zero on the host, at each call");
     bool zero = false;
     LUCID_DISPATCH_ALL(b.dtype(), "has_zero", [&] { zero = *b.data<scalar_t>() == scalar_t(0); });
     return zero;
@@ -72,7 +75,7 @@ void where_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   const Tensor& o = out[0];
   const Tensor& cond = in[0];
   const ComputeInputs ab({in[1], in[2]}, o.dtype(), "where");
-  const KernelInput c = cond.device().is_cpu() ? KernelInput{nullptr, host_scalar_bits(cond, DType::Bool)} : KernelInput::of(cond);
+  const KernelInput c = cond.device().is_cpu() ? host_scalar_input(cond, DType::Bool) : KernelInput::of(cond);
   LUCID_CUDA_DISPATCH_ALL(o.dtype(), "where", [&] {
     gpu_kernel<scalar_t, bool, scalar_t, scalar_t>("where", o, {c, ab.args[0], ab.args[1]}, WhereOp<scalar_t>{});
   });

@@ -38,11 +38,6 @@ struct PhiloxArg {
   __device__ uint64_t counter() const { return state ? (state[1] + delta) / 4 : c0; }
 };
 
-__global__ void write_philox_kernel(uint64_t* state, uint64_t seed, uint64_t base) {
-  state[0] = seed;
-  state[1] = base;
-}
-
 PhiloxArg philox_arg(const Attrs& a) {
   const uint64_t seed = static_cast<uint64_t>(a.i("seed")), offset = static_cast<uint64_t>(a.i("offset"));
   const GraphPhilox& g = graph_philox();
@@ -407,10 +402,5 @@ LUCID_REGISTER_KERNEL(RandInt, CUDA, randint);
 LUCID_REGISTER_KERNEL(Bernoulli, CUDA, bernoulli);
 LUCID_REGISTER_KERNEL(RandPerm, CUDA, randperm);
 LUCID_REGISTER_KERNEL(Multinomial, CUDA, multinomial);
-
-void write_graph_philox(uint64_t* state, uint64_t seed, uint64_t base, void* stream) {
-  write_philox_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(state, seed, base);
-  check_launch("lucid.compile: Philox state of a CUDA graph replay");
-}
 
 }  // namespace lucid::cuda
